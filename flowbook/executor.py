@@ -108,6 +108,16 @@ class Observer:
     ...     def after_op(self, op, outputs): self.n += 1
     """
 
+    def for_run(self, plan: Plan) -> Observer | None:
+        """The observer that watches this run of ``plan`` op by op, or None to watch it whole.
+
+        None leaves the run on its fast path (the compiled straight line, no
+        per-op hooks): only this observer's ``on_start`` and ``on_finish`` are
+        called.  An observer that decides per run (the live widget times a
+        run only where timing costs little) returns a per-run helper here.
+        """
+        return self
+
     def on_start(self, plan: Plan) -> None:
         """A run of ``plan`` starts."""
 

@@ -146,6 +146,34 @@ class BaseSession:
             from flowbook.debug import NanGuard
 
             observers = [*observers, NanGuard()]
+        whole: list[executor.Observer] = []  # observers of this run as a whole (no per-op hooks)
+        if observers:
+            per_op = []
+            for o in observers:
+                r = o.for_run(plan)
+                (whole if r is None else per_op).append(o if r is None else r)
+            observers = per_op
+        if whole:
+            return self._execute_watched(plan, feed_values, observers, timeout, whole)
+        return self._dispatch(plan, feed_values, observers, timeout)
+
+    def _execute_watched(
+        self, plan: Plan, feed_values: Any, observers: Any, timeout: int, whole: list
+    ) -> list[Any]:
+        """Run with ``whole`` seeing only the start and the end (the run keeps its fast path)."""
+        for o in whole:
+            o.on_start(plan)
+        error: BaseException | None = None
+        try:
+            return self._dispatch(plan, feed_values, observers, timeout)
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            for o in whole:
+                o.on_finish(plan, error)
+
+    def _dispatch(self, plan: Plan, feed_values: Any, observers: Any, timeout: int) -> list[Any]:
         with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
             if observers or timeout or plan.any_heavy:
                 deadline = time.monotonic() + timeout / 1000 if timeout else None
