@@ -11,6 +11,8 @@ multithreaded scheduler over numpy kernels.
     12.0
 """
 
+import typing as _typing
+
 from flowbook import (
     app,
     datasets,
@@ -95,6 +97,25 @@ from flowbook.variables import (
     trainable_variables,
     variables_initializer,
 )
+
+
+def show(target: _typing.Any = None, height: int = 520) -> _typing.Any:
+    """Display the live graph widget (default graph, a Graph, or a Stepper); returns it.
+
+    See :func:`flowbook.widget.show`.  ``fb.show()`` as a cell's last line shows one widget.
+    """
+    from flowbook.widget import show as _show
+
+    return _show(target, height)
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name == "GraphWidget":  # imported on demand: anywidget is not needed to build graphs
+        from flowbook.widget import GraphWidget
+
+        return GraphWidget
+    raise AttributeError(f"module 'flowbook' has no attribute {name!r}")
+
 
 operators.attach(Tensor)
 operators.attach(Variable)

@@ -147,6 +147,10 @@ def load_ipython_extension(ip: Any) -> None:
     ip.events.register("post_run_cell", tracker.post_run_cell)
     ip.set_custom_exc(tracebacks.EXCEPTIONS, tracebacks.handler)
     _LOADED[id(ip)] = (tracker, previous)
+    from flowbook.notebook import live, panel
+
+    live.install_cell_hook(ip)  # after the tracker's hook: views see this cell's stale marks
+    panel.register(ip)  # the JupyterLab side panel's comm
 
 
 def unload_ipython_extension(ip: Any) -> None:

@@ -1,0 +1,388 @@
+"""Live views of a graph: what they show, when it is sent, and what watching a run costs.
+
+A :class:`LiveGraph` exists per shown graph.  It holds the three states the
+front end draws (see :mod:`flowbook.notebook.snapshot`) and the *views*
+showing them: GraphWidgets and the JupyterLab side panel's comm, each with a
+``push(state)`` method.  State it owns:
+
+- ``views``: who shows this graph; ``sent_version``: the graph version they have
+- ``record``: the run being shown (its plan's stats, phase, error, live lists)
+- ``stats``: per plan (weakly keyed), the op names and the facts that decide
+  how the next run of that plan is watched (below)
+- ``stepper``: the stepper being followed, if any
+
+**Watching runs** is :mod:`flowbook.notebook.watch`'s job: one observer,
+:data:`WATCHER`, registered while any view exists, chooses per run how
+closely to watch (first run timed, long runs op by op, cheap repeated runs
+only start and end, so they keep their compiled fast path).  Its hooks only
+record into the LiveGraph and mark it dirty; :data:`FLUSHER`, a daemon
+thread, sends at most ``MAX_PUSHES_PER_S`` updates a second, building the
+state dicts and their JSON off the run's critical path.
+
+    >>> LiveGraph.__name__
+    'LiveGraph'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from flowbook.executor import Observer
+from flowbook.notebook.snapshot import graph_state, preview
+from flowbook.notebook.watch import PlanStats, Record, Watcher
+from flowbook.plan import Plan
+from flowbook.tensor import Operation
+
+MAX_PUSHES_PER_S = 20  # updates sent to the views, per second at most
+
+
+class View(Protocol):
+    """Something that shows a LiveGraph: a GraphWidget or the side panel's comm."""
+
+    def push(self, state: dict[str, Any]) -> None:
+        """Show ``state``: any of the keys "graph", "run", "stepper"."""
+
+
+class LiveGraph:
+    """The live state of one graph and the views that show it.  See the module doc."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph_ref = weakref.ref(graph)  # the graph shown (views keep it alive)
+        self.views: list[View] = []  # who shows it
+        self.sent_version = (-1, 0)  # (graph version, stale count) the views were last sent
+        self.seq = 0  # runs of this graph seen
+        self.record: Record | None = None  # the run shown
+        self.stats: weakref.WeakKeyDictionary[Plan, PlanStats] = weakref.WeakKeyDictionary()
+        self.stepper: Any = None  # the Stepper followed, if any
+        self.step_done: list[str] = []  # ops the stepper ran, in order
+        self.step_values: dict[str, str] = {}  # op name -> preview, from the stepper
+        self.dirty: set[str] = set()  # states to send at the next flush
+        self.lock = threading.Lock()  # guards views and dirty
+
+    # ------------------------------------------------------------- views
+    def add_view(self, view: View) -> None:
+        """Start showing this graph in ``view`` (it gets the whole state at once)."""
+        with self.lock:
+            self.views.append(view)
+        WATCHER.attach()
+        view.push(self.state(("graph", "run", "stepper")))
+
+    def remove_view(self, view: View) -> None:
+        """Stop sending to ``view``."""
+        with self.lock:
+            if view in self.views:
+                self.views.remove(view)
+        if not any(h.views for h in list(_graphs.values())):
+            WATCHER.detach()
+
+    def refresh(self) -> None:
+        """Send the graph if it changed since the views last got it (after a cell, say)."""
+        graph = self.graph_ref()
+        if graph is not None and (graph._version, len(graph._stale)) != self.sent_version:
+            self.touch("graph")
+            self.flush()
+
+    # ------------------------------------------------------------- state
+    def state(self, keys: Sequence[str]) -> dict[str, Any]:
+        """The states named in ``keys``, as JSON-able dicts."""
+        out: dict[str, Any] = {}
+        if "graph" in keys:
+            graph = self.graph_ref()
+            if graph is not None:
+                out["graph"] = graph_state(graph)
+                self.sent_version = (out["graph"]["version"], len(graph._stale))
+        if "run" in keys:
+            out["run"] = self.run_state()
+        if "stepper" in keys:
+            out["stepper"] = self.stepper_state()
+        return out
+
+    def run_state(self) -> dict[str, Any]:
+        """The run shown, as the widget's ``run`` state."""
+        rec = self.record
+        if rec is None:
+            return {"seq": 0, "phase": "idle", "pruned": [], "fed": [], "done": [],
+                    "running": [], "error": None, "times_us": {}, "total_us": 0.0,
+                    "values": {}}  # fmt: skip
+        stats, names = rec.stats, rec.stats.names
+        if rec.phase == "running":
+            done = list(rec.done or ())
+            running = [n for n in (rec.running or ()) if n not in set(done)]
+        else:
+            done = names if rec.phase == "done" else list(rec.done or ())
+            running = []
+        error = None
+        if rec.error is not None:
+            error = _error_state(rec.error)
+            if rec.phase == "error" and rec.done is None and error["node"] in names:
+                done = names[: names.index(error["node"])]  # a whole-watched run: best guess
+        values = {n: v if isinstance(v, str) else preview(v) for n, v in stats.values.items()}
+        return {
+            "seq": rec.seq,
+            "phase": rec.phase,
+            "pruned": names,
+            "fed": list(stats.fed),
+            "done": done,
+            "running": running,
+            "error": error,
+            "times_us": dict(stats.times),
+            "total_us": stats.last_ns / 1000,
+            "values": values,
+        }
+
+    def stepper_state(self) -> dict[str, Any]:
+        """The followed stepper, as the widget's ``stepper`` state."""
+        st = self.stepper
+        if st is None:
+            return {"active": False, "current": None, "done": [], "ready": [], "pruned": [],
+                    "values": {}, "message": ""}  # fmt: skip
+        ready = [op.name for op in st.ready()]
+        done = list(self.step_done)
+        if st.done:
+            message = f"finished: {len(done)} of {len(st.plan.ops)} ops run"
+        elif st.stopped_at is not None:
+            message = f"stopped at breakpoint {st.stopped_at.name}"
+        else:
+            message = f"{len(done)} of {len(st.plan.ops)} ops run, {len(ready)} ready"
+        return {
+            "active": True,
+            "current": done[-1] if done else None,
+            "done": done,
+            "ready": ready,
+            "pruned": [op.name for op in st.plan.ops],
+            "values": dict(self.step_values),
+            "message": message,
+        }
+
+    def value_preview(self, name: str) -> str | None:
+        """The last known value of op ``name``'s first output, as a preview (None if unknown)."""
+        if name in self.step_values:
+            return self.step_values[name]
+        rec = self.record
+        plans = [rec.stats] if rec is not None else []
+        plans += [s for s in list(self.stats.values()) if rec is None or s is not rec.stats]
+        for stats in plans:
+            if name in stats.values:
+                v = stats.values[name]
+                return v if isinstance(v, str) else preview(v)
+        return None
+
+    def act(self, action: str, node: str | None = None) -> str:
+        """Do a stepper button's ``action`` ("step", "run_to", "cont", "reset"); '' or an error.
+
+        Errors are returned to be shown in the toolbar: the kernel and the
+        stepper stay usable (a failed kernel leaves its op ready).
+        """
+        st = self.stepper
+        if st is None:
+            return "no stepper: show one with fb.show(fb.debug.Stepper(sess, fetches, feed))"
+        message = ""
+        try:
+            if action == "step":
+                st.step()
+            elif action == "run_to":
+                if not node:
+                    return "select a node first, then Run to it"
+                st.run_to(node)
+            elif action == "cont":
+                st.cont()
+            elif action == "reset":
+                st.reset()
+            else:
+                return f"unknown action {action!r}"
+        except Exception as e:
+            message = f"{type(e).__name__}: {getattr(e, 'message', None) or e}"
+        self.touch("stepper")
+        FLUSHER.flush_now()
+        return message
+
+    # ------------------------------------------------------------- sending
+    def touch(self, key: str) -> None:
+        """Mark state ``key`` changed; the flusher sends it within 1/MAX_PUSHES_PER_S s."""
+        self.dirty.add(key)
+        FLUSHER.wake(self)
+
+    def flush(self) -> None:
+        """Send the changed states to every view now."""
+        with self.lock:
+            keys, self.dirty = self.dirty, set()
+            views = list(self.views)
+        if not keys or not views:
+            return
+        state = self.state(tuple(keys))
+        for view in views:
+            try:
+                view.push(state)
+            except Exception:  # a closed comm or widget: stop sending to it
+                self.remove_view(view)
+
+    # ------------------------------------------------------------- runs
+    def plan_stats(self, plan: Plan) -> PlanStats:
+        stats = self.stats.get(plan)
+        if stats is None:
+            stats = self.stats[plan] = PlanStats(plan)
+        return stats
+
+    def run_started(self, plan: Plan, stats: PlanStats, live: bool) -> Record:
+        self.seq += 1
+        rec = Record(self.seq, plan, stats)
+        if live:
+            rec.done, rec.running = [], []
+        if not stats.fed and plan.feed_slots:
+            stats.fed = _fed_ops(plan)
+        self.record = rec
+        self.touch("run")
+        return rec
+
+    def run_finished(self, rec: Record, error: BaseException | None) -> None:
+        stats = rec.stats
+        stats.last_ns = time.perf_counter_ns() - rec.start_ns
+        stats.runs += 1
+        rec.error = error
+        rec.phase = "done" if error is None else "error"
+        self.touch("run")
+
+
+def _error_state(error: BaseException) -> dict[str, Any]:
+    from flowbook.debug.nan_guard import NanGuard
+
+    op = getattr(error, "op", None)
+    message = getattr(error, "message", None) or str(error) or type(error).__name__
+    return {
+        "node": op.name if op is not None else "",
+        "message": message if len(message) <= 2000 else message[:1997] + "...",
+        "nan": op is not None and op is NanGuard.last_bad_op,
+    }
+
+
+def _fed_ops(plan: Plan) -> list[str]:
+    """Names of ops whose outputs a run of ``plan`` feeds (inputs read from a fed slot)."""
+    fed_slots = set(plan.feed_slots)
+    names: dict[str, None] = {}
+    for op, slots in zip(plan.ops, plan.inputs):
+        for t, s in zip(op.inputs, slots):
+            if s in fed_slots:
+                names[t.op.name] = None
+    return list(names)
+
+
+# ------------------------------------------------------------------ watching
+class Flusher:
+    """A daemon thread that sends dirty LiveGraphs at most MAX_PUSHES_PER_S times a second."""
+
+    def __init__(self) -> None:
+        self.pending: set[LiveGraph] = set()  # hubs with something to send
+        self.event = threading.Event()  # set when pending gained a hub
+        self.thread: threading.Thread | None = None
+        self.last = 0.0  # monotonic time of the last flush
+        self.lock = threading.Lock()
+
+    def wake(self, hub: LiveGraph) -> None:
+        """Schedule ``hub``'s flush (cheap when one is already scheduled)."""
+        if hub in self.pending:
+            return
+        self.pending.add(hub)
+        if self.thread is None:
+            with self.lock:
+                if self.thread is None:
+                    self.thread = threading.Thread(
+                        target=self._loop, name="flowbook-live", daemon=True
+                    )
+                    self.thread.start()
+        self.event.set()
+
+    def flush_now(self) -> None:
+        """Send everything pending, on the calling thread (end of a cell, tests)."""
+        while self.pending:
+            hubs = list(self.pending)
+            self.pending.difference_update(hubs)
+            for hub in hubs:
+                hub.flush()
+
+    def _loop(self) -> None:
+        interval = 1.0 / MAX_PUSHES_PER_S
+        while True:
+            self.event.wait()
+            self.event.clear()
+            delay = self.last + interval - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            self.last = time.monotonic()
+            with contextlib.suppress(Exception):  # a view's failure must not kill the thread
+                self.flush_now()
+
+
+_graphs: weakref.WeakKeyDictionary[Any, LiveGraph] = weakref.WeakKeyDictionary()
+WATCHER = Watcher(_graphs.get)
+FLUSHER = Flusher()
+
+
+def live_graph(graph: Any) -> LiveGraph:
+    """The LiveGraph of ``graph`` (made on first use)."""
+    hub = _graphs.get(graph)
+    if hub is None:
+        hub = _graphs[graph] = LiveGraph(graph)
+    return hub
+
+
+_hooked: set[int] = set()  # id() of the shells whose post_run_cell calls refresh_all
+
+
+def install_cell_hook(ip: Any) -> None:
+    """Call :func:`refresh_all` after every cell of shell ``ip`` (once per shell)."""
+    if ip is not None and id(ip) not in _hooked:
+        ip.events.register("post_run_cell", _after_cell)
+        _hooked.add(id(ip))
+
+
+def _after_cell(result: Any = None) -> None:
+    from flowbook.notebook import panel
+
+    panel.follow_default_graph()
+    refresh_all()
+
+
+def refresh_all() -> None:
+    """After a cell: send each shown graph that changed, and whatever is pending."""
+    for hub in list(_graphs.values()):
+        if hub.views:
+            hub.refresh()
+    FLUSHER.flush_now()
+
+
+def follow_stepper(stepper: Any) -> LiveGraph:
+    """Show ``stepper``'s progress on its graph's views (Step/Run to/Continue/Reset)."""
+    hub = live_graph(stepper.graph)
+    if hub.stepper is not stepper:
+        hub.stepper, hub.step_done, hub.step_values = stepper, [], {}
+        for o in stepper.observers:
+            if isinstance(o, _StepWatch):
+                stepper.observers.remove(o)
+        stepper.observers.append(_StepWatch(hub, stepper))
+        hub.step_done = [op.name for op in stepper.executed]
+    hub.touch("stepper")
+    return hub
+
+
+class _StepWatch(Observer):
+    """Follows a Stepper: each step's op, and a preview of its value."""
+
+    def __init__(self, hub: LiveGraph, stepper: Any) -> None:
+        self.hub, self.stepper = hub, stepper
+
+    def on_start(self, plan: Plan) -> None:  # the stepper was reset
+        if self.hub.stepper is self.stepper:
+            self.hub.step_done, self.hub.step_values = [], {}
+            self.hub.touch("stepper")
+
+    def after_op(self, op: Operation, outputs: Sequence[Any]) -> None:
+        if self.hub.stepper is self.stepper:
+            self.hub.step_done.append(op.name)
+            if outputs:
+                self.hub.step_values[op.name] = preview(outputs[0])
+            self.hub.touch("stepper")

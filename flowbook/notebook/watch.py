@@ -1,0 +1,170 @@
+"""Watching runs for the live views, at a cost chosen per run.
+
+One process-wide :class:`Watcher` is registered as a session observer while
+any live view exists (:mod:`flowbook.notebook.live`).  Its ``for_run(plan)``
+looks up the plan's graph among the shown ones and chooses, from the plan's
+:class:`PlanStats`:
+
+- the first run of a plan is timed op by op and keeps references to its
+  values (so every node gets a time and a value preview once);
+- a plan whose last run took ``LIVE_NS`` or more is watched op by op (nodes
+  turn running/done while it runs: a hook per op is nothing next to 0.1 s);
+- a plan whose ops average ``TIME_HEAVY_NS`` (heavy plans, already on the
+  threaded scheduler) or ``TIME_CHEAP_NS`` is timed (timing costs < 5%);
+- anything else is watched *whole* (``for_run`` returns None): only the start
+  and the end, the run keeps its compiled fast path, and nodes keep the
+  times of the plan's last timed run (retimed every ``RETIME_NS``).
+
+The hooks only record into the LiveGraph's :class:`Record` and mark it dirty;
+sending is the LiveGraph's flusher's job, off the run's critical path.
+
+    >>> PlanStats.mode.__doc__.split(":")[0]
+    'How to watch the next run'
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flowbook import session as session_module
+from flowbook.executor import Observer, RunTimings
+from flowbook.notebook.snapshot import preview
+from flowbook.plan import Plan
+from flowbook.tensor import Operation
+
+LIVE_NS = 100_000_000  # a plan whose last run took this long is watched op by op
+TIME_HEAVY_NS = 5_000  # mean op time above which a heavy (threaded) plan is timed
+TIME_CHEAP_NS = 40_000  # mean op time above which an all-cheap plan is timed
+RETIME_NS = 5_000_000_000  # a plan watched whole is timed again after this long
+KEEP_VALUE_BYTES = 16 << 20  # values larger than this are previewed at once, not kept
+
+
+class PlanStats:
+    """What the live views know of one plan."""
+
+    __slots__ = ("fed", "last_ns", "n", "names", "runs", "timed_at", "times", "values")
+
+    def __init__(self, plan: Plan) -> None:
+        self.names = [op.name for op in plan.ops]  # op names, plan order
+        self.fed: list[str] = []  # ops whose outputs are fed (filled lazily by the record)
+        self.n = max(1, len(plan.ops))  # op count, for the mean time
+        self.runs = 0  # runs seen
+        self.last_ns = 0  # wall time of the last run
+        self.timed_at = 0  # perf_counter_ns of the last timed run
+        self.times: dict[str, float] = {}  # op name -> kernel µs in the last timed run
+        self.values: dict[str, Any] = {}  # op name -> first output (or its preview), kept
+
+    def mode(self, plan: Plan) -> str | None:
+        """How to watch the next run: "first", "live", "timed" or None (whole)."""
+        if self.runs == 0:
+            return "first"
+        if self.last_ns >= LIVE_NS:
+            return "live"
+        mean = self.last_ns / self.n
+        if mean >= (TIME_HEAVY_NS if plan.any_heavy else TIME_CHEAP_NS):
+            return "timed"
+        if time.perf_counter_ns() - self.timed_at >= RETIME_NS:
+            return "timed"
+        return None
+
+
+class Record:
+    """The run a LiveGraph shows: one per run, replaced when the next starts."""
+
+    __slots__ = ("done", "error", "phase", "plan", "running", "seq", "start_ns", "stats")
+
+    def __init__(self, seq: int, plan: Plan, stats: PlanStats) -> None:
+        self.seq = seq  # run counter of this graph's runs
+        self.plan = plan
+        self.stats = stats
+        self.phase = "running"  # "running", "done" or "error"
+        self.error: BaseException | None = None
+        self.start_ns = time.perf_counter_ns()
+        self.done: list[str] | None = None  # ops finished so far (live runs only)
+        self.running: list[str] | None = None  # ops started, not finished (live runs only)
+
+
+class _Watch(Observer):
+    """Watches one run of a plan op by op (a "first", "timed" or "live" run)."""
+
+    def __init__(self, hub: Any, stats: PlanStats, mode: str) -> None:
+        self.hub, self.stats, self.mode = hub, stats, mode
+        self.rec: Record | None = None
+        if mode == "live":
+            self.before_op = self._before  # instance hooks: only these modes pay for them
+        if mode in ("live", "first"):
+            self.after_op = self._after
+
+    def on_start(self, plan: Plan) -> None:
+        self.rec = self.hub.run_started(plan, self.stats, self.mode == "live")
+
+    def _before(self, op: Operation) -> None:
+        self.rec.running.append(op.name)  # type: ignore[union-attr]
+        if self.mode == "live":
+            self.hub.touch("run")
+
+    def _after(self, op: Operation, outputs: Sequence[Any]) -> None:
+        if outputs:
+            v = outputs[0]
+            nbytes = getattr(v, "nbytes", 0)
+            self.stats.values[op.name] = v if nbytes <= KEEP_VALUE_BYTES else preview(v)
+        if self.mode == "live":
+            self.rec.done.append(op.name)  # type: ignore[union-attr]
+            self.hub.touch("run")
+
+    def on_timings(self, plan: Plan, timings: RunTimings) -> None:
+        names, starts, ends = self.stats.names, timings.start_ns, timings.end_ns
+        self.stats.times = {names[i]: (ends[i] - starts[i]) / 1000 for i in timings.order}
+        self.stats.timed_at = time.perf_counter_ns()
+
+    def on_finish(self, plan: Plan, error: BaseException | None) -> None:
+        if self.rec is not None:
+            self.hub.run_finished(self.rec, error)
+
+
+class Watcher(Observer):
+    """The one observer of every run while live views exist.  See the module doc."""
+
+    def __init__(self, lookup: Callable[[Any], Any]) -> None:
+        self.lookup = lookup  # graph -> its LiveGraph, or None when it is not shown
+        self.attached = False
+        self.local = threading.local()  # the record of the run this thread is in (whole runs)
+
+    def attach(self) -> None:
+        """Watch every run in the process (idempotent)."""
+        if not self.attached:
+            session_module._observers.append(self)
+            self.attached = True
+
+    def detach(self) -> None:
+        """Stop watching runs."""
+        if self.attached:
+            session_module._observers.remove(self)
+            self.attached = False
+
+    def for_run(self, plan: Plan) -> Observer | None:
+        hub = self.lookup(plan.ops[0].graph) if plan.ops else None
+        if hub is None or not hub.views:
+            self.local.hub = None
+            return None
+        stats = hub.plan_stats(plan)
+        mode = stats.mode(plan)
+        if mode is None:
+            self.local.hub, self.local.stats = hub, stats
+            return None
+        self.local.hub = None
+        return _Watch(hub, stats, mode)
+
+    def on_start(self, plan: Plan) -> None:  # a run watched whole
+        hub = getattr(self.local, "hub", None)
+        if hub is not None:
+            self.local.rec = hub.run_started(plan, self.local.stats, False)
+
+    def on_finish(self, plan: Plan, error: BaseException | None) -> None:
+        hub = getattr(self.local, "hub", None)
+        if hub is not None:
+            self.local.hub = None
+            hub.run_finished(self.local.rec, error)

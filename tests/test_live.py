@@ -1,0 +1,270 @@
+"""The live views' Python side, headless: graph snapshots, run states, throttling, stepper, panel."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import flowbook as fb
+from flowbook import session as session_module
+from flowbook.notebook import live, panel, watch
+from flowbook.notebook.snapshot import graph_state, preview
+
+
+class FakeView:
+    """Records what a LiveGraph pushes."""
+
+    def __init__(self) -> None:
+        self.got: list[dict] = []
+
+    def push(self, state: dict) -> None:
+        json.dumps(state)  # every state must be JSON-able as is
+        self.got.append(state)
+
+    def last(self, key: str) -> dict:
+        return next(s[key] for s in reversed(self.got) if key in s)
+
+
+@pytest.fixture
+def view():
+    hubs: list[live.LiveGraph] = []
+    v = FakeView()
+
+    def attach(graph):
+        hub = live.live_graph(graph)
+        hub.add_view(v)
+        hubs.append(hub)
+        return hub
+
+    v.attach = attach
+    yield v
+    for hub in hubs:
+        hub.remove_view(v)
+    assert live.WATCHER not in session_module._observers
+
+
+def _flush():
+    live.FLUSHER.flush_now()
+
+
+def test_graph_state_nodes_edges_kinds_and_html_names_are_plain_text():
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, [None, 3], name="x")
+        v = fb.Variable(np.zeros(3, np.float32), name="<script>alert(1)</script>")
+        c = fb.constant(2.0, name="two")
+        with fb.control_dependencies([c.op]), fb.name_scope("layer"):
+            y = fb.add(x, v, name="y")
+    nodes = {n["name"]: n for n in graph_state(g)["nodes"]}
+    assert nodes["x"]["kind"] == "placeholder" and nodes["two"]["kind"] == "constant"
+    assert nodes["<script>alert(1)</script>"]["kind"] == "variable"
+    assert nodes["layer/y"]["inputs"] == ["x:0", "<script>alert(1)</script>/read:0"]
+    assert nodes["layer/y"]["control"] == ["two"]
+    assert nodes["layer/y"]["outputs"] == [["float32", "(?, 3)"]]
+    assert nodes["layer/y"]["line"] > 0 and "fb.add" in nodes["layer/y"]["code"]
+    assert y.op.name == "layer/y"
+    json.dumps(graph_state(g))
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (np.float32(2), "float32 () 2."),
+        (np.array([1, 2, 3]), "int64 (3,) [1 2 3]"),
+        (np.arange(12.0).reshape(3, 4), "float64 (3, 4) min 0 mean 5.5 max 11"),
+        (np.array([np.inf] * 8), "float64 (8,) all NaN/Inf"),
+        (np.array([1.0] * 7 + [np.nan]), "float64 (8,) min 1 mean 1 max 1 (1 NaN/Inf)"),
+        (np.array([b"ab", b"cd"]), "bytes16 (2,) [b'ab' b'cd']"),
+        (None, "None"),
+    ],
+)
+def test_preview(value, expected):
+    assert preview(value) == expected
+
+
+def test_runs_first_timed_then_watched_whole_on_the_compiled_path(view):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, name="x")
+        y = x
+        for _ in range(20):
+            y = y + 1.0
+    view.attach(g)
+    with fb.Session(graph=g) as s:
+        s.run(y, {x: 1.0})
+        _flush()
+        first = view.last("run")
+        assert first["phase"] == "done" and first["fed"] == ["x"]
+        assert set(first["times_us"]) == set(first["pruned"]) and len(first["pruned"]) == 40
+        assert first["values"][y.op.name] == "float32 () 21."
+        for _ in range(5):
+            assert float(s.run(y, {x: 2.0})) == 22.0
+        plan = next(iter(s._plans.values()))
+        assert plan.compiled is not None  # watched whole: still the straight line
+    _flush()
+    last = view.last("run")
+    assert last["seq"] == 6 and last["done"] == last["pruned"]
+    assert last["times_us"] == first["times_us"]  # times kept from the timed run
+
+
+def test_heavy_plans_with_real_kernels_are_timed_every_run(view, monkeypatch):
+    g = fb.Graph()
+    with g.as_default():
+        a = fb.placeholder(fb.float32, [None, 64], name="a")
+        y = fb.matmul(a, fb.constant(np.ones((64, 64), np.float32)), name="mm")
+    view.attach(g)
+    monkeypatch.setattr(watch, "TIME_HEAVY_NS", 0)
+    with fb.Session(graph=g) as s:
+        for _ in range(3):
+            s.run(y, {a: np.ones((8, 64), np.float32)})
+        stats = next(iter(live.live_graph(g).stats.values()))
+        assert stats.runs == 3 and stats.mode(next(iter(s._plans.values()))) == "timed"
+        assert stats.times["mm"] > 0
+
+
+def test_long_runs_are_watched_op_by_op(view, monkeypatch):
+    g = fb.Graph()
+    with g.as_default():
+        y = fb.constant(1.0, name="one") * 2.0
+    hub = view.attach(g)
+    monkeypatch.setattr(watch, "LIVE_NS", 0)
+    seen = []
+
+    class Spy(fb.executor.Observer):
+        def after_op(self, op, outputs):
+            rec = hub.record
+            if rec.running is not None:  # the first run is timed, not live
+                seen.append((list(rec.running), list(rec.done)))
+
+    with fb.Session(graph=g) as s, fb.observe(Spy()):
+        s.run(y)
+        s.run(y)
+    assert seen[0] == (["one"], ["one"])  # the widget's hooks ran before the spy's
+    assert seen[-1] == (["one", "mul/y", "mul"], ["one", "mul/y", "mul"])
+    _flush()
+    assert view.last("run")["done"] == ["one", "mul/y", "mul"]
+
+
+def test_a_failed_run_names_its_op_and_the_nan_guard_is_flagged(view):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, name="x")
+        bad = fb.log(x, name="bad_log")
+        out = fb.identity(bad, name="out")
+    view.attach(g)
+    opts = fb.RunOptions(check_numerics=True)
+    with fb.Session(graph=g) as s:
+        s.run(out, {x: 1.0})
+        for _ in range(2):
+            with pytest.raises(fb.errors.InvalidArgumentError):
+                s.run(out, {x: -1.0}, options=opts)
+    _flush()
+    run = view.last("run")
+    assert run["phase"] == "error" and run["error"]["node"] == "bad_log"
+    assert run["error"]["nan"] and "NaN" in run["error"]["message"]
+    assert "out" not in run["done"]
+
+
+def test_updates_are_throttled(view):
+    g = fb.Graph()
+    with g.as_default():
+        y = fb.constant(1.0) + 1.0
+    view.attach(g)
+    before = len(view.got)
+    with fb.Session(graph=g) as s:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.5:
+            s.run(y)
+    time.sleep(0.15)
+    pushes = len(view.got) - before
+    assert 1 <= pushes <= 0.65 * live.MAX_PUSHES_PER_S + 2
+    assert view.last("run")["phase"] == "done"
+
+
+def test_graph_changes_and_stale_marks_are_sent_on_refresh(view):
+    g = fb.Graph()
+    with g.as_default():
+        a = fb.constant(1.0, name="a")
+        fb.identity(a, name="b")
+    hub = view.attach(g)
+    n = len(view.got)
+    hub.refresh()
+    assert len(view.got) == n  # nothing changed, nothing sent
+    g._remove_ops([a.op])
+    hub.refresh()
+    nodes = view.last("graph")["nodes"]
+    assert [(d["name"], d["stale"]) for d in nodes] == [("b", True)]
+
+
+def test_watcher_leaves_other_graphs_alone(view):
+    g, other = fb.Graph(), fb.Graph()
+    with other.as_default():
+        y = fb.constant(3.0) * 2.0
+    view.attach(g)
+    with fb.Session(graph=other) as s:
+        assert float(s.run(y)) == 6.0
+    _flush()
+    assert view.last("run")["seq"] == 0
+
+
+def test_stepper_followed_and_driven_by_actions(view):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, name="x")
+        y = fb.add(x, 1.0, name="y")
+        z = fb.multiply(y, 2.0, name="z")
+    hub = view.attach(g)
+    with fb.Session(graph=g) as s:
+        st = fb.debug.Stepper(s, z, {x: 3.0})
+        live.follow_stepper(st)
+        assert hub.act("step") == ""
+        _flush()
+        state = view.last("stepper")
+        assert state["active"] and state["current"] == "Const" and state["done"] == ["Const"]
+        assert state["values"]["Const"] == "float32 () 1."
+        assert hub.act("run_to", "y") == "" and view.last("stepper")["current"] == "y"
+        assert "select a node" in hub.act("run_to", None)
+        assert "KeyError" in hub.act("run_to", "no_such_op") or hub.act("run_to", "nope")
+        assert hub.act("cont") == ""
+        state = view.last("stepper")
+        assert state["done"] == state["pruned"] and state["message"].startswith("finished")
+        assert hub.act("reset") == "" and view.last("stepper")["done"] == []
+        assert hub.act("fly") == "unknown action 'fly'"
+        assert float(st.cont()) == 8.0
+
+
+class FakeComm:
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+        self.msg_cb = self.close_cb = None
+
+    def send(self, data):
+        json.dumps(data)
+        self.sent.append(data)
+
+    def on_msg(self, cb):
+        self.msg_cb = cb
+
+    def on_close(self, cb):
+        self.close_cb = cb
+
+
+def test_panel_follows_the_default_graph_and_closes_cleanly():
+    with fb.Graph().as_default() as g1:
+        fb.constant(1.0, name="first")
+        comm = FakeComm()
+        panel._on_open(comm, {})
+        assert [n["name"] for n in comm.sent[-1]["graph"]["nodes"]] == ["first"]
+        assert live.WATCHER in session_module._observers
+    with fb.Graph().as_default():
+        fb.constant(2.0, name="second")
+        panel.follow_default_graph()
+        assert [n["name"] for n in comm.sent[-1]["graph"]["nodes"]] == ["second"]
+        assert not live.live_graph(g1).views
+        comm.msg_cb({"content": {"data": {"action": "step"}}})
+        assert "no stepper" in comm.sent[-1]["message"]
+        comm.close_cb({})
+    assert live.WATCHER not in session_module._observers and not panel._panels
