@@ -1,0 +1,218 @@
+"""Browser tests: a real JupyterLab, driven by Playwright in Debian's headless Chromium.
+
+``lab`` starts ``jupyter lab`` on 127.0.0.1 with a random token and a free
+port, in a temporary root with its own workspace and settings folders (so a
+test never sees a user's layout), and with the app exposed to the page
+(``expose_app_in_browser``) so a test can run a notebook's cells through
+JupyterLab's own commands and wait for them to finish.  ``page`` opens a
+notebook there in Chromium (``/usr/bin/chromium``, never a downloaded
+browser).  Screenshots go to ``test-output/browser/``.
+
+The tests skip, saying why, where Chromium or the built front end is
+missing; ``.ci/run`` installs both, so in CI they always run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = ROOT / "test-output" / "browser"
+STARTUP_S = 120  # the longest wait for JupyterLab to answer
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]  # fmt: skip
+
+
+def _missing() -> str | None:
+    if not os.path.exists(CHROMIUM):
+        return f"{CHROMIUM} is missing (.ci/run installs Debian's chromium)"
+    import flowbook
+
+    static = Path(flowbook.__file__).parent / "static" / "graph-widget.js"
+    if not static.exists():
+        return f"the widget front end is not built ({static}); run pip install -e ."
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing (pip install -e '.[test]')"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A running JupyterLab server in its own temporary root."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="flowbook-lab-"))
+        self.token = secrets.token_hex(16)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        settings = self.root / ".settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True)
+        (settings / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+        env = {
+            **os.environ,
+            "JUPYTERLAB_SETTINGS_DIR": str(self.root / ".settings"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(self.root / ".workspaces"),
+            "JUPYTER_RUNTIME_DIR": str(self.root / ".runtime"),
+            "OPENBLAS_NUM_THREADS": "1",
+        }
+        self.log = open(self.root / "lab.log", "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyterlab", "--no-browser",
+                f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+                f"--ServerApp.root_dir={self.root}", "--LabApp.expose_app_in_browser=True",
+                "--ServerApp.disable_check_xsrf=False",
+            ],
+            cwd=self.root, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        self._wait()
+
+    def _wait(self) -> None:
+        deadline = time.monotonic() + STARTUP_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited: {(self.root / 'lab.log').read_text()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"jupyter lab did not answer in {STARTUP_S} s")
+
+    def notebook(self, name: str, sources: list[str], kernel: str = "flowbook") -> str:
+        """Write a notebook of code cells; its URL, token included."""
+        display = {"flowbook": "Flowbook (Python 3)", "python3": "Python 3 (ipykernel)"}[kernel]
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+        nb.metadata["kernelspec"] = {"name": kernel, "display_name": display, "language": "python"}
+        nbformat.write(nb, self.root / name)
+        return f"{self.url}/lab/tree/{name}?token={self.token}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self.log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def lab():
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    server = Lab()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(lab):
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="flowbook-chromium-")
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, f"--user-data-dir={profile}"]
+        )
+        yield b
+        b.close()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+class Notebook:
+    """A notebook open in JupyterLab, with helpers that run its cells and read the widget."""
+
+    def __init__(self, page, name: str) -> None:
+        self.page = page
+        self.name = name
+
+    def wait_kernel_idle(self, timeout_s: float = 120) -> None:
+        self.page.wait_for_function(
+            """() => {
+                const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                const k = w && w.sessionContext && w.sessionContext.session
+                    && w.sessionContext.session.kernel;
+                return !!k && k.status === 'idle';
+            }""",
+            timeout=timeout_s * 1000,
+        )
+
+    def run(self, i: int, timeout_s: float = 120) -> None:
+        """Run cell ``i`` the way Shift+Enter does, and wait until it finished."""
+        self.page.evaluate(
+            """async (i) => {
+                const app = window.jupyterapp;
+                const panel = app.shell.currentWidget;
+                panel.content.activeCellIndex = i;
+                await app.commands.execute('notebook:run-cell');
+            }""",
+            i,
+        )
+        self.wait_kernel_idle(timeout_s)
+
+    def set_source(self, i: int, source: str) -> None:
+        self.page.evaluate(
+            """([i, s]) => {
+                const panel = window.jupyterapp.shell.currentWidget;
+                panel.content.widgets[i].model.sharedModel.setSource(s);
+            }""",
+            [i, source],
+        )
+
+    def cell(self, i: int):
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(i)
+
+    def widget(self, i: int):
+        """The graph widget in cell ``i``'s output."""
+        return self.cell(i).locator("[data-flowbook-nodes]").first
+
+    def shot(self, name: str) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+@pytest.fixture
+def open_notebook(lab, browser):
+    pages = []
+
+    def open_(name: str, sources: list[str], kernel: str = "flowbook") -> Notebook:
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        pages.append(page)
+        page.goto(lab.notebook(name, sources, kernel))
+        nb = Notebook(page, name)
+        nb.wait_kernel_idle()
+        return nb
+
+    yield open_
+    for page in pages:
+        page.close()
