@@ -39,6 +39,7 @@ from flowbook.plan import Plan
 from flowbook.tensor import Operation
 
 MAX_PUSHES_PER_S = 20  # updates sent to the views, per second at most
+SEND_ALL_VALUES = 100  # runs of at most this many ops send every value preview
 
 
 class View(Protocol):
@@ -121,7 +122,9 @@ class LiveGraph:
             error = _error_state(rec.error)
             if rec.phase == "error" and rec.done is None and error["node"] in names:
                 done = names[: names.index(error["node"])]  # a whole-watched run: best guess
-        values = {n: v if isinstance(v, str) else preview(v) for n, v in stats.values.items()}
+        values: dict[str, str] = {}
+        if len(names) <= SEND_ALL_VALUES:  # else only the selected node's, on demand
+            values = {n: p for n in names if (p := stats.preview(n)) is not None}
         return {
             "seq": rec.seq,
             "phase": rec.phase,
@@ -130,7 +133,7 @@ class LiveGraph:
             "done": done,
             "running": running,
             "error": error,
-            "times_us": dict(stats.times),
+            "times_us": dict(stats.times()),
             "total_us": stats.last_ns / 1000,
             "values": values,
         }
@@ -167,9 +170,9 @@ class LiveGraph:
         plans = [rec.stats] if rec is not None else []
         plans += [s for s in list(self.stats.values()) if rec is None or s is not rec.stats]
         for stats in plans:
-            if name in stats.values:
-                v = stats.values[name]
-                return v if isinstance(v, str) else preview(v)
+            text = stats.preview(name)
+            if text is not None:
+                return text
         return None
 
     def act(self, action: str, node: str | None = None) -> str:

@@ -9,11 +9,16 @@ looks up the plan's graph among the shown ones and chooses, from the plan's
   values (so every node gets a time and a value preview once);
 - a plan whose last run took ``LIVE_NS`` or more is watched op by op (nodes
   turn running/done while it runs: a hook per op is nothing next to 0.1 s);
-- a plan whose ops average ``TIME_HEAVY_NS`` (heavy plans, already on the
-  threaded scheduler) or ``TIME_CHEAP_NS`` is timed (timing costs < 5%);
-- anything else is watched *whole* (``for_run`` returns None): only the start
-  and the end, the run keeps its compiled fast path, and nodes keep the
-  times of the plan's last timed run (retimed every ``RETIME_NS``).
+- one run in every ``RETIME_FAST_NS`` is timed where timing costs little
+  (ops averaging ``TIME_HEAVY_NS`` in heavy plans, already on the threaded
+  scheduler, or ``TIME_CHEAP_NS`` in all-cheap ones), else one in every
+  ``RETIME_NS``: times stay fresh for a human eye at a bounded cost;
+- every other run is watched *whole* (``for_run`` returns None): only the
+  start and the end, and the run keeps its fast path (the compiled straight
+  line for all-cheap plans); nodes show the times of the last timed run.
+
+Values are kept by reference (up to ``KEEP_VALUE_BYTES`` each) and turned
+into previews only when a view asks, once per value.
 
 The hooks only record into the LiveGraph's :class:`Record` and mark it dirty;
 sending is the LiveGraph's flusher's job, off the run's critical path.
@@ -38,14 +43,26 @@ from flowbook.tensor import Operation
 LIVE_NS = 100_000_000  # a plan whose last run took this long is watched op by op
 TIME_HEAVY_NS = 5_000  # mean op time above which a heavy (threaded) plan is timed
 TIME_CHEAP_NS = 40_000  # mean op time above which an all-cheap plan is timed
-RETIME_NS = 5_000_000_000  # a plan watched whole is timed again after this long
+RETIME_FAST_NS = 250_000_000  # plans where timing is cheap are timed once in this long
+RETIME_NS = 5_000_000_000  # other plans are timed once in this long
 KEEP_VALUE_BYTES = 16 << 20  # values larger than this are previewed at once, not kept
 
 
 class PlanStats:
     """What the live views know of one plan."""
 
-    __slots__ = ("fed", "last_ns", "n", "names", "runs", "timed_at", "times", "values")
+    __slots__ = (
+        "fed",
+        "last_ns",
+        "n",
+        "names",
+        "previews",
+        "runs",
+        "timed_at",
+        "times_us",
+        "timings",
+        "values",
+    )  # fmt: skip
 
     def __init__(self, plan: Plan) -> None:
         self.names = [op.name for op in plan.ops]  # op names, plan order
@@ -54,8 +71,10 @@ class PlanStats:
         self.runs = 0  # runs seen
         self.last_ns = 0  # wall time of the last run
         self.timed_at = 0  # perf_counter_ns of the last timed run
-        self.times: dict[str, float] = {}  # op name -> kernel µs in the last timed run
-        self.values: dict[str, Any] = {}  # op name -> first output (or its preview), kept
+        self.timings: RunTimings | None = None  # the last timed run's, not yet turned into µs
+        self.times_us: dict[str, float] = {}  # op name -> kernel µs in the last timed run
+        self.values: dict[str, Any] = {}  # op name -> its first output, kept by reference
+        self.previews: dict[str, str] = {}  # op name -> preview of the value, once made
 
     def mode(self, plan: Plan) -> str | None:
         """How to watch the next run: "first", "live", "timed" or None (whole)."""
@@ -63,12 +82,26 @@ class PlanStats:
             return "first"
         if self.last_ns >= LIVE_NS:
             return "live"
-        mean = self.last_ns / self.n
-        if mean >= (TIME_HEAVY_NS if plan.any_heavy else TIME_CHEAP_NS):
-            return "timed"
-        if time.perf_counter_ns() - self.timed_at >= RETIME_NS:
+        cheap = self.last_ns / self.n >= (TIME_HEAVY_NS if plan.any_heavy else TIME_CHEAP_NS)
+        if time.perf_counter_ns() - self.timed_at >= (RETIME_FAST_NS if cheap else RETIME_NS):
             return "timed"
         return None
+
+    def times(self) -> dict[str, float]:
+        """Op name -> kernel µs of the last timed run."""
+        t = self.timings
+        if t is not None:
+            names, starts, ends = self.names, t.start_ns, t.end_ns
+            self.times_us = {names[i]: (ends[i] - starts[i]) / 1000 for i in t.order}
+            self.timings = None
+        return self.times_us
+
+    def preview(self, name: str) -> str | None:
+        """A preview of op ``name``'s last kept value (made once per value), or None."""
+        text = self.previews.get(name)
+        if text is None and name in self.values:
+            text = self.previews[name] = preview(self.values[name])
+        return text
 
 
 class Record:
@@ -108,16 +141,19 @@ class _Watch(Observer):
 
     def _after(self, op: Operation, outputs: Sequence[Any]) -> None:
         if outputs:
-            v = outputs[0]
-            nbytes = getattr(v, "nbytes", 0)
-            self.stats.values[op.name] = v if nbytes <= KEEP_VALUE_BYTES else preview(v)
+            v, stats = outputs[0], self.stats
+            stats.previews.pop(op.name, None)
+            if getattr(v, "nbytes", 0) <= KEEP_VALUE_BYTES:
+                stats.values[op.name] = v
+            else:
+                stats.values.pop(op.name, None)
+                stats.previews[op.name] = preview(v)
         if self.mode == "live":
             self.rec.done.append(op.name)  # type: ignore[union-attr]
             self.hub.touch("run")
 
     def on_timings(self, plan: Plan, timings: RunTimings) -> None:
-        names, starts, ends = self.stats.names, timings.start_ns, timings.end_ns
-        self.stats.times = {names[i]: (ends[i] - starts[i]) / 1000 for i in timings.order}
+        self.stats.timings = timings  # turned into µs by the flusher, off the run's path
         self.stats.timed_at = time.perf_counter_ns()
 
     def on_finish(self, plan: Plan, error: BaseException | None) -> None:

@@ -1,0 +1,234 @@
+"""The live widget's costs: sending a graph update, drawing it, and watching a run.
+
+Three measurements, all in one process, reported as figures and ratios:
+
+- **update**: the kernel's side of a graph update for scoped graphs of 100,
+  1,000 and 10,000 ops: building the widget's ``graph`` state
+  (``snapshot.graph_state``) and its JSON (what ipywidgets sends).
+- **frame**: the browser's side, when Debian's Chromium and the built front
+  end are there: the widget's ES module loaded in a page with a stand-in
+  anywidget model, fed the same states; the time from setting ``graph``
+  to the rendered frame (layout with Graphviz included), for the same sizes
+  with scopes collapsed, and expanding one scope.  Skipped (and said) without
+  Chromium.
+- **run**: the slowdown of runs with a live GraphWidget attached (the real
+  widget and its trait serialisation; no browser needed) against the same
+  runs without, interleaved round-robin, medians: the 2000-op add chain
+  (compiled straight-line plan) and one SGD step of the MLP 64-128-10.
+
+Goals (issue 4): first render of 1,000 ops < 2 s, of 10,000 ops with scopes
+collapsed < 3 s, a scope expanded < 0.5 s, a run with the widget ≤ 1.05x.
+
+Usage: ``python benchmarks/widget.py [--quick] [--no-browser]``; writes
+``benchmarks/results/widget.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import CHAIN, add_chain, print_table, write_json
+from trace_overhead import interleaved
+from train import batches, flowbook_step
+
+import flowbook as fb
+from flowbook.notebook import live
+from flowbook.notebook.snapshot import graph_state
+
+SIZES = (100, 1000, 10000)
+GOALS = {"frame_1000_s": 2.0, "frame_10000_s": 3.0, "expand_s": 0.5, "run_ratio": 1.05}
+HARNESS = Path(__file__).resolve().parent.parent / "labextension" / "dev" / "bench.html"
+
+
+def scoped_graph(n: int, per_scope: int = 50) -> fb.Graph:
+    """``n`` ops: a chain of adds in scopes of ``per_scope`` ops (consts included)."""
+    g = fb.Graph()
+    with g.as_default():
+        v = fb.constant(1.0, name="v")
+        for s in range(max(1, n // per_scope)):
+            with fb.name_scope(f"layer{s}"):
+                for _ in range(per_scope // 2):
+                    v = v + 1.0
+    return g
+
+
+def bench_update(rounds: int) -> dict[str, Any]:
+    out = {}
+    for n in SIZES:
+        g = scoped_graph(n)
+        build, dump = [], []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            state = graph_state(g)
+            t1 = time.perf_counter()
+            text = json.dumps(state)
+            t2 = time.perf_counter()
+            build.append(t1 - t0)
+            dump.append(t2 - t1)
+        out[str(n)] = {
+            "ops": len(g.get_operations()),
+            "state_ms": statistics.median(build) * 1e3,
+            "json_ms": statistics.median(dump) * 1e3,
+            "bytes": len(text),
+        }
+    return out
+
+
+def bench_frame(quick: bool) -> dict[str, Any] | str:
+    """Update-to-frame times in headless Chromium, or why they were not measured."""
+    if not os.path.exists("/usr/bin/chromium"):
+        return "skipped: /usr/bin/chromium is missing"
+    static = Path(fb.__file__).parent / "static" / "graph-widget.js"
+    if not static.exists() or not HARNESS.exists():
+        return "skipped: the widget front end is not built (pip install -e .)"
+    from playwright.sync_api import sync_playwright
+
+    states = {str(n): graph_state(scoped_graph(n)) for n in SIZES}
+    args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--allow-file-access-from-files"]  # fmt: skip
+    out: dict[str, Any] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        for n in SIZES:
+            samples, visible = [], 0
+            for _ in range(1 if quick else 3):
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                page.goto(HARNESS.as_uri())
+                page.wait_for_function("() => window.flowbookBench !== undefined", timeout=60_000)
+                r = page.evaluate("s => window.flowbookBench.render(s)", states[str(n)])
+                samples.append(r["ms"] / 1000)
+                visible = r["nodes"]
+                if n == SIZES[-1]:
+                    e = page.evaluate("() => window.flowbookBench.expandFirstScope()")
+                    out["expand_scope"] = {"s": e["ms"] / 1000, "nodes_after": e["nodes"]}
+                page.close()
+            out[str(n)] = {"first_frame_s": statistics.median(samples), "visible_nodes": visible}
+        browser.close()
+    return out
+
+
+def bench_run(rounds: int, quick: bool) -> dict[str, Any]:
+    from flowbook.widget import GraphWidget
+
+    results = {}
+    # the chain: compiled straight-line plan
+    g, x, y = add_chain(CHAIN)
+    sess = fb.Session(graph=g)
+    feed = {x: np.float32(1.0)}
+    block = 2 if quick else 5
+
+    def chain() -> None:
+        for _ in range(block):
+            sess.run(y, feed)
+
+    results["chain"] = _ratio(chain, g, rounds, GraphWidget, block)
+    sess.close()
+
+    digits = fb.datasets.load_digits()
+    nb = 20 if quick else 50
+    data = batches(digits.train.images, digits.train.labels, nb)
+    msess, _ = flowbook_step(128)
+    mg = msess.graph
+    train = mg.get_operation_by_name("GradientDescent")
+    mx, my = mg.get_tensor_by_name("x:0"), mg.get_tensor_by_name("y:0")
+
+    def mlp() -> None:
+        for bx, by in data:
+            msess.run(train, {mx: bx, my: by})
+
+    results["mlp"] = _ratio(mlp, mg, rounds, GraphWidget, nb)
+    msess.close()
+    return results
+
+
+def _ratio(fn: Any, graph: fb.Graph, rounds: int, widget_cls: Any, per: int) -> dict[str, Any]:
+    """Median time of ``fn`` with and without a live widget on ``graph``, interleaved.
+
+    The widget stays shown throughout; "without" unhooks the run watcher (what
+    a run pays when no view exists), "with_widget" hooks it back.
+    """
+    fn()
+    fn()
+    w = widget_cls(graph)
+
+    def attached() -> None:
+        live.WATCHER.attach()
+        fn()
+
+    def detached() -> None:
+        live.WATCHER.detach()
+        fn()
+
+    t = interleaved({"without": detached, "with_widget": attached}, rounds)
+    live.FLUSHER.flush_now()
+    w.close()
+    return {
+        "us_per_run": {k: v / per * 1e6 for k, v in t.items()},
+        "with_vs_without": t["with_widget"] / t["without"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (CI smoke runs)")
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium frame times")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "widget.json"))
+    args = parser.parse_args()
+    rounds = 7 if args.quick else 31
+    results: dict[str, Any] = {
+        "update": bench_update(3 if args.quick else 9),
+        "frame": "skipped: --no-browser" if args.no_browser else bench_frame(args.quick),
+        "run": bench_run(rounds, args.quick),
+        "goals": GOALS,
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+    }
+    print("graph update, kernel side (state + JSON):")
+    print_table(
+        ("ops", "state ms", "json ms", "KB"),
+        [
+            (r["ops"], f"{r['state_ms']:.1f}", f"{r['json_ms']:.1f}", f"{r['bytes'] / 1024:.0f}")
+            for r in results["update"].values()
+        ],  # fmt: skip
+    )
+    frame = results["frame"]
+    print("\nupdate to rendered frame, headless Chromium:")
+    if isinstance(frame, str):
+        print(f"  {frame}")
+    else:
+        rows = [
+            (n, f"{frame[n]['first_frame_s']:.2f}", frame[n]["visible_nodes"])
+            for n in map(str, SIZES)
+        ]
+        print_table(("ops", "first frame s", "visible nodes"), rows)
+        if "expand_scope" in frame:
+            print(
+                f"  expanding one scope of the 10,000-op graph: {frame['expand_scope']['s']:.3f} s"
+            )
+    print("\nruns with a live GraphWidget attached vs without:")
+    print_table(
+        ("workload", "without µs", "with widget µs", "ratio", "goal"),
+        [
+            (
+                k,
+                f"{r['us_per_run']['without']:.0f}",
+                f"{r['us_per_run']['with_widget']:.0f}",
+                f"{r['with_vs_without']:.3f}x",
+                f"≤ {GOALS['run_ratio']}x",
+            )
+            for k, r in results["run"].items()
+        ],  # fmt: skip
+    )
+    write_json(args.out, results)
+
+
+if __name__ == "__main__":
+    main()
