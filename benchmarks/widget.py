@@ -197,7 +197,7 @@ def main() -> None:
         [
             (r["ops"], f"{r['state_ms']:.1f}", f"{r['json_ms']:.1f}", f"{r['bytes'] / 1024:.0f}")
             for r in results["update"].values()
-        ],  # fmt: skip
+        ],
     )
     frame = results["frame"]
     print("\nupdate to rendered frame, headless Chromium:")
@@ -225,7 +225,7 @@ def main() -> None:
                 f"≤ {GOALS['run_ratio']}x",
             )
             for k, r in results["run"].items()
-        ],  # fmt: skip
+        ],
     )
     write_json(args.out, results)
 

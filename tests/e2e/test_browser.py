@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
