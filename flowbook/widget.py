@@ -60,13 +60,24 @@ class GraphWidget(anywidget.AnyWidget):
         self._esm = _static("graph-widget.js")
         self._css = _static("graph-widget.css")
         super().__init__(height=height, **kwargs)
+        self.follows_default = graph is None  # show whatever the default graph is, after each cell
         self.shown = graph if graph is not None else get_default_graph()  # the graph shown
         self.live = live.live_graph(self.shown)  # its live state, shared with other views
         self._displayed_in: int | None = None  # execution count of the cell that displayed it
         self.on_msg(self._on_action)
         self.observe(self._on_select, names="selected")
         self.live.add_view(self)
+        if self.follows_default:
+            live.FOLLOWERS.add(self)
         _watch_cells()
+
+    def follow_default(self) -> None:
+        """Move to the default graph if a cell replaced it (``tf.reset_default_graph()``)."""
+        graph = get_default_graph()
+        if graph is not self.shown and self.comm is not None:
+            self.live.remove_view(self)
+            self.shown, self.live = graph, live.live_graph(graph)
+            self.live.add_view(self)
 
     # ---------------------------------------------------------------- view
     def push(self, state: dict[str, Any]) -> None:
@@ -83,7 +94,9 @@ class GraphWidget(anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stop updating and close the widget in the browser."""
-        self.live.remove_view(self)
+        live.FOLLOWERS.discard(self)
+        if hasattr(self, "live"):  # not when __init__ failed (ipywidgets closes on __del__)
+            self.live.remove_view(self)
         super().close()
 
     @property

@@ -262,7 +262,7 @@ def test_panel_follows_the_default_graph_and_closes_cleanly():
         assert live.WATCHER in session_module._observers
     with fb.Graph().as_default():
         fb.constant(2.0, name="second")
-        panel.follow_default_graph()
+        live._after_cell()
         assert [n["name"] for n in comm.sent[-1]["graph"]["nodes"]] == ["second"]
         assert not live.live_graph(g1).views
         comm.msg_cb({"content": {"data": {"action": "step"}}})

@@ -322,6 +322,9 @@ class Flusher:
 
 _graphs: weakref.WeakKeyDictionary[Any, LiveGraph] = weakref.WeakKeyDictionary()
 WATCHER = Watcher(_graphs.get)
+# Views that show whatever the default graph is (fb.show(), the side panel): after each
+# cell, follow_default() moves them to the new one when a cell replaced it.
+FOLLOWERS: weakref.WeakSet[Any] = weakref.WeakSet()
 FLUSHER = Flusher()
 
 
@@ -344,9 +347,8 @@ def install_cell_hook(ip: Any) -> None:
 
 
 def _after_cell(result: Any = None) -> None:
-    from flowbook.notebook import panel
-
-    panel.follow_default_graph()
+    for view in list(FOLLOWERS):
+        view.follow_default()
     refresh_all()
 
 

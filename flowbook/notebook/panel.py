@@ -69,13 +69,8 @@ class PanelView:
 def _on_open(comm: Any, open_msg: Any) -> None:
     view = PanelView(comm)
     _panels.append(view)
+    live.FOLLOWERS.add(view)
     view.follow_default()
-
-
-def follow_default_graph() -> None:
-    """Move every open panel to the default graph if it changed (called after each cell)."""
-    for view in list(_panels):
-        view.follow_default()
 
 
 def register(ip: Any) -> bool:

@@ -1,0 +1,107 @@
+"""GraphWidget's Python side, without a browser: its traits follow the graph and its runs.
+
+The front end is replaced by a stand-in ES module so these tests need no
+build; the real one is exercised by the browser tests (tests/e2e).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flowbook as fb
+from flowbook import session as session_module
+from flowbook import widget as widget_module
+from flowbook.notebook import live
+
+
+@pytest.fixture(autouse=True)
+def stand_in_front_end(tmp_path, monkeypatch):
+    (tmp_path / "graph-widget.js").write_text("export default { render() {} };\n")
+    (tmp_path / "graph-widget.css").write_text("\n")
+    monkeypatch.setattr(widget_module, "STATIC", tmp_path)
+    yield
+    assert live.WATCHER not in session_module._observers or any(
+        h.views for h in live._graphs.values()
+    )
+
+
+def names(w):
+    return [n["name"] for n in w.graph["nodes"]]
+
+
+def test_missing_front_end_says_how_to_build_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(widget_module, "STATIC", tmp_path / "nowhere")
+    with pytest.raises(RuntimeError, match="pip install -e"):
+        widget_module.GraphWidget(fb.Graph())
+
+
+def test_widget_shows_the_graph_and_its_runs():
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, [2], name="x")
+        y = fb.multiply(x, 3.0, name="y")
+    w = widget_module.GraphWidget(g)
+    try:
+        assert names(w) == ["x", "Const", "y"] and w.run["phase"] == "idle"
+        assert not w.stepper["active"]
+        with g.as_default():
+            z = fb.add(y, 1.0, name="z")
+        w.refresh()
+        assert names(w)[-1] == "z"
+        with fb.Session(graph=g) as s:
+            s.run(z, {x: np.ones(2, np.float32)})
+        live.FLUSHER.flush_now()
+        assert w.run["phase"] == "done" and w.run["done"] == w.run["pruned"]
+        assert set(w.run["times_us"]) == set(w.run["pruned"]) == {"Const", "y", "Const_1", "z"}
+        w.selected = "y"
+        assert w.run["values"]["y"] == "float32 (2,) [3. 3.]"
+        assert w.selected_op.name == "y"
+    finally:
+        w.close()
+    assert w not in live.live_graph(g).views
+
+
+def test_show_follows_the_default_graph_and_drives_a_stepper():
+    with fb.Graph().as_default():
+        fb.constant(1.0, name="before")
+        w = fb.show()
+        try:
+            assert names(w) == ["before"]
+            with fb.Graph().as_default() as g2:
+                a = fb.constant(2.0, name="a")
+                b = fb.square(a, name="b")
+                live._after_cell()  # what the post_run_cell hook does
+                assert names(w) == ["a", "b"]
+                with fb.Session() as s:
+                    st = fb.debug.Stepper(s, b)
+                    w2 = fb.show(st)
+                    try:
+                        assert w2.shown is g2 and w2.stepper["ready"] == ["a"]
+                        w2._on_action(w2, {"action": "step"}, [])
+                        assert w2.stepper["current"] == "a"
+                        w2._on_action(w2, {"action": "run_to", "node": "nope"}, [])
+                        assert "nope" in w2.stepper["message"]
+                        w2._on_action(w2, {"action": "cont"}, [])
+                        assert w2.stepper["done"] == ["a", "b"]
+                        assert w2.stepper["values"]["b"] == "float32 () 4."
+                    finally:
+                        w2.close()
+        finally:
+            w.close()
+
+
+def test_show_times_overlays_a_profile():
+    g = fb.Graph()
+    with g.as_default():
+        y = fb.constant(2.0, name="c") * 2.0
+    w = widget_module.GraphWidget(g)
+    try:
+        with fb.profile() as prof, fb.Session(graph=g) as s:
+            s.run(y)
+        w.show_times(prof)
+        assert set(w.run["times_us"]) == {"c", "mul/y", "mul"}
+        w.show_times({"c": 5.0})
+        assert w.run["times_us"] == {"c": 5.0}
+    finally:
+        w.close()
