@@ -16,7 +16,7 @@ def write(name: str, cells: list) -> None:
     nb = nbf.v4.new_notebook()
     nb["cells"] = cells
     nb["metadata"] = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
         "language_info": {"name": "python"},
     }
     nbf.write(nb, HERE / name)
@@ -49,6 +49,10 @@ optimizer = tf.train.GradientDescentOptimizer(0.5)
 train = optimizer.minimize(loss)
 
 init = tf.initialize_all_variables()"""),
+    md("""The graph so far: the forward model, and under `gradients/` the backward pass that `minimize`
+added (expand it with a click). Keep it in sight while the next cell trains: each step lights up
+the ops it runs."""),
+    code("tf.show()"),
     md("## Fit the line\n\nEach `sess.run(train)` is one step of gradient descent. Watch `W` go to 0.1 and `b` to 0.3."),
     code("""sess = tf.Session()
 sess.run(init)
@@ -100,6 +104,8 @@ train_step = tf.train.GradientDescentOptimizer(0.5).minimize(cross_entropy)
 
 correct = tf.equal(tf.argmax(y, 1), y_)
 accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))"""),
+    md("The model as a graph. Training runs `train_step`; evaluating runs `accuracy`: watch which part of the graph each one lights up."),
+    code("tf.show()"),
     md("## Train\n\n`next_batch(100)` hands out shuffled minibatches; the loss is printed as training goes."),
     code("""sess = tf.Session()
 sess.run(tf.global_variables_initializer())

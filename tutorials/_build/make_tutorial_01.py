@@ -18,6 +18,17 @@ from the op that produces it to the ops that consume it. You first **build** the
 flowbook speaks TensorFlow 1's language, so the classic examples run as they are written:
 we import it under the name `tf`."""),
 code("import numpy as np\n\nimport flowbook as tf"),
+md("""## Watch the graph grow
+
+`tf.show()` draws the graph, live: run the cells below and watch their ops appear. Hover over a
+node for its type, shape and the line that made it; click it for details. Run a cell twice and
+nothing is duplicated: the cell's ops are *replaced*. The **flowbook graph** side panel (right-hand
+bar of JupyterLab) shows the same graph while you scroll, and clicking a node there jumps to the
+cell that created it.
+
+(This notebook uses the **Flowbook (Python 3)** kernel, which loads flowbook's notebook extension;
+with another kernel, run `%load_ext flowbook` first.)"""),
+code("tf.show()"),
 md("""## Hello world: multiply two numbers
 
 `tf.placeholder` is an input whose value we give at run time; `tf.multiply` adds a `Mul` node.
@@ -124,6 +135,13 @@ with tf.Session() as sess:
     batch = np.random.default_rng(0).random((32, 784), dtype=np.float32)
     print("cost:", sess.run(C, {x: batch}))
     print("output shape:", relu.get_shape().as_list())"""),
+md("""Show the graph again here, then run the next cell: the nodes light up as they run, with the
+time each took, and the ones this fetch did not need stay dimmed — that is partial execution,
+seen. Click the `W` node and then `C`: the details show their last values."""),
+code("tf.show()"),
+code("""with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print("cost:", sess.run(C, {x: batch}))"""),
 md("""## Where next
 
 - Build a graph with a shape mistake (say `tf.matmul(x, tf.zeros([10, 3]))`) and read the error:
@@ -131,6 +149,6 @@ md("""## Where next
 - Try `sess.run` with different fetches and feeds and predict which ops must run."""),
 ]
 nb["cells"] = cells
-nb["metadata"] = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+nb["metadata"] = {"kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
                   "language_info": {"name": "python"}}
 nbf.write(nb, Path(__file__).resolve().parent.parent / "01_graphs_and_sessions.ipynb")

@@ -36,7 +36,9 @@ train_step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
 sess = tf.Session()
 sess.run(tf.global_variables_initializer())
 batch_x, batch_y = digits.train.next_batch(100)
-feed = {x: batch_x, labels: batch_y}"""),
+feed = {x: batch_x, labels: batch_y}
+graph_view = tf.show()
+graph_view"""),
     md("""## Profile a training step
 
 Everything run inside `with tf.profile()` is timed, op by op. The table sums the time per op
@@ -48,6 +50,9 @@ it."""),
 prof.table(by="type")"""),
     code("prof.table(by=\"op\")"),
     code("prof.timeline()"),
+    md("""The same times, as a heat map on the graph: hotter colours are slower ops (scroll up to the
+graph above, or look at the side panel)."""),
+    code("graph_view.show_times(prof)"),
     md("""The same data as a trace file: open `https://ui.perfetto.dev` (or `chrome://tracing`) and load
 it. Each thread is a lane, and arrows follow the tensors from op to op."""),
     code("""prof.save_trace("train_step_trace.json")
@@ -71,6 +76,10 @@ ops whose inputs are all computed; `step()` runs one; `value()` shows any comput
 print("ready:", [op.name for op in st.ready()][:6])
 for _ in range(5):
     print("ran", st.step().name)"""),
+    md("""The stepper also lives **on the graph**: `tf.show(st)` adds Step / Run to selected /
+Continue / Reset buttons. The op that just ran is highlighted, done ops are marked, ready ops are
+outlined, and clicking a computed node shows a preview of its value."""),
+    code("tf.show(st)"),
     md("`run_to` runs exactly what one op needs, and nothing else. Then look inside:"),
     code("""st.run_to("layer1/Relu")
 h = st.value("layer1/Relu:0")
@@ -89,6 +98,8 @@ print("loss:", sess.run(bad_loss, feed))"""),
     sess.run(bad_loss, feed, options=tf.RunOptions(check_numerics=True))
 except tf.errors.InvalidArgumentError as e:
     print(e)"""),
+    md("""On the graph widget above (and in the side panel), the `normalise` node is now red: the run
+stopped there, and its details carry the same message."""),
     md("""## Print from inside the graph
 
 `tf.Print` passes its input through and prints values as the graph runs; the text lands here, in
@@ -101,7 +112,7 @@ sess.close()"""),
 nb = nbf.v4.new_notebook()
 nb["cells"] = cells
 nb["metadata"] = {
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+    "kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
     "language_info": {"name": "python"},
 }
 nbf.write(nb, HERE / "05_debugging_and_timing.ipynb")

@@ -90,7 +90,7 @@ sess.close()"""),
 nb = nbf.v4.new_notebook()
 nb["cells"] = cells
 nb["metadata"] = {
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+    "kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
     "language_info": {"name": "python"},
 }
 nbf.write(nb, HERE / "07_protobuf_and_tensorboard.ipynb")
