@@ -87,6 +87,8 @@ class RunTimings(NamedTuple):
     start_ns: list[int]  # per op: kernel start
     end_ns: list[int]  # per op: kernel end
     thread_id: list[int]  # per op: the thread that ran it
+    # per op: (dtype, shape) of its one output, or a list of them, if an observer asked
+    shapes: list[Any] | None = None
 
     def of(self, i: int) -> KernelTiming:
         """Op ``i``'s timing as one record."""
@@ -107,6 +109,8 @@ class Observer:
     ...     def __init__(self): self.n = 0
     ...     def after_op(self, op, outputs): self.n += 1
     """
+
+    keeps_shapes = False  # True: on_timings gets each op's output dtypes and shapes too
 
     def for_run(self, plan: Plan) -> Observer | None:
         """The observer that watches this run of ``plan`` op by op, or None to watch it whole.
@@ -300,6 +304,8 @@ class _Run:
         self.timings_hooks = _hooks(observers, "on_timings")  # given all timings at the end
         self.after_hooks = _hooks(observers, "after_op")  # given each op's outputs
         self.timed = bool(self.kernel_hooks or self.timings_hooks)  # whether kernels are timed
+        # whether timed ops' output dtypes and shapes are recorded for on_timings
+        self.keep = bool(self.timings_hooks) and any(o.keeps_shapes for o in observers)
         if self.timed:  # per op index (perf_counter_ns); see RunTimings
             n, now, main = len(plan.ops), time.perf_counter_ns(), threading.get_ident()
             self.ready_at = [now] * n  # updated as each op becomes ready
@@ -307,6 +313,7 @@ class _Run:
             self.ends = [0] * n
             self.threads = [main] * n  # pool kernels overwrite their entry
             self.order: list[int] = []  # ops in the order they finished
+            self.shapes: list[Any] | None = [None] * n if self.keep else None
         self.deadline = deadline
         self.max_in_flight = max_in_flight
 
@@ -385,6 +392,14 @@ class _Run:
         if end_ns is not None:
             self.ends[i] = end_ns
             self.order.append(i)
+            if self.keep:  # not the array: it must still be freed after its last use
+                self.shapes[i] = (  # type: ignore[index]
+                    (getattr(result, "dtype", None), getattr(result, "shape", None))
+                    if len(outs) == 1
+                    else [
+                        (getattr(o, "dtype", None), getattr(o, "shape", None)) for o in result or ()
+                    ]
+                )
             if self.kernel_hooks:
                 timing = _new_timing((self.ready_at[i], self.starts[i], end_ns, self.threads[i]))
                 for hook in self.kernel_hooks:
@@ -409,7 +424,9 @@ class _Run:
 
     def timings(self) -> RunTimings:
         """What the run timed, for ``on_timings``."""
-        return RunTimings(self.order, self.ready_at, self.starts, self.ends, self.threads)
+        return RunTimings(
+            self.order, self.ready_at, self.starts, self.ends, self.threads, self.shapes
+        )
 
     def drain(self) -> None:
         """After an error: wait for this run's pool kernels (each at most one kernel's time).

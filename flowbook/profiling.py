@@ -13,8 +13,9 @@ Two ways in, both executor observers (``flowbook.executor.Observer``):
 
 **Keeping the run fast.**  The observer's per-op work is the smallest that
 keeps the facts: the executor times kernels into flat lists and hands them
-over once (``on_timings``: no Python frame per op), and ``after_op`` stores each output's (dtype, shape, nbytes) -- not the array, so
-values are still freed after their last use.  ``on_finish`` only stamps the
+over once (``on_timings``: no Python frame per op), together with each
+output's dtype and shape (``keeps_shapes``) -- not the array, so values are
+still freed after their last use.  ``on_finish`` only stamps the
 end; the dataclasses are built on the first read of ``step_stats.dev_stats``
 (a :class:`StepStats` subclass that materialises itself), so a traced run
 pays a few hundred nanoseconds per op however many fields TF defines.
@@ -41,7 +42,7 @@ import contextlib
 import html
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,19 +141,16 @@ class StepStatsCollector(Observer):
         self._rec = rec = _Recorder()
         self._outputs = rec.outputs
 
-    def on_timings(self, plan: Any, timings: RunTimings) -> None:
-        """Keep the run's flat timing lists; records are built when first read."""
-        self._rec._raw = (plan, timings)  # type: ignore[union-attr]
+    keeps_shapes = True  # the executor records each output's dtype and shape with the timings
 
-    def after_op(self, op: Any, outputs: Sequence[Any]) -> None:
-        # getattr with a default: no exception for a non-array (a variable's state)
-        if len(outputs) == 1:  # the common case, without a comprehension's frame
-            o = outputs[0]
-            self._outputs[op] = (getattr(o, "dtype", None), getattr(o, "shape", None))
-        else:
-            self._outputs[op] = [
-                (getattr(o, "dtype", None), getattr(o, "shape", None)) for o in outputs
-            ]
+    def on_timings(self, plan: Any, timings: RunTimings) -> None:
+        """Keep the run's flat timing lists and output shapes; records are built when first read."""
+        self._rec._raw = (plan, timings)  # type: ignore[union-attr]
+        shapes = timings.shapes
+        if shapes is not None:
+            ops, out = plan.ops, self._outputs
+            for i in timings.order:
+                out[ops[i]] = shapes[i]
 
     def on_finish(self, plan: Any, error: BaseException | None) -> None:
         rec = self._rec
@@ -248,11 +246,10 @@ class _ProfileObserver(Observer):
             stack = self._local.stack = []
         stack.append(c)
 
+    keeps_shapes = True  # for the collectors' output shapes
+
     def on_timings(self, plan: Any, timings: RunTimings) -> None:
         self._local.stack[-1].on_timings(plan, timings)
-
-    def after_op(self, op: Any, outputs: Sequence[Any]) -> None:
-        self._local.stack[-1].after_op(op, outputs)
 
     def on_finish(self, plan: Any, error: BaseException | None) -> None:
         self._local.stack.pop().on_finish(plan, error)

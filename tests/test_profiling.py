@@ -204,8 +204,8 @@ def test_collector_hooks_work_without_the_executor():
     op = tf.constant(np.zeros((2, 2), np.int64), name="k").op
     c.on_start(None)
     plan = types.SimpleNamespace(ops=[op])
-    c.on_timings(plan, RunTimings([0], [1_000], [2_000], [5_000], [7]))
-    c.after_op(op, (np.zeros((2, 2), np.int64),))
+    shapes = [(np.dtype(np.int64), (2, 2))]
+    c.on_timings(plan, RunTimings([0], [1_000], [2_000], [5_000], [7], shapes))
     seen = []
     c.on_step = lambda stats, rec: seen.append(stats)
     c.on_finish(None, None)
