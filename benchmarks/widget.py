@@ -26,10 +26,13 @@ Usage: ``python benchmarks/widget.py [--quick] [--no-browser]``; writes
 from __future__ import annotations
 
 import argparse
+import functools
+import http.server
 import json
 import os
 import platform
 import statistics
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +48,8 @@ from flowbook.notebook.snapshot import graph_state
 
 SIZES = (100, 1000, 10000)
 GOALS = {"frame_1000_s": 2.0, "frame_10000_s": 3.0, "expand_s": 0.5, "run_ratio": 1.05}
-HARNESS = Path(__file__).resolve().parent.parent / "labextension" / "dev" / "bench.html"
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "benchmarks/widget_frame.html"  # the built widget with a stand-in model
 
 
 def scoped_graph(n: int, per_scope: int = 50) -> fb.Graph:
@@ -57,6 +61,17 @@ def scoped_graph(n: int, per_scope: int = 50) -> fb.Graph:
             with fb.name_scope(f"layer{s}"):
                 for _ in range(per_scope // 2):
                     v = v + 1.0
+    return g
+
+
+def unscoped_graph(n: int) -> fb.Graph:
+    """``n`` ops at the top level with names that form no series: nothing to collapse."""
+    g = fb.Graph()
+    with g.as_default():
+        xs = [fb.constant(float(i), name=f"c{i}x") for i in range(n // 4)]
+        for i in range(n - len(xs)):
+            a, b = xs[i % len(xs)], xs[(i * 7 + 3) % len(xs)]
+            xs.append(fb.add(a, b, name=f"add{i}x"))
     return g
 
 
@@ -82,38 +97,70 @@ def bench_update(rounds: int) -> dict[str, Any]:
     return out
 
 
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
 def bench_frame(quick: bool) -> dict[str, Any] | str:
     """Update-to-frame times in headless Chromium, or why they were not measured."""
     if not os.path.exists("/usr/bin/chromium"):
         return "skipped: /usr/bin/chromium is missing"
-    static = Path(fb.__file__).parent / "static" / "graph-widget.js"
-    if not static.exists() or not HARNESS.exists():
+    if not (Path(fb.__file__).parent / "static" / "graph-widget.js").exists():
         return "skipped: the widget front end is not built (pip install -e .)"
     from playwright.sync_api import sync_playwright
 
     states = {str(n): graph_state(scoped_graph(n)) for n in SIZES}
+    states["1000 unscoped"] = graph_state(unscoped_graph(1000))
+    handler = functools.partial(_Quiet, directory=str(ROOT))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/{PAGE}"
     args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--allow-file-access-from-files"]  # fmt: skip
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
     out: dict[str, Any] = {}
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
-        for n in SIZES:
-            samples, visible = [], 0
-            for _ in range(1 if quick else 3):
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
-                page.goto(HARNESS.as_uri())
-                page.wait_for_function("() => window.flowbookBench !== undefined", timeout=60_000)
-                r = page.evaluate("s => window.flowbookBench.render(s)", states[str(n)])
-                samples.append(r["ms"] / 1000)
-                visible = r["nodes"]
-                if n == SIZES[-1]:
-                    e = page.evaluate("() => window.flowbookBench.expandFirstScope()")
-                    out["expand_scope"] = {"s": e["ms"] / 1000, "nodes_after": e["nodes"]}
-                page.close()
-            out[str(n)] = {"first_frame_s": statistics.median(samples), "visible_nodes": visible}
-        browser.close()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+            for n in (*SIZES, "1000 unscoped"):
+                samples, visible = [], 0
+                for _ in range(1 if quick else 3):
+                    page = browser.new_page(viewport={"width": 1400, "height": 900})
+                    page.goto(url)
+                    page.wait_for_function("() => window.flowbookBench !== undefined")
+                    r = page.evaluate("s => window.flowbookBench.render(s)", states[str(n)])
+                    samples.append(r["ms"] / 1000)
+                    visible = r["nodes"]
+                    if n == SIZES[-1]:  # the 10,000 ops, collapsed: open one group
+                        out["expand_scope"] = _expand(page, visible)
+                    page.close()
+                out[str(n)] = {
+                    "first_frame_s": statistics.median(samples),
+                    "visible_nodes": visible,
+                }
+            browser.close()
+    finally:
+        server.shutdown()
     return out
+
+
+def _expand(page: Any, before: int) -> dict[str, Any]:
+    """Click the first collapsed group (a scope or a series); time until its frame."""
+    group = page.locator('.fb-node[data-kind="scope"], .fb-node[data-kind="series"]').first
+    t0 = time.perf_counter()
+    group.click()
+    page.wait_for_function(
+        "n => Number(document.querySelector('[data-flowbook-nodes]').dataset.flowbookNodes) !== n",
+        arg=before,
+    )
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
+    wall = time.perf_counter() - t0
+    root = page.locator("[data-flowbook-nodes]").first
+    return {
+        "s": wall,
+        "layout_render_ms": float(root.get_attribute("data-flowbook-layout-ms") or "nan"),
+        "nodes_after": int(root.get_attribute("data-flowbook-nodes") or 0),
+    }
 
 
 def bench_run(rounds: int, quick: bool) -> dict[str, Any]:
@@ -206,7 +253,7 @@ def main() -> None:
     else:
         rows = [
             (n, f"{frame[n]['first_frame_s']:.2f}", frame[n]["visible_nodes"])
-            for n in map(str, SIZES)
+            for n in [*map(str, SIZES), "1000 unscoped"]
         ]
         print_table(("ops", "first frame s", "visible nodes"), rows)
         if "expand_scope" in frame:
