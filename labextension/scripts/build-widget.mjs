@@ -1,0 +1,29 @@
+// Bundle src/graph-widget.ts (anywidget's ES module) into one self-contained
+// file, flowbook/static/graph-widget.js, with its CSS beside it. Graphviz's
+// WebAssembly comes inlined from @viz-js/viz, so nothing is fetched at run time.
+import * as esbuild from 'esbuild';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const outdir = path.resolve(here, '../../flowbook/static');
+const watch = process.argv.includes('--watch');
+
+const options = {
+  entryPoints: { 'graph-widget': path.resolve(here, '../src/graph-widget.ts') },
+  outdir,
+  bundle: true,
+  format: 'esm',
+  target: ['es2020'],
+  minify: !watch,
+  sourcemap: false,
+  legalComments: 'eof',
+  logLevel: 'info'
+};
+
+if (watch) {
+  const ctx = await esbuild.context(options);
+  await ctx.watch();
+} else {
+  await esbuild.build(options);
+}

@@ -1,0 +1,60 @@
+/**
+ * The front end of flowbook's GraphWidget (anywidget's ES module contract):
+ * `render({ model, el })` draws the graph held in the model's traits and
+ * returns a cleanup function. Python-side counterpart: flowbook/widget.py.
+ *
+ * Traits read: graph, run, stepper, height, selected.
+ * Sent back: `selected` (the clicked op's name, "" to clear) and custom
+ * messages {action: "step" | "run_to" | "cont" | "reset", node}.
+ */
+
+import { GraphView } from './view/graph-view';
+import '../style/graph-view.css';
+
+interface AnyModel {
+  get(name: string): unknown;
+  set(name: string, value: unknown): void;
+  save_changes(): void;
+  send(content: unknown): void;
+  on(event: string, cb: () => void): void;
+  off(event?: string | null, cb?: (() => void) | null): void;
+}
+
+function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {
+  el.classList.add('flowbook-widget');
+  const view = new GraphView(el, {
+    onSelect: name => {
+      model.set('selected', name);
+      model.save_changes();
+    },
+    onAction: (action, node) => model.send({ action, node })
+  });
+  const handlers: [string, () => void][] = [
+    ['change:graph', () => view.setGraph(model.get('graph'))],
+    ['change:run', () => view.setRun(model.get('run'))],
+    ['change:stepper', () => view.setStepper(model.get('stepper'))],
+    ['change:height', () => view.setHeight(model.get('height'))],
+    [
+      'change:selected',
+      () => {
+        const s = model.get('selected');
+        view.select(typeof s === 'string' ? s : '', false);
+      }
+    ]
+  ];
+  view.setHeight(model.get('height'));
+  view.setRun(model.get('run'));
+  view.setStepper(model.get('stepper'));
+  view.setGraph(model.get('graph'));
+  for (const [event, cb] of handlers) {
+    model.on(event, cb);
+  }
+  return () => {
+    for (const [event, cb] of handlers) {
+      model.off(event, cb);
+    }
+    view.dispose();
+  };
+}
+
+export default { render };

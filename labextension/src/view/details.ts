@@ -1,0 +1,219 @@
+/**
+ * The details pane and the hover tooltip: plain DOM built with textContent.
+ */
+
+import type { Group, Hierarchy, Leaf, Visible } from './hierarchy';
+import { html } from './draw';
+import { formatTime, type Overlay } from './overlay';
+import type { NodeSpec } from './types';
+
+export function origin(n: NodeSpec): string {
+  const parts: string[] = [];
+  if (n.count !== null) {
+    parts.push(`cell [${n.count}]`);
+  } else if (n.cell) {
+    parts.push('cell');
+  }
+  if (n.line !== null) {
+    parts.push(`line ${n.line}`);
+  }
+  return parts.join(', ');
+}
+
+function shapeOf(h: Hierarchy, tensor: string): string {
+  const colon = tensor.lastIndexOf(':');
+  const name = colon > 0 ? tensor.slice(0, colon) : tensor;
+  const leaf = h.leaves.get(name);
+  const spec = leaf?.node.outputs[colon > 0 ? Number(tensor.slice(colon + 1)) || 0 : 0];
+  return spec ? `${spec[0]} ${spec[1]}` : '';
+}
+
+function row(parent: HTMLElement, label: string, value: string | Node, cls = ''): HTMLElement {
+  const r = html('div', 'fb-row' + (cls ? ' ' + cls : ''), parent);
+  html('span', 'fb-key', r, label);
+  const v = html('span', 'fb-val', r);
+  if (typeof value === 'string') {
+    v.textContent = value;
+  } else {
+    v.appendChild(value);
+  }
+  return r;
+}
+
+const STATUS_TEXT: Record<string, string> = {
+  idle: '',
+  outside: 'not part of the last run',
+  fed: 'fed',
+  pending: 'pending',
+  running: 'running',
+  done: 'done',
+  error: 'error'
+};
+
+/** Fill the details pane for an op. `go` selects another op (clickable input names). */
+export function leafDetails(
+  pane: HTMLElement,
+  leaf: Leaf,
+  h: Hierarchy,
+  ov: Overlay,
+  go: (name: string) => void
+): void {
+  const n = leaf.node;
+  const head = html('div', 'fb-details-head', pane);
+  html('span', `fb-kind-badge fb-kind-${n.kind}`, head, n.kind === 'op' ? n.op : `${n.kind} \u00B7 ${n.op}`);
+  html('div', 'fb-details-name', head, n.name);
+  const status = ov.leafStatus(n.name);
+  if (status === 'error' && ov.run.error) {
+    html('div', 'fb-details-error', pane, (ov.run.error.nan ? 'NaN/Inf: ' : '') + ov.run.error.message);
+  }
+  if (n.stale) {
+    html(
+      'div',
+      'fb-details-stale',
+      pane,
+      'stale: an input of this op was redefined; re-run its cell to rebuild it'
+    );
+  }
+  row(pane, 'op', n.op);
+  if (n.device) {
+    row(pane, 'device', n.device);
+  }
+  if (STATUS_TEXT[status]) {
+    row(pane, 'status', STATUS_TEXT[status]);
+  }
+  const t = ov.time(n.name);
+  if (t !== null) {
+    row(pane, 'time', formatTime(t), 'fb-details-time');
+  }
+  const v = ov.value(n.name);
+  if (v !== null) {
+    const pre = html('pre', 'fb-value', undefined, v);
+    row(pane, 'value', pre);
+  }
+  if (n.inputs.length > 0) {
+    html('div', 'fb-section', pane, 'inputs');
+    const list = html('ol', 'fb-list', pane);
+    for (const tensor of n.inputs) {
+      const li = html('li', '', list);
+      const colon = tensor.lastIndexOf(':');
+      const name = colon > 0 ? tensor.slice(0, colon) : tensor;
+      if (h.leaves.has(name)) {
+        const a = html('a', 'fb-link', li, tensor);
+        a.addEventListener('click', () => go(name));
+      } else {
+        html('span', '', li, tensor);
+      }
+      const s = shapeOf(h, tensor);
+      if (s) {
+        html('span', 'fb-shape-text', li, ' ' + s);
+      }
+    }
+  }
+  if (n.control.length > 0) {
+    html('div', 'fb-section', pane, 'control inputs');
+    const list = html('ul', 'fb-list', pane);
+    for (const c of n.control) {
+      const li = html('li', '', list);
+      if (h.leaves.has(c)) {
+        html('a', 'fb-link', li, c).addEventListener('click', () => go(c));
+      } else {
+        html('span', '', li, c);
+      }
+    }
+  }
+  if (n.outputs.length > 0) {
+    html('div', 'fb-section', pane, 'outputs');
+    const list = html('ol', 'fb-list fb-outputs', pane);
+    n.outputs.forEach(([dtype, shape], i) => {
+      const li = html('li', '', list);
+      html('span', '', li, `${n.name}:${i}`);
+      html('span', 'fb-shape-text', li, ` ${dtype} ${shape}`);
+    });
+  }
+  const o = origin(n);
+  if (o || n.code) {
+    html('div', 'fb-section', pane, 'created in');
+    if (o) {
+      html('div', 'fb-origin', pane, o);
+    }
+    if (n.code) {
+      html('pre', 'fb-code', pane, n.code);
+    }
+  }
+}
+
+export function groupDetails(pane: HTMLElement, g: Group, ov: Overlay): void {
+  const head = html('div', 'fb-details-head', pane);
+  html('span', 'fb-kind-badge fb-kind-scope', head, g.kind === 'series' ? 'series' : 'name scope');
+  html('div', 'fb-details-name', head, g.key);
+  row(pane, 'ops', String(g.opCount));
+  const types = new Map<string, number>();
+  let time = 0;
+  let timed = false;
+  for (const l of g.leaves) {
+    types.set(l.node.op, (types.get(l.node.op) ?? 0) + 1);
+    const t = ov.time(l.key);
+    if (t !== null) {
+      time += t;
+      timed = true;
+    }
+  }
+  if (timed) {
+    row(pane, 'time', formatTime(time), 'fb-details-time');
+  }
+  const top = [...types.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
+  html('div', 'fb-section', pane, 'op types');
+  const list = html('ul', 'fb-list', pane);
+  for (const [op, c] of top) {
+    html('li', '', list, `${op} \u00D7${c}`);
+  }
+}
+
+/** The hover tooltip's content for a box. */
+export function tooltipContent(tip: HTMLElement, v: Visible, ov: Overlay): void {
+  tip.replaceChildren();
+  if (v.type === 'more') {
+    html('div', 'fb-tip-title', tip, `${v.hidden} more in ${v.parent.key || 'the graph'}`);
+    html('div', 'fb-tip-line', tip, 'click to show the next ones');
+    return;
+  }
+  if (v.type === 'group') {
+    html('div', 'fb-tip-title', tip, v.key);
+    html(
+      'div',
+      'fb-tip-line',
+      tip,
+      `${v.kind === 'series' ? 'series' : 'name scope'} \u00B7 ${v.opCount} ops \u00B7 click to expand`
+    );
+    return;
+  }
+  const n = v.node;
+  html('div', 'fb-tip-title', tip, `${n.op}  ${n.name}`);
+  for (const [i, [dtype, shape]] of n.outputs.entries()) {
+    html('div', 'fb-tip-line', tip, `out ${i}: ${dtype} ${shape}`);
+  }
+  if (n.device) {
+    html('div', 'fb-tip-line', tip, `device: ${n.device}`);
+  }
+  const o = origin(n);
+  if (o) {
+    html('div', 'fb-tip-line', tip, o);
+  }
+  if (n.code) {
+    html('pre', 'fb-tip-code', tip, n.code);
+  }
+  const t = ov.time(n.name);
+  if (t !== null) {
+    html('div', 'fb-tip-line', tip, `time: ${formatTime(t)}`);
+  }
+  const val = ov.value(n.name);
+  if (val !== null) {
+    html('pre', 'fb-tip-code', tip, val);
+  }
+  if (ov.run.error && ov.run.error.node === n.name) {
+    html('div', 'fb-tip-error', tip, ov.run.error.message);
+  }
+  if (n.stale) {
+    html('div', 'fb-tip-line fb-tip-stale', tip, 'stale: re-run its cell');
+  }
+}

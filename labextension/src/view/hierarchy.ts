@@ -1,0 +1,261 @@
+/**
+ * The name-scope hierarchy of a graph, and which part of it is visible.
+ *
+ * Ops named `a/b/c` live in scope `a/b`; scopes nest. Among the children of
+ * one scope, more than SERIES_MIN siblings with a common base name and a
+ * numeric suffix (`Add`, `Add_1`, ... `Add_999`; `layer1`, `layer2`...; scopes too)
+ * form one *series* group, as TensorBoard does. An op whose name is also a
+ * scope (a variable `w` with `w/read`, `w/Assign`) moves into that scope.
+ *
+ * A group is either collapsed (one box) or expanded (a cluster holding its
+ * children). An expanded group shows at most its `limit` first children;
+ * the rest hide behind one "more" box, so no expansion can flood the layout.
+ * Everything the layout sees is computed from the visible part only; the
+ * hierarchy itself is built once per graph version, linear in its size.
+ */
+
+import type { NodeSpec } from './types';
+
+export const SERIES_MIN = 8; // a series forms from more than this many siblings
+export const PAGE = 150; // children an expanded group shows before a "more" box
+
+export interface Leaf {
+  type: 'leaf';
+  key: string; // the op's full name
+  short: string; // last part of the name
+  node: NodeSpec;
+  parent: Group;
+  index: number; // position among the parent's children
+}
+
+export interface Group {
+  type: 'group';
+  kind: 'root' | 'scope' | 'series';
+  key: string; // the scope path ("" for the root); a series: "<scope>/<base>_*"
+  short: string; // label
+  parent: Group | null;
+  children: Item[];
+  index: number;
+  opCount: number; // ops inside, at any depth
+  leaves: Leaf[]; // ops inside, at any depth (filled on build)
+}
+
+export interface More {
+  type: 'more';
+  key: string; // "<parent key>/+more"
+  parent: Group;
+  hidden: number; // children behind it
+}
+
+export type Item = Leaf | Group;
+export type Visible = Leaf | Group | More;
+
+const SUFFIX = /^(.*?)(_?)(\d+)$/;
+
+export class Hierarchy {
+  readonly root: Group;
+  readonly leaves = new Map<string, Leaf>(); // op name -> leaf
+  readonly groups = new Map<string, Group>(); // group key -> group
+
+  constructor(nodes: NodeSpec[]) {
+    this.root = newGroup('root', '', '', null);
+    for (const node of nodes) {
+      if (this.leaves.has(node.name)) {
+        continue; // a repeated name: keep the first
+      }
+      const parts = node.name.split('/');
+      let parent = this.root;
+      for (let j = 0; j < parts.length - 1; j++) {
+        const path = parts.slice(0, j + 1).join('/');
+        let g = this.groups.get(path);
+        if (!g) {
+          g = newGroup('scope', path, parts[j], parent);
+          this.groups.set(path, g);
+          parent.children.push(g);
+        }
+        parent = g;
+      }
+      const leaf: Leaf = {
+        type: 'leaf',
+        key: node.name,
+        short: parts[parts.length - 1],
+        node,
+        parent,
+        index: 0
+      };
+      this.leaves.set(node.name, leaf);
+      parent.children.push(leaf);
+    }
+    this.mergeOpsIntoScopes();
+    this.finish(this.root);
+  }
+
+  /** A variable `w` beside its scope `w/...`: move the op into the scope. */
+  private mergeOpsIntoScopes(): void {
+    const touched = new Set<Group>();
+    for (const [path, g] of this.groups) {
+      const leaf = this.leaves.get(path);
+      if (leaf && leaf.parent === g.parent) {
+        leaf.parent = g;
+        g.children.unshift(leaf);
+        touched.add(g.parent!);
+      }
+    }
+    for (const p of touched) {
+      p.children = p.children.filter(c => c.parent === p);
+    }
+  }
+
+  /** Form series, set indices and op counts, bottom-up. */
+  private finish(g: Group): void {
+    if (g.kind !== 'series') {
+      this.formSeries(g);
+    }
+    g.children.forEach((c, i) => (c.index = i));
+    for (const c of g.children) {
+      if (c.type === 'group') {
+        this.finish(c);
+        g.opCount += c.opCount;
+        for (const l of c.leaves) {
+          g.leaves.push(l);
+        }
+      } else {
+        g.opCount += 1;
+        g.leaves.push(c);
+      }
+    }
+  }
+
+  private formSeries(g: Group): void {
+    if (g.children.length <= SERIES_MIN) {
+      return;
+    }
+    const byBase = new Map<string, { base: string; members: [number, Item][] }>();
+    for (const c of g.children) {
+      // "Add_12" -> ("Add", "_", 12); "layer3" -> ("layer", "", 3); "Add" -> ("Add", "_", -1)
+      const m = SUFFIX.exec(c.short);
+      const base = m && m[1] ? m[1] : c.short;
+      const sep = m && m[1] ? m[2] : '_';
+      const idx = m && m[1] ? Number(m[3]) : -1;
+      const k = c.type + '\u0000' + base + '\u0000' + sep;
+      let entry = byBase.get(k);
+      if (!entry) {
+        entry = { base: base + sep, members: [] };
+        byBase.set(k, entry);
+      }
+      entry.members.push([idx, c]);
+    }
+    const seriesOf = new Map<Item, Group>();
+    for (const { base, members } of byBase.values()) {
+      if (members.length <= SERIES_MIN || members.every(([i]) => i < 0)) {
+        continue;
+      }
+      let key = (g.key ? g.key + '/' : '') + base + '*';
+      while (this.groups.has(key) || this.leaves.has(key)) {
+        key += '*';
+      }
+      members.sort((a, b) => a[0] - b[0]);
+      const lo = members[0][0] < 0 ? 0 : members[0][0];
+      const hi = members[members.length - 1][0];
+      const s = newGroup('series', key, `${base}[${lo}\u2013${hi}]`, g);
+      for (const [, c] of members) {
+        c.parent = s;
+        s.children.push(c);
+        seriesOf.set(c, s);
+      }
+      this.groups.set(key, s);
+    }
+    if (seriesOf.size === 0) {
+      return;
+    }
+    const out: Item[] = [];
+    const placed = new Set<Group>();
+    for (const c of g.children) {
+      const s = seriesOf.get(c);
+      if (!s) {
+        out.push(c);
+      } else if (!placed.has(s)) {
+        placed.add(s);
+        out.push(s);
+      }
+    }
+    g.children = out;
+  }
+
+  /** Groups from the root's child down to the item's parent. */
+  ancestors(item: Item): Group[] {
+    const out: Group[] = [];
+    for (let p = item.parent; p && p.kind !== 'root'; p = p.parent) {
+      out.push(p);
+    }
+    return out.reverse();
+  }
+}
+
+function newGroup(kind: Group['kind'], key: string, short: string, parent: Group | null): Group {
+  return { type: 'group', kind, key, short, parent, children: [], index: 0, opCount: 0, leaves: [] };
+}
+
+/** The expansion state the view keeps (by key, so it survives graph updates). */
+export interface Expansion {
+  isExpanded(g: Group): boolean;
+  limit(g: Group): number;
+}
+
+/** The visible part: boxes (leaves, collapsed groups, "more"), clusters (expanded groups). */
+export class VisibleGraph {
+  readonly boxes: Visible[] = [];
+  readonly clusters: Group[] = []; // expanded groups, parents before children
+  private readonly mores = new Map<Group, More>();
+
+  constructor(
+    readonly h: Hierarchy,
+    readonly ex: Expansion
+  ) {
+    this.walk(h.root);
+  }
+
+  private walk(g: Group): void {
+    const limit = this.ex.limit(g);
+    g.children.forEach((c, i) => {
+      if (i >= limit) {
+        return;
+      }
+      if (c.type === 'group' && this.ex.isExpanded(c)) {
+        this.clusters.push(c);
+        this.walk(c);
+      } else {
+        this.boxes.push(c);
+      }
+    });
+    if (g.children.length > limit) {
+      const more: More = {
+        type: 'more',
+        key: (g.key ? g.key + '/' : '') + '+more',
+        parent: g,
+        hidden: g.children.length - limit
+      };
+      this.mores.set(g, more);
+      this.boxes.push(more);
+    }
+  }
+
+  /** The visible box that stands for an op or group (itself, a collapsed ancestor or a "more"). */
+  repOf(item: Item): Visible {
+    const chain: Item[] = [];
+    for (let x: Item | null = item; x && x.parent; x = x.parent) {
+      chain.push(x);
+    }
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const it = chain[i];
+      const p = it.parent!;
+      if (it.index >= this.ex.limit(p)) {
+        return this.mores.get(p)!;
+      }
+      if (it.type === 'group' && !this.ex.isExpanded(it)) {
+        return it;
+      }
+    }
+    return item;
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * What a run and the stepper say about each op, folded onto the visible
+ * boxes: status, kernel time, value preview. Sets are rebuilt once per
+ * update (at most ~20 a second), then each box is one pass over its ops.
+ */
+
+import type { Leaf, Visible } from './hierarchy';
+import type { RunState, StepperState } from './types';
+
+export type Status = 'idle' | 'outside' | 'fed' | 'pending' | 'done' | 'running' | 'error';
+
+const RANK: Record<Status, number> = {
+  idle: 0,
+  outside: 0,
+  fed: 1,
+  done: 2,
+  pending: 3,
+  running: 4,
+  error: 5
+};
+
+export type StepMark = '' | 'done' | 'ready' | 'current';
+const STEP_RANK: Record<StepMark, number> = { '': 0, done: 1, ready: 2, current: 3 };
+
+export interface BoxState {
+  status: Status;
+  dim: boolean; // outside the last run's subgraph
+  timeUs: number | null;
+  step: StepMark;
+  stale: boolean;
+  errorMessage: string;
+}
+
+export class Overlay {
+  run: RunState;
+  stepper: StepperState;
+  private pruned = new Set<string>();
+  private fed = new Set<string>();
+  private done = new Set<string>();
+  private running = new Set<string>();
+  private stepDone = new Set<string>();
+  private stepReady = new Set<string>();
+  private stepPruned = new Set<string>();
+
+  constructor(run: RunState, stepper: StepperState) {
+    this.run = run;
+    this.stepper = stepper;
+    this.setRun(run);
+    this.setStepper(stepper);
+  }
+
+  setRun(run: RunState): void {
+    this.run = run;
+    this.pruned = new Set(run.pruned);
+    this.fed = new Set(run.fed);
+    this.done = new Set(run.done);
+    this.running = new Set(run.running);
+  }
+
+  setStepper(s: StepperState): void {
+    this.stepper = s;
+    this.stepDone = new Set(s.done);
+    this.stepReady = new Set(s.ready);
+    this.stepPruned = new Set(s.pruned);
+  }
+
+  get hasRun(): boolean {
+    return this.run.seq > 0;
+  }
+
+  get hasTimes(): boolean {
+    for (const _ in this.run.times_us) {
+      return true;
+    }
+    return false;
+  }
+
+  leafStatus(name: string): Status {
+    const r = this.run;
+    if (r.error && r.error.node === name) {
+      return 'error';
+    }
+    if (this.running.has(name)) {
+      return 'running';
+    }
+    if (this.done.has(name)) {
+      return 'done';
+    }
+    if (this.fed.has(name)) {
+      return 'fed';
+    }
+    if (r.seq > 0) {
+      if (this.pruned.size > 0 && !this.pruned.has(name)) {
+        return 'outside';
+      }
+      return r.phase === 'done' ? 'done' : r.phase === 'idle' ? 'idle' : 'pending';
+    }
+    return 'idle';
+  }
+
+  leafStep(name: string): StepMark {
+    const s = this.stepper;
+    if (!s.active) {
+      return '';
+    }
+    if (s.current === name) {
+      return 'current';
+    }
+    if (this.stepReady.has(name)) {
+      return 'ready';
+    }
+    if (this.stepDone.has(name)) {
+      return 'done';
+    }
+    return '';
+  }
+
+  /** Is the op outside what is being shown as "the run" (dimmed)? */
+  leafDim(name: string): boolean {
+    if (this.stepper.active && this.stepPruned.size > 0) {
+      return !this.stepPruned.has(name);
+    }
+    return this.run.seq > 0 && this.pruned.size > 0 && !this.pruned.has(name);
+  }
+
+  value(name: string): string | null {
+    return this.stepper.values[name] ?? this.run.values[name] ?? null;
+  }
+
+  time(name: string): number | null {
+    const t = this.run.times_us[name];
+    return typeof t === 'number' ? t : null;
+  }
+
+  box(v: Visible, leavesOf: (v: Visible) => Leaf[]): BoxState {
+    const leaves = leavesOf(v);
+    let status: Status = 'idle';
+    let rank = -1;
+    let allDim = leaves.length > 0;
+    let time: number | null = null;
+    let step: StepMark = '';
+    let stale = false;
+    let errorMessage = '';
+    let anyInRun = false;
+    for (const l of leaves) {
+      const n = l.key;
+      const s = this.leafStatus(n);
+      if (s !== 'outside') {
+        anyInRun = true;
+      }
+      if (RANK[s] > rank) {
+        rank = RANK[s];
+        status = s;
+      }
+      if (allDim && !this.leafDim(n)) {
+        allDim = false;
+      }
+      const t = this.run.times_us[n];
+      if (typeof t === 'number') {
+        time = (time ?? 0) + t;
+      }
+      const m = this.leafStep(n);
+      if (STEP_RANK[m] > STEP_RANK[step]) {
+        step = m;
+      }
+      if (l.node.stale) {
+        stale = true;
+      }
+      if (s === 'error' && this.run.error) {
+        errorMessage = this.run.error.message;
+      }
+    }
+    if (status === 'idle' && !anyInRun && this.run.seq > 0 && leaves.length > 0) {
+      status = 'outside';
+    }
+    return { status, dim: allDim, timeUs: time, step, stale, errorMessage };
+  }
+}
+
+/** "12 µs", "3.4 ms", "1.25 s". */
+export function formatTime(us: number): string {
+  if (us < 1000) {
+    return `${us < 10 ? us.toFixed(1) : Math.round(us)} \u00B5s`;
+  }
+  if (us < 1e6) {
+    const ms = us / 1000;
+    return `${ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : Math.round(ms)} ms`;
+  }
+  return `${(us / 1e6).toFixed(2)} s`;
+}
+
+const HEAT: [number, number, number][] = [
+  [255, 241, 196],
+  [255, 196, 92],
+  [245, 124, 0],
+  [198, 40, 40]
+];
+
+/** Heat colour for a fraction 0..1 of the largest time shown (square-root scale). */
+export function heatColor(f: number): string {
+  const x = Math.sqrt(Math.max(0, Math.min(1, f))) * (HEAT.length - 1);
+  const i = Math.min(HEAT.length - 2, Math.floor(x));
+  const t = x - i;
+  const c = HEAT[i].map((a, k) => Math.round(a + (HEAT[i + 1][k] - a) * t));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+export const HEAT_GRADIENT = HEAT.map(c => `rgb(${c[0]},${c[1]},${c[2]})`);

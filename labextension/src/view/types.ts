@@ -1,0 +1,152 @@
+/**
+ * The state the Python side sends (GraphWidget traits and the side panel's
+ * comm messages use the same three objects). All names are op names, which
+ * stay the same when a notebook cell is re-run.
+ */
+
+export type NodeKind = 'op' | 'variable' | 'placeholder' | 'constant' | 'copy';
+
+export interface NodeSpec {
+  name: string; // "layer1/MatMul"
+  op: string; // op type, "MatMul"
+  kind: NodeKind;
+  device: string;
+  inputs: string[]; // data inputs as tensor names "<op name>:<index>", in order
+  control: string[]; // op names of control inputs
+  outputs: [string, string][]; // (dtype, shape) per output
+  cell: string | null; // JupyterLab cell id that created it
+  count: number | null; // execution count of that cell
+  line: number | null;
+  code: string | null; // the source line
+  stale: boolean;
+}
+
+export interface GraphState {
+  id: string;
+  version: number;
+  nodes: NodeSpec[];
+}
+
+export type RunPhase = 'idle' | 'running' | 'done' | 'error';
+
+export interface RunError {
+  node: string;
+  message: string;
+  nan: boolean;
+}
+
+export interface RunState {
+  seq: number;
+  phase: RunPhase;
+  pruned: string[]; // the ops of the last run's subgraph
+  fed: string[];
+  done: string[];
+  running: string[];
+  error: RunError | null;
+  times_us: Record<string, number>;
+  total_us: number;
+  values: Record<string, string>;
+}
+
+export interface StepperState {
+  active: boolean;
+  current: string | null;
+  done: string[];
+  ready: string[];
+  pruned: string[];
+  values: Record<string, string>;
+  message: string;
+}
+
+/** The actions the stepper toolbar sends back to Python. */
+export type StepAction = 'step' | 'run_to' | 'cont' | 'reset';
+
+/** What the view calls back into its host (the widget model or the panel's comm). */
+export interface ViewCallbacks {
+  /** An op was clicked ("" when the selection is cleared). */
+  onSelect?: (name: string, node: NodeSpec | null) => void;
+  /** A stepper button was pressed; `node` is the selected op for "run_to". */
+  onAction?: (action: StepAction, node: string | null) => void;
+}
+
+export const EMPTY_RUN: RunState = {
+  seq: 0,
+  phase: 'idle',
+  pruned: [],
+  fed: [],
+  done: [],
+  running: [],
+  error: null,
+  times_us: {},
+  total_us: 0,
+  values: {}
+};
+
+export const EMPTY_STEPPER: StepperState = {
+  active: false,
+  current: null,
+  done: [],
+  ready: [],
+  pruned: [],
+  values: {},
+  message: ''
+};
+
+/** Accept whatever arrived (null, partial objects) and fill in the blanks. */
+export function normalizeGraph(g: unknown): GraphState {
+  const o = (g ?? {}) as Partial<GraphState>;
+  const nodes = Array.isArray(o.nodes) ? o.nodes : [];
+  return {
+    id: typeof o.id === 'string' ? o.id : '',
+    version: typeof o.version === 'number' ? o.version : 0,
+    nodes: nodes
+      .filter(n => n && typeof n.name === 'string' && n.name.length > 0)
+      .map(n => ({
+        name: n.name,
+        op: String(n.op ?? ''),
+        kind: (['op', 'variable', 'placeholder', 'constant', 'copy'] as const).includes(n.kind)
+          ? n.kind
+          : 'op',
+        device: String(n.device ?? ''),
+        inputs: Array.isArray(n.inputs) ? n.inputs.map(String) : [],
+        control: Array.isArray(n.control) ? n.control.map(String) : [],
+        outputs: Array.isArray(n.outputs)
+          ? n.outputs.map(o2 => [String(o2?.[0] ?? ''), String(o2?.[1] ?? '')] as [string, string])
+          : [],
+        cell: n.cell == null ? null : String(n.cell),
+        count: typeof n.count === 'number' ? n.count : null,
+        line: typeof n.line === 'number' ? n.line : null,
+        code: n.code == null ? null : String(n.code),
+        stale: Boolean(n.stale)
+      }))
+  };
+}
+
+export function normalizeRun(r: unknown): RunState {
+  const o = (r ?? {}) as Partial<RunState>;
+  return {
+    seq: typeof o.seq === 'number' ? o.seq : 0,
+    phase: o.phase ?? 'idle',
+    pruned: Array.isArray(o.pruned) ? o.pruned : [],
+    fed: Array.isArray(o.fed) ? o.fed : [],
+    done: Array.isArray(o.done) ? o.done : [],
+    running: Array.isArray(o.running) ? o.running : [],
+    error: o.error && typeof o.error === 'object' ? o.error : null,
+    times_us: o.times_us && typeof o.times_us === 'object' ? o.times_us : {},
+    total_us: typeof o.total_us === 'number' ? o.total_us : 0,
+    values: o.values && typeof o.values === 'object' ? o.values : {}
+  };
+}
+
+export function normalizeStepper(s: unknown): StepperState {
+  const o = (s ?? {}) as Partial<StepperState>;
+  return {
+    active: Boolean(o.active),
+    current: typeof o.current === 'string' ? o.current : null,
+    done: Array.isArray(o.done) ? o.done : [],
+    ready: Array.isArray(o.ready) ? o.ready : [],
+    pruned: Array.isArray(o.pruned) ? o.pruned : [],
+    values: o.values && typeof o.values === 'object' ? o.values : {},
+    message: typeof o.message === 'string' ? o.message : ''
+  };
+}
