@@ -156,7 +156,9 @@ class GraphWidget(anywidget.AnyWidget):
         if count is not None and count == self._displayed_in:
             return
         self._displayed_in = count
-        display(self._repr_mimebundle_(), raw=True)
+        bundle = self._repr_mimebundle_()
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        display(data, metadata=metadata, raw=True)
 
 
 def show(target: Any = None, height: int = 520) -> GraphWidget:

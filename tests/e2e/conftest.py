@@ -89,6 +89,7 @@ class Lab:
                 f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
                 f"--ServerApp.root_dir={self.root}", "--LabApp.expose_app_in_browser=True",
                 "--ServerApp.disable_check_xsrf=False",
+                "--ServerApp.allow_root=True",  # CI machines run as root
             ],
             cwd=self.root, env=env, stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
@@ -112,7 +113,10 @@ class Lab:
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
         nb.metadata["kernelspec"] = {"name": kernel, "display_name": display, "language": "python"}
         nbformat.write(nb, self.root / name)
-        return f"{self.url}/lab/tree/{name}?token={self.token}"
+        # its own workspace, so the page opens this notebook alone (no tabs restored from
+        # an earlier test's page)
+        workspace = Path(name).stem
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?token={self.token}"
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -139,14 +143,10 @@ def lab():
 def browser(lab):
     from playwright.sync_api import sync_playwright
 
-    profile = tempfile.mkdtemp(prefix="flowbook-chromium-")
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, f"--user-data-dir={profile}"]
-        )
+    with sync_playwright() as p:  # Playwright gives the browser a fresh temporary profile
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
-    shutil.rmtree(profile, ignore_errors=True)
 
 
 class Notebook:
@@ -156,12 +156,21 @@ class Notebook:
         self.page = page
         self.name = name
 
+    def _panel_js(self) -> str:
+        """JS that finds this notebook's panel by its path (not whichever tab has focus)."""
+        return (
+            "const app = window.jupyterapp;"
+            "const panel = app && [...app.shell.widgets('main')]"
+            f".find(w => w.context && w.context.path === {json.dumps(self.name)});"
+        )
+
     def wait_kernel_idle(self, timeout_s: float = 120) -> None:
         self.page.wait_for_function(
-            """() => {
-                const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                const k = w && w.sessionContext && w.sessionContext.session
-                    && w.sessionContext.session.kernel;
+            "() => {"
+            + self._panel_js()
+            + """
+                const k = panel && panel.sessionContext && panel.sessionContext.session
+                    && panel.sessionContext.session.kernel;
                 return !!k && k.status === 'idle';
             }""",
             timeout=timeout_s * 1000,
@@ -169,21 +178,39 @@ class Notebook:
 
     def run(self, i: int, timeout_s: float = 120) -> None:
         """Run cell ``i`` the way Shift+Enter does, and wait until it finished."""
+        before = self.page.evaluate(
+            "(i) => {"
+            + self._panel_js()
+            + "return panel.content.widgets[i].model.executionCount; }",
+            i,
+        )
         self.page.evaluate(
-            """async (i) => {
-                const app = window.jupyterapp;
-                const panel = app.shell.currentWidget;
+            "async (i) => {"
+            + self._panel_js()
+            + """
+                app.shell.activateById(panel.id);
                 panel.content.activeCellIndex = i;
                 await app.commands.execute('notebook:run-cell');
             }""",
             i,
         )
+        self.page.wait_for_function(  # the cell got a new execution count: it ran
+            "([i, before]) => {"
+            + self._panel_js()
+            + """
+                const n = panel.content.widgets[i].model.executionCount;
+                return n !== null && n !== before;
+            }""",
+            arg=[i, before],
+            timeout=timeout_s * 1000,
+        )
         self.wait_kernel_idle(timeout_s)
 
     def set_source(self, i: int, source: str) -> None:
         self.page.evaluate(
-            """([i, s]) => {
-                const panel = window.jupyterapp.shell.currentWidget;
+            "([i, s]) => {"
+            + self._panel_js()
+            + """
                 panel.content.widgets[i].model.sharedModel.setSource(s);
             }""",
             [i, source],
@@ -201,8 +228,16 @@ class Notebook:
         self.page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.failed_call = report.failed  # read by open_notebook's teardown
+    return report
+
+
 @pytest.fixture
-def open_notebook(lab, browser):
+def open_notebook(request, lab, browser):
     pages = []
 
     def open_(name: str, sources: list[str], kernel: str = "flowbook") -> Notebook:
@@ -214,5 +249,8 @@ def open_notebook(lab, browser):
         return nb
 
     yield open_
-    for page in pages:
+    for k, page in enumerate(pages):
+        if getattr(request.node, "failed_call", False):  # what the page showed when it failed
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / f"FAILED-{request.node.name}-{k}.png"))
         page.close()
