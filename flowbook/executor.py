@@ -26,6 +26,17 @@ Three ways to run the same plan, which must agree value for value:
   without the bookkeeping.
 - ``run_serial``: the reference, ops one by one in the plan's static order.
 
+**Devices.**  A plan's ops may run on a GPU (``plan.devices``; copies
+between devices are ops of the plan, see ``flowbook.placement``).  The loops
+do not care: a GPU kernel is a call that launches work and returns.  A timed
+run (someone wants ``on_timings``) whose plan has ops off the CPU also asks
+each such device for a ``timer()`` and runs those kernels through it (CUDA
+events before and after); after the run the device times come back in
+``RunTimings.device_ns``, on the same clock as the host times.  When a
+kernel runs out of memory the run's values are dropped at once (the error's
+traceback keeps no buffers alive), the devices release cached memory, and
+the error is a ``ResourceExhaustedError`` naming the op and the device.
+
 Observers (timings, the live widget, the NaN guard) see ``on_start``,
 ``before_op``, ``on_kernel`` (where and when the kernel ran, timed on the
 thread that ran it), ``after_op``, ``on_timings`` (all of the run's timings
@@ -46,6 +57,7 @@ import os
 import queue
 import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -89,6 +101,9 @@ class RunTimings(NamedTuple):
     thread_id: list[int]  # per op: the thread that ran it
     # per op: (dtype, shape) of its one output, or a list of them, if an observer asked
     shapes: list[Any] | None = None
+    # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the ops
+    # off the CPU; None when the plan has none
+    device_ns: dict[int, tuple[int, int]] | None = None
 
     def of(self, i: int) -> KernelTiming:
         """Op ``i``'s timing as one record."""
@@ -174,21 +189,45 @@ def pool() -> ThreadPoolExecutor:
 
 
 # ------------------------------------------------------------------- errors
-def op_error(op: Operation, exc: BaseException) -> errors.OpError:
+def op_error(op: Operation, exc: BaseException, device: Any = None) -> errors.OpError:
     """``exc`` raised by ``op``'s kernel, as an OpError naming the op, type and site.
 
-    An OpError keeps its class; MemoryError becomes ResourceExhaustedError;
-    anything else becomes InvalidArgumentError with the original type named.
+    An OpError keeps its class; running out of memory (a MemoryError, or what
+    ``device`` calls out of memory) becomes ResourceExhaustedError naming the
+    device; anything else becomes InvalidArgumentError with the original type named.
     """
     if isinstance(exc, errors.OpError):
         if exc.op is not None and exc.op is not op:
             return exc
         cls, message = type(exc), exc.message
-    elif isinstance(exc, MemoryError):
-        cls, message = errors.ResourceExhaustedError, f"out of memory ({exc})"
+    elif isinstance(exc, MemoryError) or (device is not None and device.is_out_of_memory(exc)):
+        cls = errors.ResourceExhaustedError
+        if device is None or device.device_type == "CPU":
+            message = f"out of memory ({exc})"
+        else:
+            message = (
+                f"OOM when running on {device.full_name}: {exc} The run's buffers on the "
+                "device were freed; a smaller batch may fit."
+            )
     else:
         cls, message = errors.InvalidArgumentError, f"{type(exc).__name__}: {exc}"
     return cls(None, op, f"{op.describe()}: {message}")
+
+
+def _run_error(plan: Plan, i: int, exc: BaseException) -> errors.OpError:
+    """Op ``i``'s error; after running out of memory, the run's buffers are let go first."""
+    device = plan.devices[i] if plan.devices else None
+    error = op_error(plan.ops[i], exc, device)
+    if isinstance(error, errors.ResourceExhaustedError):
+        _release(plan, exc)
+    return error
+
+
+def _release(plan: Plan, exc: BaseException) -> None:
+    """Drop what the failed run's finished frames hold; hand cached device memory back."""
+    traceback.clear_frames(exc.__traceback__)  # the kernels' frames, the compiled run's
+    for d in set(plan.devices):
+        d.release_memory()
 
 
 def _store(vals: list[Any], outs: tuple[int, ...], result: Any) -> None:
@@ -213,7 +252,9 @@ def run_serial(plan: Plan, feeds: Sequence[Any]) -> list[Any]:
         try:
             result = fn(*[vals[s] for s in plan.inputs[i]])
         except Exception as e:
-            raise op_error(plan.ops[i], e) from e
+            vals.clear()  # the run is over: its buffers go now, not with the traceback
+            result = None
+            raise _run_error(plan, i, e) from e
         _store(vals, plan.outputs[i], result)
         for s in plan.frees[i]:
             vals[s] = None
@@ -229,7 +270,7 @@ def run_compiled(plan: Plan, feeds: Sequence[Any]) -> list[Any]:
         i = op_index_from_traceback(plan, e.__traceback__)
         if i is None:
             raise
-        raise op_error(plan.ops[i], e) from e
+        raise _run_error(plan, i, e) from e
 
 
 # ----------------------------------------------------------------- threaded
@@ -254,6 +295,7 @@ def run_threaded(
     except BaseException as e:
         error = e
         run.drain()
+        run.vals[:] = [None] * len(run.vals)  # the run is over: its buffers go now
         raise
     finally:
         if run.timings_hooks:
@@ -314,11 +356,14 @@ class _Run:
             self.threads = [main] * n  # pool kernels overwrite their entry
             self.order: list[int] = []  # ops in the order they finished
             self.shapes: list[Any] | None = [None] * n if self.keep else None
+        # a timed run's kernels off the CPU run through their device's timer (CUDA events)
+        self.stamps = _DeviceStamps(plan) if self.timed and plan.off_host else None
         self.deadline = deadline
         self.max_in_flight = max_in_flight
 
     def loop(self) -> None:
         plan, ready, before, timed = self.plan, self.ready, self.before_hooks, self.timed
+        stamps = self.stamps
         fns, inputs, heavy, vals = plan.fns, plan.inputs, plan.heavy, self.vals
         while self.remaining:
             if self.deadline is not None and time.monotonic() > self.deadline:
@@ -340,13 +385,17 @@ class _Run:
             try:
                 if timed:
                     start = time.perf_counter_ns()
-                    result = fns[i](*args)
+                    if stamps is None:
+                        result = fns[i](*args)
+                    else:
+                        result = stamps.call(i, fns[i], args)
                     end = time.perf_counter_ns()
                     self.starts[i] = start
                 else:
                     result = fns[i](*args)
             except Exception as e:
-                raise op_error(plan.ops[i], e) from e
+                args = result = None  # the traceback keeps this frame: not its buffers
+                raise _run_error(plan, i, e) from e
             del args
             self._finish(i, result, end)
             if self.in_flight:
@@ -377,7 +426,7 @@ class _Run:
                 return
             self.in_flight -= 1
             if exc is not None:
-                raise op_error(self.plan.ops[i], exc) from exc
+                raise _run_error(self.plan, i, exc) from exc
             end = None
             if self.timed:
                 self.starts[i], end, self.threads[i] = timing
@@ -424,8 +473,9 @@ class _Run:
 
     def timings(self) -> RunTimings:
         """What the run timed, for ``on_timings``."""
+        device_ns = self.stamps.finish() if self.stamps is not None else None
         return RunTimings(
-            self.order, self.ready_at, self.starts, self.ends, self.threads, self.shapes
+            self.order, self.ready_at, self.starts, self.ends, self.threads, self.shapes, device_ns
         )
 
     def drain(self) -> None:
@@ -443,3 +493,26 @@ class _Run:
             with contextlib.suppress(KeyboardInterrupt):
                 wait(pending, timeout=WAIT_SLICE_S)
             pending = [f for f in pending if not f.done()]
+
+
+class _DeviceStamps:
+    """The device timers of one timed run: op i's kernel runs through its device's timer."""
+
+    def __init__(self, plan: Plan) -> None:
+        timers = {d: d.timer() for d in set(plan.devices)}  # device -> its timer, None on the CPU
+        self.timers = [t for t in timers.values() if t is not None]
+        self.of = [timers[d] for d in plan.devices]  # per op: its device's timer, or None
+
+    def call(self, i: int, fn: Callable[..., Any], args: list[Any]) -> Any:
+        timer = self.of[i]
+        return fn(*args) if timer is None else timer.call(i, fn, args)
+
+    def finish(self) -> dict[int, tuple[int, int]] | None:
+        """Every device time of the run (waits for the devices); None if they cannot say."""
+        out: dict[int, tuple[int, int]] = {}
+        try:
+            for t in self.timers:
+                out.update(t.finish())
+        except Exception:  # a device left unusable by the run's error: no device lane
+            return None
+        return out

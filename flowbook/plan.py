@@ -25,6 +25,17 @@ Building it is all the graph work a run does:
    numpy loop.  A kernel error inside it is traced back to its op through the
    line number.
 
+**Devices.**  ``place(op)`` (the session's ``flowbook.placement.Placer``)
+says where each op runs; ``plan.devices`` holds the answer per op.  Where an
+edge crosses devices, ``flowbook.placement.insert_copies`` adds a copy node
+(a ``CopyOp``: the value copied to the reader's device, a fed value to the
+GPU, a fetched one back to the host) before the ops are laid out, so copies
+are ordinary ops to everything below: they get slots, are freed after their
+last read, run in the compiled function, are timed and traced.
+``plan.copies`` lists them.  Ops placed off the CPU are never heavy (a GPU
+launch is asynchronous and cheap; the pool is for CPU kernels).  Without a
+GPU every op is on the CPU, there are no copies, and nothing else changes.
+
     >>> import flowbook as fb
     >>> from flowbook.plan import build_plan
     >>> with fb.Graph().as_default() as g:
@@ -39,8 +50,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from flowbook.devices import CPU, Device
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph_edit import stale_error
+from flowbook.placement import CopyOp, insert_copies
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import fmt
 
@@ -71,6 +84,9 @@ class Plan:
         self.runs = 0  # how many times this plan ran (compiles at COMPILE_AFTER_RUNS)
         self.compiled: Callable[[list[Any]], list[Any]] | None = None  # straight-line form
         self.line_to_op: dict[int, int] = {}  # compiled source line -> op index
+        self.devices: list[Device] = []  # per op: where it runs (copies included)
+        self.copies: list[CopyOp] = []  # the copy nodes between devices, in order (often none)
+        self.off_host = False  # whether some op runs off the CPU (its kernels may be device-timed)
 
 
 def build_plan(
@@ -79,11 +95,14 @@ def build_plan(
     targets: Iterable[Operation],
     feeds: Iterable[Tensor],  # fed tensors, in the order the run passes their values
     bind: Callable[[Operation], Callable[..., Any] | None],
+    place: Callable[[Operation], Device] | None = None,
 ) -> Plan:
     """Prune, order and lay out the run that computes ``fetches`` and runs ``targets``.
 
     ``bind(op)`` returns the op's bound kernel (the Session supplies it: it
-    knows the device and the op's variable or random state).
+    knows the device and the op's variable or random state).  ``place(op)``
+    returns its device (default: ``bind.place`` if bind has one, else the
+    CPU for every op); copies are inserted where edges cross devices.
     """
     fetches = list(fetches)
     feeds = list(feeds)
@@ -96,6 +115,15 @@ def build_plan(
             roots.append(f.op)
     order = _topological_order(roots, fed)
     plan = Plan()
+    place = place if place is not None else getattr(bind, "place", None)
+    rewired: dict[Operation, tuple[Tensor, ...]] = {}
+    if place is None:
+        plan.devices = [CPU] * len(order)
+    else:
+        order, plan.devices, rewired, fetches, plan.copies = insert_copies(
+            order, fed, fetches, place
+        )
+        plan.off_host = any(d is not CPU for d in plan.devices)
     plan.ops = order
     index = {op: i for i, op in enumerate(order)}
 
@@ -114,13 +142,14 @@ def build_plan(
     consumers: list[list[int]] = [[] for _ in order]
     present = graph._ops  # name -> op: a needed op missing here was removed (stale)
     for i, op in enumerate(order):
-        if present.get(op.name) is not op:
+        if present.get(op.name) is not op and type(op) is not CopyOp:
             raise stale_error(graph, order, op)
         if op.type == "Placeholder":
             raise _missing_feed(op)
         ins = []
         waits: set[int] = set()
-        for t in op.inputs:
+        inputs = rewired.get(op, op.inputs) if rewired else op.inputs
+        for t in inputs:
             s = slot(t)
             plan.uses[s] += 1
             ins.append(s)
@@ -132,8 +161,9 @@ def build_plan(
             consumers[w].append(i)
         plan.inputs.append(tuple(ins))
         plan.pending.append(len(waits))
-        plan.fns.append(_reading_variables(op, bind(op)))
-        plan.heavy.append(op._opdef.is_heavy(op))
+        fn = bind(op) if type(op) is not CopyOp else op.kernel
+        plan.fns.append(_reading_variables(op, fn, inputs))
+        plan.heavy.append(op._opdef.is_heavy(op) and plan.devices[i] is CPU)
     for f in fetches:
         if isinstance(f, Operation):
             plan.fetch_slots.append(None)
@@ -154,15 +184,15 @@ def build_plan(
     return plan
 
 
-def _reading_variables(op: Operation, fn: Any) -> Any:
-    """``fn`` reading the value of the variables among its inputs when it runs.
+def _reading_variables(op: Operation, fn: Any, inputs: tuple[Tensor, ...]) -> Any:
+    """``fn`` reading the value of the variables among its ``inputs`` when it runs.
 
     A VariableV2 op outputs the variable itself; only the inputs an op type
     declares as ``ref_inputs`` (the updates) take it as such.
     """
     reads = tuple(
         k
-        for k, t in enumerate(op.inputs)
+        for k, t in enumerate(inputs)
         if t.op.type == "VariableV2" and k not in op._opdef.ref_inputs
     )
     if not reads or fn is None:

@@ -20,6 +20,13 @@ end; the dataclasses are built on the first read of ``step_stats.dev_stats``
 (a :class:`StepStats` subclass that materialises itself), so a traced run
 pays a few hundred nanoseconds per op however many fields TF defines.
 
+**Devices.**  Each op's node stats go under the device it ran on
+(``/job:localhost/replica:0/task:0/device:GPU:0``...), copy nodes included.
+An op on a GPU is also timed on the device, with CUDA events (its host entry
+only covers the launch): those times form a second entry,
+``.../device:GPU:0/stream:all``, as in TF's traces, and are what the profile
+table and the heat overlay count for that op.
+
 **Times.**  Kernels are timed with ``time.perf_counter_ns`` (on the thread
 that ran them, pool threads included); one offset taken at ``on_start``,
 ``time.time_ns() - time.perf_counter_ns()``, turns them into epoch
@@ -60,6 +67,7 @@ from flowbook.timeline import GanttChart, OpEvent, input_names, thread_names, tr
 __all__ = ["CPU_DEVICE", "Profile", "ProfileTable", "StepStatsCollector", "profile"]
 
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+STREAM = "/stream:all"  # suffix of a device's lane of kernels timed on the device (TF's name)
 
 # (dtype, shape) of one output, each None if it has none; its bytes are itemsize * size
 Output = tuple[Any, Any]
@@ -68,11 +76,15 @@ Output = tuple[Any, Any]
 class _Recorder:
     """The raw facts of one observed run, as the hooks left them."""
 
-    __slots__ = ("_raw", "_timings", "end_ns", "offset_ns", "outputs", "start_ns")
+    __slots__ = (
+        "_devices", "_raw", "_stream", "_timings", "end_ns", "offset_ns", "outputs", "start_ns",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self._raw: tuple[Any, RunTimings] | None = None  # (plan, timings) from on_timings
         self._timings: dict[Any, KernelTiming] | None = None  # built from _raw on first read
+        self._devices: dict[Any, str] = {}  # op -> full device name, for plans off the CPU
+        self._stream: dict[Any, tuple[int, int]] = {}  # op -> its kernel's device (start, end) ns
         # op -> (dtype, shape) of its one output, or a list of them (several or none)
         self.outputs: dict[Any, Output | list[Output]] = {}
         self.start_ns = time.perf_counter_ns()  # run start (perf_counter)
@@ -86,8 +98,31 @@ class _Recorder:
             self._timings = {}
             if self._raw is not None:
                 plan, t = self._raw
-                self._timings = {plan.ops[i]: t.of(i) for i in t.order}
+                ops = plan.ops
+                self._timings = {ops[i]: t.of(i) for i in t.order}
+                if getattr(plan, "off_host", False):
+                    self._devices = {op: d.full_name for op, d in zip(ops, plan.devices)}
+                if getattr(t, "device_ns", None):
+                    self._stream = {ops[i]: se for i, se in t.device_ns.items()}
         return self._timings
+
+    def device_of(self, op: Any) -> str:
+        """The full name of the device ``op`` ran on."""
+        if self._timings is None:
+            self.timings  # noqa: B018 (builds the maps)
+        return self._devices.get(op, CPU_DEVICE)
+
+    @property
+    def stream(self) -> dict[Any, tuple[int, int]]:
+        """op -> (start_ns, end_ns) of its kernel on its device, for ops off the CPU."""
+        if self._timings is None:
+            self.timings  # noqa: B018 (builds the maps)
+        return self._stream
+
+    def kernel_ns(self, op: Any, t: KernelTiming) -> int:
+        """How long ``op``'s kernel took: on its device where measured there, else on the host."""
+        se = self._stream.get(op) if self._stream else None
+        return se[1] - se[0] if se is not None else t.end_ns - t.start_ns
 
 
 def _outputs_of(rec: _Recorder, op: Any) -> list[Output]:
@@ -203,8 +238,9 @@ def _label(op: Any) -> str:
 
 
 def _build(rec: _Recorder) -> list[DeviceStepStats]:
-    """The NodeExecStats of a recorded run, ordered by start."""
-    off, nodes = rec.offset_ns, []
+    """The NodeExecStats of a recorded run per device, ordered by start; the CPU first."""
+    off = rec.offset_ns
+    groups: dict[str, list[NodeExecStats]] = {CPU_DEVICE: []}  # device -> its nodes
     for op, t in rec.timings.items():
         start = (t.start_ns + off) // 1000
         end = (t.end_ns + off) // 1000
@@ -213,7 +249,7 @@ def _build(rec: _Recorder) -> list[DeviceStepStats]:
             dtype, shape, nbytes = _tensor(op, k, *out)
             alloc = AllocationDescription(nbytes, nbytes)
             outputs.append(NodeOutput(k, TensorDescription(dtype, shape, alloc)))
-        nodes.append(
+        groups.setdefault(rec.device_of(op), []).append(
             NodeExecStats(
                 node_name=op.name,
                 all_start_micros=start,
@@ -226,8 +262,17 @@ def _build(rec: _Recorder) -> list[DeviceStepStats]:
                 output=outputs,
             )
         )
-    nodes.sort(key=lambda n: n.all_start_micros)
-    return [DeviceStepStats(device=CPU_DEVICE, node_stats=nodes)]
+    for op, (s_ns, e_ns) in rec.stream.items():  # the device lane: kernels timed on the device
+        start, end = (s_ns + off) // 1000, (e_ns + off) // 1000
+        node = NodeExecStats(op.name, start, 0, end - start, end - start, start, 0, _label(op))
+        groups.setdefault(rec.device_of(op) + STREAM, []).append(node)
+    if len(groups) > 1 and not groups[CPU_DEVICE]:
+        del groups[CPU_DEVICE]
+    out = []
+    for device, nodes in groups.items():
+        nodes.sort(key=lambda n: n.all_start_micros)
+        out.append(DeviceStepStats(device=device, node_stats=nodes))
+    return out
 
 
 # ------------------------------------------------------------------ profile
@@ -280,8 +325,9 @@ class Profile:
         if not self._recs:
             return []
         t0 = min(r.start_ns for r in self._recs)
-        return [
-            [
+        runs = []
+        for rec in self._recs:
+            run = [
                 OpEvent(
                     op.name,
                     op.type,
@@ -289,20 +335,25 @@ class Profile:
                     (t.start_ns - t0) / 1000,
                     (t.end_ns - t0) / 1000,
                     t.thread_id,
-                    CPU_DEVICE,
+                    rec.device_of(op),
                     [(k, *_tensor(op, k, *out)) for k, out in enumerate(_outputs_of(rec, op))],
                 )
                 for op, t in rec.timings.items()
             ]
-            for rec in self._recs
-        ]
+            for op, (s_ns, e_ns) in rec.stream.items():
+                device = rec.device_of(op)
+                lane = device.rpartition("/device:")[2] + " stream"
+                start, end = (s_ns - t0) / 1000, (e_ns - t0) / 1000
+                run.append(OpEvent(op.name, op.type, (), start, end, 0, device + STREAM, lane=lane))
+            runs.append(run)
+        return runs
 
     def node_times(self) -> dict[str, float]:
         """Op name -> total kernel µs over all runs (the widget's heat overlay)."""
         out: dict[str, float] = {}
         for rec in self._recs:
             for op, t in rec.timings.items():
-                out[op.name] = out.get(op.name, 0.0) + (t.end_ns - t.start_ns) / 1000
+                out[op.name] = out.get(op.name, 0.0) + rec.kernel_ns(op, t) / 1000
         return out
 
     def run_time_us(self) -> float:
@@ -324,9 +375,10 @@ class Profile:
             kernels = 0
             for op, t in rec.timings.items():
                 row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0])
+                ns = rec.kernel_ns(op, t)
                 row[1] += 1
-                row[2] += t.end_ns - t.start_ns
-                kernels += t.end_ns - t.start_ns
+                row[2] += ns
+                kernels += ns
             busy += max(kernels, rec.end_ns - rec.start_ns)
         rows = [
             {

@@ -15,7 +15,15 @@ tables bind straight to ``xp.add``...); by default it is
 use (``resource="variable"`` or ``"rng"``); the plan binds it as the ``var=``
 or ``rng=`` keyword.  A variable's op outputs the variable itself; ops that
 update it declare that input in ``ref_inputs``, every other consumer gets its
-value, read when the consumer runs (TF1's reference semantics).
+value, read when the consumer runs (TF1's reference semantics).  An op
+that cannot run on a GPU says ``host_only=True`` (ops on strings are host
+only without saying so); ``flowbook.placement`` keeps it on the CPU.  Two
+more declarations tell placement where an input's value is read, as TF's
+``HostMemory`` does: ``host_inputs`` are small shape-like int arguments the
+kernel turns into Python ints (``Reshape``'s shape, a reduction's axes), so
+on a GPU they stay in host memory and are never uploaded; ``meta_inputs``
+are inputs of which the kernel reads only the shape and dtype (``Shape``),
+so they are never copied between devices at all.
 
 ``OPS`` is a plain dict filled by ``register_op``; registering a name twice is
 an error unless ``replace=True``.
@@ -70,6 +78,10 @@ class OpDef:
     stateful: bool = False  # results change between runs, or it changes session state
     resource: str | None = None  # session state bound into the kernel: "variable" | "rng"
     ref_inputs: tuple[int, ...] = ()  # inputs that take a variable itself (its VarState), unread
+    host_only: bool = False  # no GPU kernel: placed on the CPU (soft placement, or an error)
+    # inputs read on the host as Python ints, kept in host memory on a GPU (negative: from the end)
+    host_inputs: tuple[int, ...] = ()
+    meta_inputs: tuple[int, ...] = ()  # inputs whose shape/dtype only is read: never copied
     grad: Any = None  # gradient builder (the training issue fills it) or NOT_DIFFERENTIABLE
     doc: str = field(default="", repr=False)
 

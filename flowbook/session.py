@@ -15,8 +15,12 @@
    the first time).
 
 The session owns per-op state that kernels are bound to: each variable's
-value (``VarState``) and each random op's generator.  It is safe to call
-``run`` from several threads at once.
+value (``VarState``) and each random op's generator, and it decides where
+each op runs (``flowbook.placement``: device scopes, soft placement, the
+first GPU by default); a plan built for it carries the copy nodes between
+devices, and with ``ConfigProto(log_device_placement=True)`` each new plan
+prints its ops' devices into the cell.  It is safe to call ``run`` from
+several threads at once.
 
     >>> import flowbook as tf
     >>> with tf.Graph().as_default():
@@ -39,9 +43,10 @@ import numpy as np
 
 from flowbook import executor
 from flowbook.config import ConfigProto, RunOptions
-from flowbook.devices import for_op
+from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
 from flowbook.ops.state_ops import VarState
+from flowbook.placement import Placer, log_placement
 from flowbook.plan import COMPILE_AFTER_RUNS, Plan, build_plan, compile_plan
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible, fmt
@@ -89,6 +94,8 @@ class BaseSession:
         self._state_lock = threading.Lock()  # guards creating entries of the two dicts above
         self._closed = False
         self.observers: list[executor.Observer] = []  # observers of this session's runs
+        self._placer: Placer | None = None  # op -> device; made on the first plan
+        self._logged_mapping = False  # log_device_placement printed the device mapping
 
     # ------------------------------------------------------------------ run
     def run(
@@ -129,6 +136,10 @@ class BaseSession:
 
     def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> Plan:
         plan = build_plan(self.graph, elements, (), feed_tensors, self._bind)
+        if self.config.log_device_placement:
+            devices = None if self._logged_mapping else self.placer.devices
+            self._logged_mapping = True
+            log_placement(plan, devices)
         if len(self._plans) >= MAX_PLANS or any(k[-1] != key[-1] for k in list(self._plans)[:1]):
             self._plans.clear()  # plans of an older graph version are never hit again
         self._plans[key] = plan
@@ -200,14 +211,28 @@ class BaseSession:
             extra.append(NanGuard())
         return [*observers, *extra] if extra else observers
 
-    def _bind(self, op: Operation) -> Any:
+    @property
+    def placer(self) -> Placer:
+        """Where this session's ops run (``flowbook.placement.Placer``), made on first use."""
+        if self._placer is None:
+            self._placer = Placer(self.config)
+        return self._placer
+
+    @property
+    def _bind(self) -> _Binder:
+        """``bind`` for ``build_plan``: op -> its kernel on its device; ``.place`` says which."""
+        return _Binder(self)
+
+    def _bind_on(self, op: Operation, device: Device) -> Any:
         opdef = op._opdef
         attrs = op.attrs
         if opdef.resource == "variable":
             attrs = {**attrs, "var": self._variable_state(op)}
         elif opdef.resource == "rng":
-            attrs = {**attrs, "rng": self._rng(op)}
-        return opdef.bound_kernel(for_op(op).xp, attrs)
+            attrs = {**attrs, "rng": self._rng(op, device)}
+        if device is CPU:
+            return opdef.bound_kernel(device.xp, attrs)
+        return device.wrap(opdef.bound_kernel(device.xp, attrs))
 
     def _variable_state(self, var_op: Operation) -> VarState:
         with self._state_lock:
@@ -216,13 +241,11 @@ class BaseSession:
                 state = self._variables[var_op] = VarState(var_op)
             return state
 
-    def _rng(self, op: Operation) -> Any:
+    def _rng(self, op: Operation, device: Device = CPU) -> Any:
         with self._state_lock:
             rng = self._rngs.get(op)
             if rng is None:
-                seed, seed2 = op.attrs.get("seed", 0), op.attrs.get("seed2", 0)
-                xp = for_op(op).xp
-                rng = xp.random.default_rng([seed, seed2] if seed or seed2 else None)
+                rng = device.rng(op.attrs.get("seed", 0), op.attrs.get("seed2", 0))
                 self._rngs[op] = rng
             return rng
 
@@ -257,10 +280,17 @@ class BaseSession:
         return _default_session(self)
 
     def list_devices(self) -> list[Any]:
-        """The devices this session can place ops on."""
-        from flowbook.devices import CPU
+        """The devices this session can place ops on, CPU first.
 
-        return [_DeviceAttributes(f"/job:localhost/replica:0/task:0{CPU.name}", "CPU")]
+        >>> import flowbook as tf
+        >>> with tf.Session(config=tf.ConfigProto(device_count={"GPU": 0})) as s:
+        ...     [d.name for d in s.list_devices()]
+        ['/job:localhost/replica:0/task:0/device:CPU:0']
+        """
+        return [
+            _DeviceAttributes(d.full_name, d.device_type, d.memory_limit_bytes)
+            for d in self.placer.devices
+        ]
 
     def make_callable(self, fetches: Any, feed_list: Any = None) -> Any:
         """A function running ``fetches`` with positional feeds (TF1's make_callable)."""
@@ -318,11 +348,31 @@ class InteractiveSession(BaseSession):
         super().close()
 
 
+class _Binder:
+    """A session's ``bind`` for ``build_plan``: an op's kernel, bound on the op's device.
+
+    ``place`` is the session's Placer, so a plan built with this binder (by
+    the session, or by the Stepper) places ops and inserts copies the same way.
+    """
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: BaseSession) -> None:
+        self.session = session
+
+    @property
+    def place(self) -> Placer:
+        return self.session.placer
+
+    def __call__(self, op: Operation) -> Any:
+        return self.session._bind_on(op, self.session.placer(op))
+
+
 class _DeviceAttributes:
-    def __init__(self, name: str, device_type: str) -> None:
+    def __init__(self, name: str, device_type: str, memory_limit_bytes: int = 0) -> None:
         self.name = name
         self.device_type = device_type
-        self.memory_limit_bytes = 0
+        self.memory_limit_bytes = memory_limit_bytes
 
     def __repr__(self) -> str:
         return f"_DeviceAttributes({self.name}, {self.device_type})"

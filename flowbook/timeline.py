@@ -13,6 +13,9 @@ string in the Trace Event Format, which Perfetto (ui.perfetto.dev) and
 - with ``show_dataflow``, a flow arrow per data edge: an ``"s"`` event on the
   producer's slice and an ``"f"`` event (``bp: "e"``, bound to the enclosing
   slice) on each consumer's slice, sharing one ``id`` per edge;
+- a GPU's kernels timed on the device (CUDA events) come as a second
+  process, ``.../device:GPU:0/stream:all``, with one lane (TF's device
+  lane); its events carry no flows, inputs or outputs;
 - with ``show_memory``, a counter (``"C"``) of the bytes held by live outputs
   per device, in an ``Allocators`` process: a tensor lives from the end of the
   op producing it to the end of its last consumer in the step.
@@ -59,6 +62,7 @@ class OpEvent:
     device: str = ""  # device the op ran on
     # (slot, dtype name, shape, bytes) per output
     outputs: list[tuple[int, str, list[int], int]] = field(default_factory=list)
+    lane: str = ""  # the lane's label when it is not a host thread: "GPU:0 stream"
 
 
 def parse_label(label: str) -> tuple[str, tuple[str, ...]]:
@@ -86,11 +90,14 @@ def events_from_step_stats(step_stats: Any, graph: Any = None) -> list[OpEvent]:
     """The ops of ``step_stats`` as OpEvents; types and inputs from ``graph`` when it has the op."""
     events = []
     for dev in step_stats.dev_stats:
+        lane = _stream_lane(dev.device)
         for ns in dev.node_stats:
             op_type, inputs = parse_label(ns.timeline_label)
             op = _find_op(graph, ns.node_name)
             if op is not None:
                 op_type, inputs = op.type, input_names(op)
+            if lane:
+                inputs = ()
             start = ns.all_start_micros
             outputs = [
                 (
@@ -111,9 +118,21 @@ def events_from_step_stats(step_stats: Any, graph: Any = None) -> list[OpEvent]:
                     ns.thread_id,
                     dev.device,
                     outputs,
+                    lane,
                 )
             )
     return events
+
+
+def _stream_lane(device: str) -> str:
+    """A device lane's label (``"GPU:0 stream"``) from its name, "" for a host device.
+
+    >>> _stream_lane("/job:localhost/replica:0/task:0/device:GPU:0/stream:all")
+    'GPU:0 stream'
+    """
+    if not device.endswith("/stream:all"):
+        return ""
+    return device[: -len("/stream:all")].rpartition("/device:")[2] + " stream"
 
 
 def _find_op(graph: Any, name: str) -> Any:
@@ -149,13 +168,13 @@ def trace_events(
     for d, pid in pids.items():
         out.append(_meta("process_name", pid, None, {"name": f"{d or 'device'} Compute"}))
         out.append(_meta("process_sort_index", pid, None, {"sort_index": pid}))
-    lanes = _ordered((e.device, e.thread_id) for run in runs for e in run)
-    for d, tid in lanes:
-        label = names.get(tid, f"thread {tid}")
+    lanes = _ordered((e.device, e.thread_id, e.lane) for run in runs for e in run)
+    for d, tid, lane in lanes:  # a host thread, or a device's lane
+        label = lane or names.get(tid, f"thread {tid}")
         out.append(_meta("thread_name", pids[d], tid, {"name": label}))
     flow_id = 0
     for run in runs:
-        made = {e.name: e for e in run}  # op name -> its event
+        made = {e.name: e for e in run if not e.lane}  # op name -> its (host) event
         for e in sorted(run, key=lambda e: e.start_us):
             pid = pids[e.device]
             args: dict[str, Any] = {"name": e.name, "op": e.type}
@@ -173,7 +192,7 @@ def trace_events(
                     "args": args,
                 }
             )
-            if not show_dataflow:
+            if not show_dataflow or e.lane:
                 continue
             for name in e.inputs:
                 src = made.get(name.rpartition(":")[0] or name)
@@ -262,6 +281,11 @@ class Timeline:
 
 
 # ------------------------------------------------------------------- gantt
+def _lane_key(e: OpEvent) -> Any:
+    """A chart lane: the thread, or (device, lane) for a device's lane."""
+    return (e.device, e.lane) if e.lane else e.thread_id
+
+
 _PALETTE = (
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
     "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#86bcb6", "#d37295",
@@ -304,7 +328,7 @@ class GanttChart:
 
         if not self.events:
             return "<p>flowbook: no ops recorded</p>"
-        lanes = _ordered(e.thread_id for e in sorted(self.events, key=lambda e: e.start_us))
+        lanes = _ordered(_lane_key(e) for e in sorted(self.events, key=lambda e: e.start_us))
         t0 = min(e.start_us for e in self.events)
         span = max(max(e.end_us for e in self.events) - t0, 1e-3)
         plot = self.WIDTH - self.LABEL - 10
@@ -323,14 +347,17 @@ class GanttChart:
                 f'<text x="{tx:.1f}" y="{top - 8}" font-size="10" text-anchor="middle">'
                 f"{escape(_fmt_us(span * k / 5))}</text>"
             )
-        by_lane: dict[int, list[OpEvent]] = {tid: [] for tid in lanes}
+        by_lane: dict[Any, list[OpEvent]] = {key: [] for key in lanes}
         for e in self.events:
-            by_lane[e.thread_id].append(e)
-        for row, tid in enumerate(lanes):
+            by_lane[_lane_key(e)].append(e)
+        for row, key in enumerate(lanes):
             y = top + row * self.LANE
-            name = escape(self.names.get(tid, f"thread {tid}"))
+            first = by_lane[key][0]
+            tid = first.thread_id
+            label = first.lane or self.names.get(tid, f"thread {tid}")
+            name = escape(label)
             bars = []
-            for e in by_lane[tid]:
+            for e in by_lane[key]:
                 w = max((e.end_us - e.start_us) / span * plot, 0.5)
                 tip = escape(f"{e.name} ({e.type}) {_fmt_us(e.end_us - e.start_us)}")
                 bars.append(
@@ -346,7 +373,7 @@ class GanttChart:
             f'height:10px;background:{c}"></span> {escape(t or "?")}</span>'
             for t, c in list(colors.items())[:12]
         )
-        caption = f"{len(self.events)} ops on {len(lanes)} thread(s), span {_fmt_us(span)}"
+        caption = f"{len(self.events)} ops on {len(lanes)} lane(s), span {_fmt_us(span)}"
         if self.note:
             caption += f" ({self.note})"
         return (

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from flowbook import errors
-from flowbook.devices import for_op
+from flowbook.devices import array_module, to_host
 from flowbook.executor import Observer
 from flowbook.plan import DISCARD, Plan
 from flowbook.tensor import Operation
@@ -128,16 +128,14 @@ _FED = object()  # marks an input whose value was fed
 def _host(value: Any) -> np.ndarray:
     if hasattr(value, "read") and hasattr(value, "lock"):  # a variable's VarState
         value = value.value
-    if type(value).__module__.split(".")[0] == "cupy":
-        value = value.get()
-    return np.asarray(value)
+    return np.asarray(to_host(value))
 
 
 def _finite(op: Operation, value: Any) -> bool:
     dtype = getattr(value, "dtype", None)
     if dtype is None or getattr(dtype, "kind", "") not in "fc":
         return True
-    xp = np if isinstance(value, np.ndarray | np.generic) else for_op(op).xp
+    xp = array_module(value)
     return bool(xp.isfinite(value).all())
 
 

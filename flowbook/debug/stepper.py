@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.debug.nan_guard import NanGuard
+from flowbook.devices import to_host
 from flowbook.executor import Observer, _as_outputs, op_error
 from flowbook.ops.state_ops import VarState
 from flowbook.plan import DISCARD, build_plan
@@ -387,5 +388,5 @@ def _copy(value: Any) -> Any:
     """A value as ``sess.run`` would return it, never sharing memory with the stepper."""
     if type(value) is VarState:
         value = value.read()
-    v = _to_numpy(value)
+    v = _to_numpy(to_host(value))  # a value on a GPU is copied to the host
     return v.copy() if isinstance(v, np.ndarray) else v

@@ -144,6 +144,7 @@ def _segment_sum_infer(data: Tensor, segment_ids: Tensor, num_segments: Tensor) 
     "UnsortedSegmentSum",
     ("data", "segment_ids", "num_segments"),
     infer=_segment_sum_infer,
+    host_inputs=(2,),
 )
 def _segment_sum_kernel(xp: Any, data: Any, segment_ids: Any, num_segments: Any) -> Any:
     """``out[segment_ids[i]] += data[i]`` (negative ids are dropped), as one ``bincount``."""
@@ -205,6 +206,7 @@ def _strided_slice_grad_infer(
     ("shape", "begin", "end", "strides", "dy"),
     infer=_strided_slice_grad_infer,
     attrs=_MASKS,
+    host_inputs=(0, 1, 2, 3),
 )
 def _strided_slice_grad_kernel(
     xp: Any, shape: Any, begin: Any, end: Any, strides: Any, dy: Any, **masks: int
@@ -275,7 +277,13 @@ def _mirror_pad_grad_infer(x: Tensor, paddings: Tensor, mode: str) -> Out:
     return Out(x.dtype, tuple(None if d is None else d - a - b for d, (a, b) in zip(s, rows)))
 
 
-@register_op("MirrorPadGrad", ("input", "paddings"), infer=_mirror_pad_grad_infer, attrs=("mode",))
+@register_op(
+    "MirrorPadGrad",
+    ("input", "paddings"),
+    infer=_mirror_pad_grad_infer,
+    attrs=("mode",),
+    host_inputs=(1,),
+)
 def _mirror_pad_grad_kernel(xp: Any, x: Any, paddings: Any, mode: str) -> Any:
     """Per dimension: the middle, plus each border flipped onto the entries it copied."""
     skip = 1 if mode == "REFLECT" else 0  # REFLECT does not repeat the edge, SYMMETRIC does

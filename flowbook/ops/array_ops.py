@@ -132,19 +132,20 @@ def _size_infer(x: Tensor, out_type: dtypes.DType) -> Out:
 
 
 _INT_RESULT = {"grad": NOT_DIFFERENTIABLE}  # the shape of x does not change with x's values
+_META = {**_INT_RESULT, "meta_inputs": (0,)}  # reads x's shape only: x is never copied
 
 
-@register_op("Shape", ("input",), infer=_shape_infer, attrs=("out_type",), **_INT_RESULT)
+@register_op("Shape", ("input",), infer=_shape_infer, attrs=("out_type",), **_META)
 def _shape_kernel(xp: Any, x: Any, out_type: dtypes.DType) -> Any:
     return xp.asarray(x.shape, dtype=out_type.np)
 
 
-@register_op("Size", ("input",), infer=_size_infer, attrs=("out_type",), **_INT_RESULT)
+@register_op("Size", ("input",), infer=_size_infer, attrs=("out_type",), **_META)
 def _size_kernel(xp: Any, x: Any, out_type: dtypes.DType) -> Any:
     return xp.asarray(x.size, dtype=out_type.np)
 
 
-@register_op("Rank", ("input",), infer=lambda x: Out(dtypes.int32, ()), **_INT_RESULT)
+@register_op("Rank", ("input",), infer=lambda x: Out(dtypes.int32, ()), **_META)
 def _rank_kernel(xp: Any, x: Any) -> Any:
     return xp.asarray(x.ndim, dtype=np.int32)
 
@@ -219,7 +220,7 @@ def _reshape_infer(tensor: Tensor, shape: Tensor) -> Out:
     return Out(tensor.dtype, _reshape_static(tensor._shape, dims))
 
 
-@register_op("Reshape", ("tensor", "shape"), infer=_reshape_infer)
+@register_op("Reshape", ("tensor", "shape"), infer=_reshape_infer, host_inputs=(1,))
 def _reshape_kernel(xp: Any, tensor: Any, shape: Any) -> Any:
     dims = host_ints(shape)
     try:
@@ -267,7 +268,7 @@ def _transpose_infer(x: Tensor, perm: Tensor) -> Out:
     return Out(x.dtype, (None,) * len(p) if shape is None else tuple(shape[a] for a in normed))
 
 
-@register_op("Transpose", ("x", "perm"), infer=_transpose_infer)
+@register_op("Transpose", ("x", "perm"), infer=_transpose_infer, host_inputs=(1,))
 def _transpose_kernel(xp: Any, x: Any, perm: Any) -> Any:
     try:
         return xp.transpose(x, host_ints(perm))
@@ -314,7 +315,7 @@ def _expand_dims_infer(x: Tensor, dim: Tensor) -> Out:
     return Out(x.dtype, (*shape[:d], 1, *shape[d:]))
 
 
-@register_op("ExpandDims", ("input", "dim"), infer=_expand_dims_infer)
+@register_op("ExpandDims", ("input", "dim"), infer=_expand_dims_infer, host_inputs=(1,))
 def _expand_dims_kernel(xp: Any, x: Any, dim: Any) -> Any:
     return xp.expand_dims(x, host_ints(dim)[0])  # a scalar, or TF's 1-element vector
 
@@ -429,6 +430,7 @@ def _range_infer(start: Tensor, limit: Tensor, delta: Tensor, Tidx: dtypes.DType
     infer=_range_infer,
     attrs=("Tidx",),
     grad=NOT_DIFFERENTIABLE,
+    host_inputs=(0, 1, 2),
 )
 def _range_kernel(xp: Any, start: Any, limit: Any, delta: Any, Tidx: dtypes.DType) -> Any:
     s, lim, d = start.item(), limit.item(), delta.item()

@@ -204,6 +204,7 @@ def _check_dy(dy: Any, x_shape: tuple[int, ...], g: Geometry, o: int) -> None:
     _backprop_input_infer,
     _CONV_ATTRS,
     heavy=True,
+    host_inputs=(0,),
 )
 def _conv2d_backprop_input(
     xp: Any, input_sizes: Any, f: Any, dy: Any, strides: Any, padding: str, **_: Any
@@ -255,6 +256,7 @@ def _backprop_filter_infer(
     _backprop_filter_infer,
     _CONV_ATTRS,
     heavy=True,
+    host_inputs=(1,),
 )
 def _conv2d_backprop_filter(
     xp: Any, x: Any, filter_sizes: Any, dy: Any, strides: Any, padding: str, **_: Any

@@ -180,6 +180,7 @@ register(
         kernel=None,  # bind only: the closure holds the first_n counter
         bind=_print_bind,
         stateful=True,
+        host_only=True,  # prints on the host, as TF's CPU-only Print kernel
         grad=_print_grad,
         doc="input_ unchanged; writes message and data to sys.stdout when it runs.",
     )
@@ -274,6 +275,7 @@ register(
         kernel=None,
         bind=_print_v2_bind,
         stateful=True,
+        host_only=True,
         grad=NOT_DIFFERENTIABLE,
         doc="Writes its inputs to output_stream when it runs (tf.print); no outputs.",
     )

@@ -122,7 +122,7 @@ def _concat_infer(*inputs: Tensor, N: int) -> Out:
     return Out(dtype, tuple(out))
 
 
-@register_op("ConcatV2", ("*values", "axis"), infer=_concat_infer, attrs=("N",))
+@register_op("ConcatV2", ("*values", "axis"), infer=_concat_infer, attrs=("N",), host_inputs=(-1,))
 def _concat_kernel(xp: Any, *arrays: Any, N: int) -> Any:
     return xp.concatenate(arrays[:-1], axis=int(arrays[-1]))
 
@@ -201,7 +201,7 @@ def _fill_infer(dims: Tensor, value: Tensor) -> Out:
     return Out(value.dtype, partial_shape_value(dims))
 
 
-@register_op("Fill", ("dims", "value"), infer=_fill_infer)
+@register_op("Fill", ("dims", "value"), infer=_fill_infer, host_inputs=(0,))
 def _fill_kernel(xp: Any, dims: Any, value: Any) -> Any:
     return xp.broadcast_to(value, host_ints(dims)).copy()  # value stays on the device
 
@@ -325,7 +325,7 @@ def _tile_infer(x: Tensor, multiples: Tensor) -> Out:
     return Out(x.dtype, tuple(None if d is None else d * k for d, k in zip(shape, m)))
 
 
-@register_op("Tile", ("input", "multiples"), infer=_tile_infer)
+@register_op("Tile", ("input", "multiples"), infer=_tile_infer, host_inputs=(1,))
 def _tile_kernel(xp: Any, x: Any, multiples: Any) -> Any:
     reps = host_ints(multiples)
     if len(reps) != x.ndim:
@@ -390,19 +390,23 @@ def _pad_widths(x: Any, paddings: Any) -> list[tuple[int, int]]:
     return rows
 
 
-@register_op("Pad", ("input", "paddings"), infer=_pad_infer)
+@register_op("Pad", ("input", "paddings"), infer=_pad_infer, host_inputs=(1,))
 def _pad_kernel(xp: Any, x: Any, paddings: Any) -> Any:
     return xp.pad(x, _pad_widths(x, paddings), mode="constant")
 
 
-@register_op("PadV2", ("input", "paddings", "constant_values"), infer=_pad_infer)
+@register_op(
+    "PadV2", ("input", "paddings", "constant_values"), infer=_pad_infer, host_inputs=(1, 2)
+)
 def _padv2_kernel(xp: Any, x: Any, paddings: Any, constant_values: Any) -> Any:
     return xp.pad(
         x, _pad_widths(x, paddings), mode="constant", constant_values=constant_values.item()
     )
 
 
-@register_op("MirrorPad", ("input", "paddings"), infer=_pad_infer, attrs=("mode",))
+@register_op(
+    "MirrorPad", ("input", "paddings"), infer=_pad_infer, attrs=("mode",), host_inputs=(1,)
+)
 def _mirror_pad_kernel(xp: Any, x: Any, paddings: Any, mode: str) -> Any:
     return xp.pad(x, _pad_widths(x, paddings), mode=mode.lower())
 
@@ -458,7 +462,11 @@ def _one_hot_infer(
 
 
 @register_op(
-    "OneHot", ("indices", "depth", "on_value", "off_value"), infer=_one_hot_infer, attrs=("axis",)
+    "OneHot",
+    ("indices", "depth", "on_value", "off_value"),
+    infer=_one_hot_infer,
+    attrs=("axis",),
+    host_inputs=(1,),
 )
 def _one_hot_kernel(
     xp: Any, indices: Any, depth: Any, on_value: Any, off_value: Any, axis: int

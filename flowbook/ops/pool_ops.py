@@ -421,6 +421,7 @@ def _avg_pool_grad_infer(
     _avg_pool_grad_infer,
     _POOL_ATTRS,
     heavy=_pool_heavy,
+    host_inputs=(0,),
 )
 def _avg_pool_grad_kernel(
     xp: Any, orig_input_shape: Any, grad: Any, ksize: Any, strides: Any, padding: str, **_: Any

@@ -103,10 +103,11 @@ def _native(dtype: dtypes.DType) -> Any:
 
 
 _RNG = {"stateful": True, "resource": "rng"}
+_SHAPED = {**_RNG, "host_inputs": (0,)}  # the shape input is read on the host
 _FLOAT_ATTRS = ("dtype", "seed", "seed2")
 
 
-@register_op("RandomUniform", ("shape",), _float_infer("RandomUniform"), _FLOAT_ATTRS, **_RNG)
+@register_op("RandomUniform", ("shape",), _float_infer("RandomUniform"), _FLOAT_ATTRS, **_SHAPED)
 def _random_uniform_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
@@ -115,7 +116,11 @@ def _random_uniform_kernel(
 
 
 @register_op(
-    "RandomStandardNormal", ("shape",), _float_infer("RandomStandardNormal"), _FLOAT_ATTRS, **_RNG
+    "RandomStandardNormal",
+    ("shape",),
+    _float_infer("RandomStandardNormal"),
+    _FLOAT_ATTRS,
+    **_SHAPED,
 )
 def _random_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
@@ -124,7 +129,9 @@ def _random_normal_kernel(
     return out.astype(dtype.np, copy=False)
 
 
-@register_op("TruncatedNormal", ("shape",), _float_infer("TruncatedNormal"), _FLOAT_ATTRS, **_RNG)
+@register_op(
+    "TruncatedNormal", ("shape",), _float_infer("TruncatedNormal"), _FLOAT_ATTRS, **_SHAPED
+)
 def _truncated_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
@@ -159,6 +166,7 @@ def _uniform_int_infer(
     _uniform_int_infer,
     ("Tout", "seed", "seed2"),
     **_RNG,
+    host_inputs=(0, 1, 2),
 )
 def _random_uniform_int_kernel(
     xp: Any, shape: Any, minval: Any, maxval: Any, *, rng: Any, Tout: Any, seed: int, seed2: int

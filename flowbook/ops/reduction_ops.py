@@ -186,6 +186,7 @@ for _row in REDUCTIONS:
             ("keep_dims",),
             _reduction_infer(_row),
             _reduction_kernel(_row.fn),
+            host_inputs=(1,),  # the axes
         )
     )
     _wrapper = _reduction_wrapper(_row.op_type)
@@ -318,7 +319,14 @@ def _arg_kernel(fn: str) -> Callable[..., Any]:
 
 for _op_type, _fn in (("ArgMax", "argmax"), ("ArgMin", "argmin")):
     register(
-        OpDef(_op_type, ("input", "dimension"), ("output_type",), _arg_infer, _arg_kernel(_fn))
+        OpDef(
+            _op_type,
+            ("input", "dimension"),
+            ("output_type",),
+            _arg_infer,
+            _arg_kernel(_fn),
+            host_inputs=(1,),
+        )
     )
 no_gradient("ArgMax", "ArgMin")
 

@@ -95,7 +95,9 @@ def _split_infer(split_dim: Tensor, value: Tensor, num_split: int) -> list[Out]:
     return [Out(value.dtype, piece)] * num_split
 
 
-@register_op("Split", ("split_dim", "value"), infer=_split_infer, attrs=("num_split",))
+@register_op(
+    "Split", ("split_dim", "value"), infer=_split_infer, attrs=("num_split",), host_inputs=(0,)
+)
 def _split_kernel(xp: Any, split_dim: Any, value: Any, num_split: int) -> Any:
     axis = int(split_dim) % value.ndim
     if value.shape[axis] % num_split:
@@ -147,7 +149,11 @@ def _splitv_infer(
 
 
 @register_op(
-    "SplitV", ("value", "size_splits", "split_dim"), infer=_splitv_infer, attrs=("num_split",)
+    "SplitV",
+    ("value", "size_splits", "split_dim"),
+    infer=_splitv_infer,
+    attrs=("num_split",),
+    host_inputs=(1, 2),
 )
 def _splitv_kernel(xp: Any, value: Any, size_splits: Any, split_dim: Any, num_split: int) -> Any:
     axis = int(split_dim) % value.ndim
@@ -259,7 +265,13 @@ def _gather_infer(params: Tensor, indices: Tensor, axis: Tensor, batch_dims: int
     return Out(params.dtype, p[:a] + i + p[a + 1 :])
 
 
-@register_op("GatherV2", ("params", "indices", "axis"), infer=_gather_infer, attrs=("batch_dims",))
+@register_op(
+    "GatherV2",
+    ("params", "indices", "axis"),
+    infer=_gather_infer,
+    attrs=("batch_dims",),
+    host_inputs=(2,),
+)
 def _gather_kernel(xp: Any, params: Any, indices: Any, axis: Any, batch_dims: int) -> Any:
     a = int(axis) % params.ndim
     n = params.shape[a]
@@ -327,7 +339,7 @@ def _reverse_infer(x: Tensor, axis: Tensor) -> Out:
     return same_as_input(x)
 
 
-@register_op("ReverseV2", ("tensor", "axis"), infer=_reverse_infer)
+@register_op("ReverseV2", ("tensor", "axis"), infer=_reverse_infer, host_inputs=(1,))
 def _reverse_kernel(xp: Any, x: Any, axis: Any) -> Any:
     return xp.flip(x, axis=tuple(a % x.ndim for a in host_ints(axis)))
 

@@ -161,7 +161,7 @@ def _slice_infer(x: Tensor, begin: Tensor, size: Tensor) -> Out:
     return Out(x.dtype, tuple(out))
 
 
-@register_op("Slice", ("input", "begin", "size"), infer=_slice_infer)
+@register_op("Slice", ("input", "begin", "size"), infer=_slice_infer, host_inputs=(1, 2))
 def _slice_kernel(xp: Any, x: Any, begin: Any, size: Any) -> Any:
     key = []
     for i, (b, s) in enumerate(zip(host_ints(begin), host_ints(size))):
@@ -302,7 +302,11 @@ def _strided_slice_infer(
 
 
 @register_op(
-    "StridedSlice", ("input", "begin", "end", "strides"), infer=_strided_slice_infer, attrs=_MASKS
+    "StridedSlice",
+    ("input", "begin", "end", "strides"),
+    infer=_strided_slice_infer,
+    attrs=_MASKS,
+    host_inputs=(1, 2, 3),
 )
 def _strided_slice_kernel(xp: Any, x: Any, begin: Any, end: Any, strides: Any, **masks: int) -> Any:
     key = _index_key(host_ints(begin), host_ints(end), host_ints(strides), **masks)

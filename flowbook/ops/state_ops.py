@@ -23,6 +23,8 @@ import threading
 import weakref
 from typing import Any
 
+import numpy as np
+
 from flowbook.errors import FailedPreconditionError, InvalidArgumentError
 from flowbook.ops._builder import make1, same_dtype, tensor
 from flowbook.registry import OpDef, Out, no_gradient, register
@@ -69,7 +71,8 @@ class VarState:
 
     def store(self, xp: Any, value: Any) -> Any:
         value = xp.array(value, copy=True)
-        value.flags.writeable = False
+        if type(value) is np.ndarray:  # CuPy arrays have no writeable flag
+            value.flags.writeable = False
         self.value = value
         return value
 
