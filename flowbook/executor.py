@@ -87,29 +87,112 @@ class KernelTiming(NamedTuple):
     thread_id: int  # threading.get_ident() of the thread that ran it
 
 
-class RunTimings(NamedTuple):
+class RunTimings:
     """Every kernel timing of one run, as flat lists indexed by the plan's op index.
 
-    Handed to ``Observer.on_timings`` once, at the end of the run: recording
-    into lists costs the loop two clock reads and two stores per op.
+    Handed to ``Observer.on_timings`` once, at the end of the run.  A timed
+    run records one ``(op, start, end, thread)`` tuple per kernel; the lists
+    below are built from that log when first read (``scheduled_ns[i]`` is
+    when op i's last input was produced, or the run's start), so a traced
+    run whose timings nobody reads pays for the log only.
+
+    >>> t = RunTimings([1, 0], [0, 0], [10, 20], [15, 30], [7, 7])
+    >>> t.of(1).end_ns - t.of(1).start_ns, t.order
+    (10, [1, 0])
     """
 
-    order: list[int]  # op indices, in the order the ops finished
-    scheduled_ns: list[int]  # per op: when it became ready
-    start_ns: list[int]  # per op: kernel start
-    end_ns: list[int]  # per op: kernel end
-    thread_id: list[int]  # per op: the thread that ran it
-    # per op: (dtype, shape) of its one output, or a list of them, if an observer asked
-    shapes: list[Any] | None = None
-    # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the ops
-    # off the CPU; None when the plan has none
-    device_ns: dict[int, tuple[int, int]] | None = None
+    __slots__ = ("_lists", "_log", "device_ns", "shapes")
+
+    def __init__(
+        self,
+        order: list[int],
+        scheduled_ns: list[int],
+        start_ns: list[int],
+        end_ns: list[int],
+        thread_id: list[int],
+        shapes: list[Any] | None = None,
+        device_ns: dict[int, tuple[int, int]] | None = None,
+    ) -> None:
+        self._lists: tuple[list[int], ...] | None = (
+            order, scheduled_ns, start_ns, end_ns, thread_id,
+        )  # fmt: skip
+        self._log: tuple[Plan, list[tuple[int, int, int, int]], int] | None = None
+        # per op: (dtype, shape) of its one output, or a list of them, if an observer asked
+        # (None for ops whose static shapes are fully known: see _dynamic_shapes)
+        self.shapes = shapes
+        # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the
+        # ops off the CPU; None when the plan has none
+        self.device_ns = device_ns
+
+    @classmethod
+    def from_log(
+        cls,
+        plan: Plan,
+        log: list[tuple[int, int, int, int]],
+        start_ns: int,
+        shapes: list[Any] | None = None,
+        device_ns: dict[int, tuple[int, int]] | None = None,
+    ) -> RunTimings:
+        """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
+        t = cls.__new__(cls)
+        t._lists, t._log, t.shapes, t.device_ns = None, (plan, log, start_ns), shapes, device_ns
+        return t
+
+    def _built(self) -> tuple[list[int], ...]:
+        if self._lists is None:
+            plan, log, t0 = self._log  # type: ignore[misc]
+            n = len(plan.ops)
+            starts, ends, threads, sched = [0] * n, [0] * n, [0] * n, [t0] * n
+            order = [e[0] for e in log]
+            for i, a, b, th in log:
+                starts[i], ends[i], threads[i] = a, b, th
+            for i, ps in enumerate(_producers(plan)):
+                if ps:
+                    sched[i] = max(ends[p] for p in ps)
+            self._lists, self._log = (order, sched, starts, ends, threads), None
+        return self._lists
+
+    @property
+    def order(self) -> list[int]:
+        """Op indices, in the order the ops finished."""
+        return self._built()[0]
+
+    @property
+    def scheduled_ns(self) -> list[int]:
+        """Per op: when it became ready (its last input produced)."""
+        return self._built()[1]
+
+    @property
+    def start_ns(self) -> list[int]:
+        """Per op: kernel start."""
+        return self._built()[2]
+
+    @property
+    def end_ns(self) -> list[int]:
+        """Per op: kernel end."""
+        return self._built()[3]
+
+    @property
+    def thread_id(self) -> list[int]:
+        """Per op: the thread that ran it."""
+        return self._built()[4]
 
     def of(self, i: int) -> KernelTiming:
         """Op ``i``'s timing as one record."""
-        return KernelTiming(
-            self.scheduled_ns[i], self.start_ns[i], self.end_ns[i], self.thread_id[i]
-        )
+        _, sched, starts, ends, threads = self._built()
+        return KernelTiming(sched[i], starts[i], ends[i], threads[i])
+
+
+def _producers(plan: Plan) -> list[tuple[int, ...]]:
+    """Per op: the ops it waits for (data and control), from ``plan.consumers`` (cached)."""
+    producers = plan.__dict__.get("_producers")
+    if producers is None:
+        acc: list[list[int]] = [[] for _ in plan.ops]
+        for i, cs in enumerate(plan.consumers):
+            for c in cs:
+                acc[c].append(i)
+        producers = plan.__dict__["_producers"] = [tuple(a) for a in acc]
+    return producers
 
 
 _new_timing = partial(
@@ -316,6 +399,28 @@ def _large(args: list[Any]) -> bool:
     return sum(getattr(a, "size", 0) for a in args) >= POOL_MIN_ELEMENTS
 
 
+def _dtype_shape(value: Any) -> tuple[Any, Any]:
+    """(dtype, shape) of an output; (None, None) for one that is not an array."""
+    try:
+        return value.dtype, value.shape
+    except AttributeError:
+        return None, None
+
+
+def _dynamic_shapes(plan: Plan) -> list[bool]:
+    """Per op: whether some output's static shape is not fully known (cached on the plan).
+
+    A timed run records the actual shapes of these ops only; the others'
+    shapes are read from the graph when the step stats are built.
+    """
+    dynamic = plan.__dict__.get("_dynamic_shapes")
+    if dynamic is None:
+        dynamic = plan.__dict__["_dynamic_shapes"] = [
+            any(t._shape is None or None in t._shape for t in op.outputs) for op in plan.ops
+        ]
+    return dynamic
+
+
 class _Run:
     """The state of one threaded run.  Only the calling thread touches it."""
 
@@ -348,14 +453,17 @@ class _Run:
         self.timed = bool(self.kernel_hooks or self.timings_hooks)  # whether kernels are timed
         # whether timed ops' output dtypes and shapes are recorded for on_timings
         self.keep = bool(self.timings_hooks) and any(o.keeps_shapes for o in observers)
-        if self.timed:  # per op index (perf_counter_ns); see RunTimings
-            n, now, main = len(plan.ops), time.perf_counter_ns(), threading.get_ident()
-            self.ready_at = [now] * n  # updated as each op becomes ready
-            self.starts = [0] * n
-            self.ends = [0] * n
-            self.threads = [main] * n  # pool kernels overwrite their entry
-            self.order: list[int] = []  # ops in the order they finished
-            self.shapes: list[Any] | None = [None] * n if self.keep else None
+        if self.timed:  # see RunTimings
+            self.t0 = time.perf_counter_ns()
+            self.main = threading.get_ident()
+            self.log: list[tuple[int, int, int, int]] = []  # (op, start, end, thread)
+            self.shapes: list[Any] | None = [None] * len(plan.ops) if self.keep else None
+            # per op: whether its output shapes must be recorded (some dim unknown statically)
+            self.dynamic = _dynamic_shapes(plan) if self.keep else None
+            if self.kernel_hooks:  # on_kernel needs each op's scheduled time at once
+                self.ends: dict[int, int] = {}
+        else:
+            self.dynamic = None
         # a timed run's kernels off the CPU run through their device's timer (CUDA events)
         self.stamps = _DeviceStamps(plan) if self.timed and plan.off_host else None
         self.deadline = deadline
@@ -363,7 +471,10 @@ class _Run:
 
     def loop(self) -> None:
         plan, ready, before, timed = self.plan, self.ready, self.before_hooks, self.timed
-        stamps = self.stamps
+        stamps, perf = self.stamps, time.perf_counter_ns
+        log, main = (self.log.append, self.main) if timed else (None, 0)
+        keep = self.dynamic if timed else None  # per op: record its output shapes?
+        on_kernel = timed and bool(self.kernel_hooks)
         fns, inputs, heavy, vals = plan.fns, plan.inputs, plan.heavy, self.vals
         while self.remaining:
             if self.deadline is not None and time.monotonic() > self.deadline:
@@ -381,23 +492,25 @@ class _Run:
                 self.futures.append(pool().submit(self._work, i, fns[i], args))
                 self.in_flight += 1
                 continue
-            end = None
             try:
                 if timed:
-                    start = time.perf_counter_ns()
+                    start = perf()
                     if stamps is None:
                         result = fns[i](*args)
                     else:
                         result = stamps.call(i, fns[i], args)
-                    end = time.perf_counter_ns()
-                    self.starts[i] = start
+                    log((i, start, perf(), main))  # type: ignore[misc]
+                    if keep is not None and keep[i]:
+                        self._keep_shapes(i, result)
+                    if on_kernel:
+                        self._on_kernel(i)
                 else:
                     result = fns[i](*args)
             except Exception as e:
                 args = result = None  # the traceback keeps this frame: not its buffers
                 raise _run_error(plan, i, e) from e
             del args
-            self._finish(i, result, end)
+            self._finish(i, result)
             if self.in_flight:
                 self._collect(block=False)
 
@@ -427,32 +540,20 @@ class _Run:
             self.in_flight -= 1
             if exc is not None:
                 raise _run_error(self.plan, i, exc) from exc
-            end = None
             if self.timed:
-                self.starts[i], end, self.threads[i] = timing
-            self._finish(i, result, end)
+                self.log.append((i, *timing))
+                if self.dynamic is not None and self.dynamic[i]:
+                    self._keep_shapes(i, result)
+                if self.kernel_hooks:
+                    self._on_kernel(i)
+            self._finish(i, result)
             block = False
 
-    def _finish(self, i: int, result: Any, end_ns: int | None = None) -> None:
+    def _finish(self, i: int, result: Any) -> None:
         plan, vals = self.plan, self.vals
         outs = plan.outputs[i]
         _store(vals, outs, result)
         vals[DISCARD] = None
-        if end_ns is not None:
-            self.ends[i] = end_ns
-            self.order.append(i)
-            if self.keep:  # not the array: it must still be freed after its last use
-                self.shapes[i] = (  # type: ignore[index]
-                    (getattr(result, "dtype", None), getattr(result, "shape", None))
-                    if len(outs) == 1
-                    else [
-                        (getattr(o, "dtype", None), getattr(o, "shape", None)) for o in result or ()
-                    ]
-                )
-            if self.kernel_hooks:
-                timing = _new_timing((self.ready_at[i], self.starts[i], end_ns, self.threads[i]))
-                for hook in self.kernel_hooks:
-                    hook(plan.ops[i], timing)
         if self.after_hooks:
             produced = _as_outputs(outs, result)
             for hook in self.after_hooks:
@@ -467,16 +568,30 @@ class _Run:
             pending[c] -= 1
             if not pending[c]:
                 self.ready.append(c)
-                if end_ns is not None:  # ready when its last input's producer ended
-                    self.ready_at[c] = end_ns
         self.remaining -= 1
+
+    def _keep_shapes(self, i: int, result: Any) -> None:
+        """Record op i's output dtypes and shapes (not the arrays: they are freed after use)."""
+        self.shapes[i] = (  # type: ignore[index]
+            _dtype_shape(result)
+            if len(self.plan.outputs[i]) == 1
+            else [_dtype_shape(o) for o in result or ()]
+        )
+
+    def _on_kernel(self, i: int) -> None:
+        """Call the on_kernel hooks with op i's timing (the log's last entry)."""
+        _, start, end, thread = self.log[-1]
+        self.ends[i] = end
+        ends = self.ends
+        scheduled = max((ends[p] for p in _producers(self.plan)[i]), default=self.t0)
+        timing = _new_timing((scheduled, start, end, thread))
+        for hook in self.kernel_hooks:
+            hook(self.plan.ops[i], timing)
 
     def timings(self) -> RunTimings:
         """What the run timed, for ``on_timings``."""
         device_ns = self.stamps.finish() if self.stamps is not None else None
-        return RunTimings(
-            self.order, self.ready_at, self.starts, self.ends, self.threads, self.shapes, device_ns
-        )
+        return RunTimings.from_log(self.plan, self.log, self.t0, self.shapes, device_ns)
 
     def drain(self) -> None:
         """After an error: wait for this run's pool kernels (each at most one kernel's time).

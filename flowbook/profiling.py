@@ -77,7 +77,7 @@ class _Recorder:
     """The raw facts of one observed run, as the hooks left them."""
 
     __slots__ = (
-        "_devices", "_raw", "_stream", "_timings", "end_ns", "offset_ns", "outputs", "start_ns",
+        "_devices", "_outputs", "_raw", "_stream", "_timings", "end_ns", "offset_ns", "start_ns",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -85,8 +85,7 @@ class _Recorder:
         self._timings: dict[Any, KernelTiming] | None = None  # built from _raw on first read
         self._devices: dict[Any, str] = {}  # op -> full device name, for plans off the CPU
         self._stream: dict[Any, tuple[int, int]] = {}  # op -> its kernel's device (start, end) ns
-        # op -> (dtype, shape) of its one output, or a list of them (several or none)
-        self.outputs: dict[Any, Output | list[Output]] = {}
+        self._outputs: dict[Any, Output | list[Output]] | None = None  # built from _raw
         self.start_ns = time.perf_counter_ns()  # run start (perf_counter)
         self.offset_ns = time.time_ns() - time.perf_counter_ns()  # perf_counter -> epoch
         self.end_ns = self.start_ns  # run end, set by on_finish
@@ -105,6 +104,18 @@ class _Recorder:
                 if getattr(t, "device_ns", None):
                     self._stream = {ops[i]: se for i, se in t.device_ns.items()}
         return self._timings
+
+    @property
+    def outputs(self) -> dict[Any, Output | list[Output]]:
+        """op -> (dtype, shape) of its one output, or a list of them (several or none)."""
+        if self._outputs is None:
+            self._outputs = {}
+            if self._raw is not None:
+                plan, t = self._raw
+                if t.shapes is not None:
+                    ops, shapes = plan.ops, t.shapes
+                    self._outputs = {ops[i]: shapes[i] for i in t.order}
+        return self._outputs
 
     def device_of(self, op: Any) -> str:
         """The full name of the device ``op`` ran on."""
@@ -126,7 +137,14 @@ class _Recorder:
 
 
 def _outputs_of(rec: _Recorder, op: Any) -> list[Output]:
-    out = rec.outputs.get(op, [])
+    """The recorded (dtype, shape) of each of ``op``'s outputs.
+
+    Ops whose static shapes are fully known are not recorded by the run
+    (``executor._dynamic_shapes``): (None, None) stands for "as the graph says".
+    """
+    out = rec.outputs.get(op)
+    if out is None:
+        return [(None, None)] * len(op.outputs) if rec._raw is not None else []
     return [out] if isinstance(out, tuple) else out
 
 
@@ -170,22 +188,15 @@ class StepStatsCollector(Observer):
         self.run_metadata = run_metadata  # where step_stats goes (None: only on_step)
         self.on_step = on_step  # callback(step_stats, recorder) after each run
         self._rec: _Recorder | None = None  # the current run's raw facts (from on_start)
-        self._outputs: dict[Any, Any] = {}  # the current run's rec.outputs
 
     def on_start(self, plan: Any) -> None:
-        self._rec = rec = _Recorder()
-        self._outputs = rec.outputs
+        self._rec = _Recorder()
 
     keeps_shapes = True  # the executor records each output's dtype and shape with the timings
 
     def on_timings(self, plan: Any, timings: RunTimings) -> None:
         """Keep the run's flat timing lists and output shapes; records are built when first read."""
         self._rec._raw = (plan, timings)  # type: ignore[union-attr]
-        shapes = timings.shapes
-        if shapes is not None:
-            ops, out = plan.ops, self._outputs
-            for i in timings.order:
-                out[ops[i]] = shapes[i]
 
     def on_finish(self, plan: Any, error: BaseException | None) -> None:
         rec = self._rec
