@@ -49,7 +49,7 @@ from flowbook.notebook.snapshot import graph_state
 SIZES = (100, 1000, 10000)
 GOALS = {"frame_1000_s": 2.0, "frame_10000_s": 3.0, "expand_s": 0.5, "run_ratio": 1.05}
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = "benchmarks/widget_frame.html"  # the built widget with a stand-in model
+PAGE = "labextension/standin.html"  # the built widget with a stand-in model
 
 
 def scoped_graph(n: int, per_scope: int = 50) -> fb.Graph:
@@ -115,7 +115,7 @@ def bench_frame(quick: bool) -> dict[str, Any] | str:
     handler = functools.partial(_Quiet, directory=str(ROOT))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/{PAGE}"
+    url = f"http://127.0.0.1:{server.server_address[1]}/{PAGE}?height=800"
     args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
     out: dict[str, Any] = {}
@@ -127,8 +127,8 @@ def bench_frame(quick: bool) -> dict[str, Any] | str:
                 for _ in range(1 if quick else 3):
                     page = browser.new_page(viewport={"width": 1400, "height": 900})
                     page.goto(url)
-                    page.wait_for_function("() => window.flowbookBench !== undefined")
-                    r = page.evaluate("s => window.flowbookBench.render(s)", states[str(n)])
+                    page.wait_for_function("() => window.flowbookPage !== undefined")
+                    r = page.evaluate("s => window.flowbookPage.render(s)", states[str(n)])
                     samples.append(r["ms"] / 1000)
                     visible = r["nodes"]
                     if n == SIZES[-1]:  # the 10,000 ops, collapsed: open one group

@@ -109,7 +109,7 @@ class LiveGraph:
         if rec is None:
             return {"seq": 0, "phase": "idle", "pruned": [], "fed": [], "done": [],
                     "running": [], "error": None, "times_us": {}, "total_us": 0.0,
-                    "values": {}}  # fmt: skip
+                    "values": {}, "placement": {}, "copies": []}  # fmt: skip
         stats, names = rec.stats, rec.stats.names
         if rec.phase == "running":
             done = list(rec.done or ())
@@ -125,6 +125,7 @@ class LiveGraph:
         values: dict[str, str] = {}
         if len(names) <= SEND_ALL_VALUES:  # else only the selected node's, on demand
             values = {n: p for n in names if (p := stats.preview(n)) is not None}
+        placement, copies = stats.devices(rec.plan)
         return {
             "seq": rec.seq,
             "phase": rec.phase,
@@ -136,6 +137,8 @@ class LiveGraph:
             "times_us": dict(stats.times()),
             "total_us": stats.last_ns / 1000,
             "values": values,
+            "placement": placement,
+            "copies": copies,
         }
 
     def stepper_state(self) -> dict[str, Any]:
@@ -143,7 +146,7 @@ class LiveGraph:
         st = self.stepper
         if st is None:
             return {"active": False, "current": None, "done": [], "ready": [], "pruned": [],
-                    "values": {}, "message": ""}  # fmt: skip
+                    "values": {}, "message": "", "placement": {}, "copies": []}  # fmt: skip
         ready = [op.name for op in st.ready()]
         done = list(self.step_done)
         if st.done:
@@ -152,6 +155,7 @@ class LiveGraph:
             message = f"stopped at breakpoint {st.stopped_at.name}"
         else:
             message = f"{len(done)} of {len(st.plan.ops)} ops run, {len(ready)} ready"
+        placement, copies = self.plan_stats(st.plan).devices(st.plan)
         return {
             "active": True,
             "current": done[-1] if done else None,
@@ -160,6 +164,8 @@ class LiveGraph:
             "pruned": [op.name for op in st.plan.ops],
             "values": dict(self.step_values),
             "message": message,
+            "placement": placement,
+            "copies": copies,
         }
 
     def value_preview(self, name: str) -> str | None:
@@ -191,7 +197,9 @@ class LiveGraph:
             elif action == "run_to":
                 if not node:
                     return "select a node first, then Run to it"
-                st.run_to(node)
+                # a copy node is in the plan, not in the graph: pass the op itself
+                copy = next((op for op in st.plan.copies if op.name == node), None)
+                st.run_to(copy if copy is not None else node)
             elif action == "cont":
                 st.cont()
             elif action == "reset":

@@ -20,6 +20,10 @@ looks up the plan's graph among the shown ones and chooses, from the plan's
 Values are kept by reference (up to ``KEEP_VALUE_BYTES`` each) and turned
 into previews only when a view asks, once per value.
 
+Where each op ran and the copy nodes placement added between devices
+(:func:`device_state`) are worked out once per plan, when a view first asks
+(``PlanStats.devices``), never on the run's path.
+
 The hooks only record into the LiveGraph's :class:`Record` and mark it dirty;
 sending is the LiveGraph's flusher's job, off the run's critical path.
 
@@ -35,8 +39,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowbook import session as session_module
+from flowbook.devices import Device
 from flowbook.executor import Observer, RunTimings
 from flowbook.notebook.snapshot import preview
+from flowbook.placement import CopyOp
 from flowbook.plan import Plan
 from flowbook.tensor import Operation
 
@@ -52,10 +58,12 @@ class PlanStats:
     """What the live views know of one plan."""
 
     __slots__ = (
+        "copies",
         "fed",
         "last_ns",
         "n",
         "names",
+        "placement",
         "previews",
         "runs",
         "timed_at",
@@ -75,6 +83,8 @@ class PlanStats:
         self.times_us: dict[str, float] = {}  # op name -> kernel µs in the last timed run
         self.values: dict[str, Any] = {}  # op name -> its first output, kept by reference
         self.previews: dict[str, str] = {}  # op name -> preview of the value, once made
+        self.placement: dict[str, str] | None = None  # op name -> "GPU:0"; None: not yet known
+        self.copies: list[dict[str, Any]] = []  # the plan's copy nodes (see device_state)
 
     def mode(self, plan: Plan) -> str | None:
         """How to watch the next run: "first", "live", "timed" or None (whole)."""
@@ -96,12 +106,69 @@ class PlanStats:
             self.timings = None
         return self.times_us
 
+    def devices(self, plan: Plan) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """``plan``'s placement and copy nodes (:func:`device_state`), worked out once."""
+        if self.placement is None:
+            self.placement, self.copies = device_state(plan)
+        return self.placement, self.copies
+
     def preview(self, name: str) -> str | None:
         """A preview of op ``name``'s last kept value (made once per value), or None."""
         text = self.previews.get(name)
         if text is None and name in self.values:
             text = self.previews[name] = preview(self.values[name])
         return text
+
+
+def short_device(device: Device) -> str:
+    """``"GPU:0"`` for ``/device:GPU:0``: how the widget names a device."""
+    return f"{device.device_type}:{device.index}"
+
+
+def device_state(plan: Plan) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """Where each op of ``plan`` runs, and its copy nodes, as the widget's run state has them.
+
+    The placement maps every op name (copies included) to its device's short
+    name, and is empty for a plan that runs wholly on the CPU.  Each copy is
+    ``{"name", "op", "src", "tensor", "src_device", "dst_device", "readers",
+    "fetch"}``: ``src`` is the op that produced the copied value (``tensor``),
+    ``readers`` the graph ops that read the copy (none when it only serves a
+    fetch; ``fetch`` says whether it does).
+
+    >>> import flowbook as fb
+    >>> from flowbook.gpu_sim import simulate_gpu
+    >>> with simulate_gpu(), fb.Graph().as_default(), fb.Session() as s:
+    ...     x = fb.placeholder(fb.float32, name="x")
+    ...     _ = s.run(fb.multiply(x, 2.0, name="y"), {x: 1.0})
+    ...     placement, copies = device_state(next(iter(s._plans.values())))
+    >>> placement["y"], [(c["name"], c["src"], c["readers"], c["fetch"]) for c in copies]
+    ('GPU:0', [('x/_copy_to_GPU_0', 'x', ['y'], False), ('y/_copy_to_CPU_0', 'y', [], True)])
+    """
+    devices = plan.devices
+    if not plan.copies and all(d.device_type == "CPU" for d in devices):
+        return {}, []
+    short = {d: short_device(d) for d in set(devices)}
+    placement = {op.name: short[d] for op, d in zip(plan.ops, devices)}
+    fetched = {s for s in plan.fetch_slots if s is not None}
+    copies = []
+    for i, op in enumerate(plan.ops):
+        if not isinstance(op, CopyOp):
+            continue
+        value = op.inputs[0]
+        readers = (plan.ops[j] for j in plan.consumers[i])
+        copies.append(
+            {
+                "name": op.name,
+                "op": op.type,
+                "src": value.op.name,
+                "tensor": value.name,
+                "src_device": short_device(op.src),
+                "dst_device": short_device(op.dst),
+                "readers": list(dict.fromkeys(r.name for r in readers if type(r) is not CopyOp)),
+                "fetch": any(s in fetched for s in plan.outputs[i]),
+            }
+        )
+    return placement, copies
 
 
 class Record:

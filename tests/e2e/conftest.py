@@ -8,12 +8,19 @@ JupyterLab's own commands and wait for them to finish.  ``page`` opens a
 notebook there in Chromium (``/usr/bin/chromium``, never a downloaded
 browser).  Screenshots go to ``test-output/browser/``.
 
+``standin_page`` needs no JupyterLab: it opens ``labextension/standin.html``, the
+built widget module with a stand-in anywidget model, served from the
+repository root, and the test sets the model's traits itself (states that a
+notebook cannot easily make, such as runs on a simulated GPU).
+
 The tests skip, saying why, where Chromium or the built front end is
 missing; ``.ci/run`` installs both, so in CI they always run.
 """
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
 import secrets
@@ -22,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -140,13 +148,22 @@ def lab():
 
 
 @pytest.fixture(scope="session")
-def browser(lab):
+def chromium():
+    """Headless Chromium, one for the session (a process holds one sync Playwright at a time)."""
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:  # Playwright gives the browser a fresh temporary profile
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def browser(lab, chromium):
+    return chromium
 
 
 class Notebook:
@@ -254,3 +271,35 @@ def open_notebook(request, lab, browser):
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / f"FAILED-{request.node.name}-{k}.png"))
         page.close()
+
+
+# ------------------------------------------------------------- stand-in page, no JupyterLab
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def standin(chromium):
+    """The browser and the URL of the stand-in widget page (no JupyterLab)."""
+    handler = functools.partial(_Quiet, directory=str(ROOT))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/labextension/standin.html"
+    yield chromium, url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def standin_page(request, standin):
+    """The stand-in page, loaded: ``page.evaluate("([k, v]) => flowbookPage.set(k, v)", ...)``."""
+    browser, url = standin
+    page = browser.new_page(viewport={"width": 1200, "height": 700})
+    page.goto(url + "?height=660")
+    page.wait_for_function("() => window.flowbookPage !== undefined")
+    yield page
+    if getattr(request.node, "failed_call", False):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"FAILED-{request.node.name}.png"))
+    page.close()

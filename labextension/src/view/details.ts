@@ -4,7 +4,7 @@
 
 import type { Group, Hierarchy, Leaf, Visible } from './hierarchy';
 import { html } from './draw';
-import { formatTime, type Overlay } from './overlay';
+import { deviceColor, formatTime, type Overlay } from './overlay';
 import type { NodeSpec } from './types';
 
 export function origin(n: NodeSpec): string {
@@ -75,21 +75,14 @@ export function leafDetails(
     );
   }
   row(pane, 'op', n.op);
+  const ranOn = ov.device(n.name);
+  if (ranOn) {
+    row(pane, 'ran on', deviceChip(ranOn), 'fb-details-device');
+  }
   if (n.device) {
-    row(pane, 'device', n.device);
+    row(pane, ranOn ? 'asked' : 'device', n.device);
   }
-  if (STATUS_TEXT[status]) {
-    row(pane, 'status', STATUS_TEXT[status]);
-  }
-  const t = ov.time(n.name);
-  if (t !== null) {
-    row(pane, 'time', formatTime(t), 'fb-details-time');
-  }
-  const v = ov.value(n.name);
-  if (v !== null) {
-    const pre = html('pre', 'fb-value', undefined, v);
-    row(pane, 'value', pre);
-  }
+  runRows(pane, ov, n.name, status);
   if (n.inputs.length > 0) {
     html('div', 'fb-section', pane, 'inputs');
     const list = html('ol', 'fb-list', pane);
@@ -142,6 +135,105 @@ export function leafDetails(
   }
 }
 
+/** A device name on its badge colour. */
+/** The last run's rows for one op or copy: its status, kernel time and value preview. */
+function runRows(pane: HTMLElement, ov: Overlay, name: string, status: string): void {
+  if (STATUS_TEXT[status]) {
+    row(pane, 'status', STATUS_TEXT[status]);
+  }
+  const t = ov.time(name);
+  if (t !== null) {
+    row(pane, 'time', formatTime(t), 'fb-details-time');
+  }
+  const v = ov.value(name);
+  if (v !== null) {
+    row(pane, 'value', html('pre', 'fb-value', undefined, v));
+  }
+}
+
+function deviceChip(device: string): HTMLElement {
+  const chip = html('span', 'fb-device-chip', undefined, device);
+  chip.style.background = deviceColor(device);
+  return chip;
+}
+
+function opLink(parent: HTMLElement, name: string, h: Hierarchy, go: (name: string) => void): void {
+  if (h.leaves.has(name)) {
+    html('a', 'fb-link', parent, name).addEventListener('click', () => go(name));
+  } else {
+    html('span', '', parent, name);
+  }
+}
+
+const COPY_TEXT: Record<string, string> = {
+  _CopyHostToDevice: 'host to device',
+  _CopyDeviceToHost: 'device to host',
+  _CopyDeviceToDevice: 'device to device'
+};
+
+/**
+ * Fill the details pane for a copy node (copies.ts): what it copied, between
+ * which devices, for whom. `go` selects an op or another copy.
+ */
+export function copyDetails(
+  pane: HTMLElement,
+  leaf: Leaf,
+  h: Hierarchy,
+  ov: Overlay,
+  go: (name: string) => void
+): void {
+  const c = leaf.copy!;
+  const head = html('div', 'fb-details-head', pane);
+  html('span', 'fb-kind-badge fb-kind-copy', head, `copy · ${c.op}`);
+  html('div', 'fb-details-name', head, c.name);
+  if (leaf.members) {
+    html('div', 'fb-details-note', pane, `${leaf.members.length} copies drawn as one box:`);
+    const list = html('ul', 'fb-list', pane);
+    for (const m of leaf.members) {
+      const li = html('li', '', list);
+      html('a', 'fb-link', li, m.key).addEventListener('click', () => go(m.key));
+    }
+    return;
+  }
+  const status = ov.leafStatus(c.name);
+  if (status === 'error' && ov.run.error) {
+    html('div', 'fb-details-error', pane, ov.run.error.message);
+  }
+  row(pane, 'op', c.op);
+  const dir = html('span', '', undefined);
+  dir.append(deviceChip(c.src_device || '?'), ' → ', deviceChip(c.dst_device || '?'));
+  row(pane, 'copies', dir, 'fb-details-device');
+  if (COPY_TEXT[c.op]) {
+    row(pane, '', COPY_TEXT[c.op]);
+  }
+  const ranOn = ov.device(c.name);
+  if (ranOn) {
+    row(pane, 'ran on', ranOn);
+  }
+  runRows(pane, ov, c.name, status);
+  html('div', 'fb-section', pane, 'value copied');
+  const src = html('div', 'fb-list-item', pane);
+  opLink(src, c.src, h, go);
+  const tensorIndex = c.tensor.slice(c.src.length);
+  if (tensorIndex) {
+    html('span', '', src, tensorIndex);
+  }
+  const s = shapeOf(h, c.tensor);
+  if (s) {
+    html('span', 'fb-shape-text', src, ' ' + s);
+  }
+  if (c.readers.length > 0 || c.fetch) {
+    html('div', 'fb-section', pane, 'read by');
+    const list = html('ul', 'fb-list', pane);
+    for (const r of c.readers) {
+      opLink(html('li', '', list), r, h, go);
+    }
+    if (c.fetch) {
+      html('li', 'fb-fetch', list, 'the fetch (back to Python)');
+    }
+  }
+}
+
 export function groupDetails(pane: HTMLElement, g: Group, ov: Overlay): void {
   const head = html('div', 'fb-details-head', pane);
   html('span', 'fb-kind-badge fb-kind-scope', head, g.kind === 'series' ? 'series' : 'name scope');
@@ -160,6 +252,21 @@ export function groupDetails(pane: HTMLElement, g: Group, ov: Overlay): void {
   }
   if (timed) {
     row(pane, 'time', formatTime(time), 'fb-details-time');
+  }
+  const placement = ov.placement;
+  const devices = new Map<string, number>();
+  for (const l of g.leaves) {
+    const d = placement[l.key];
+    if (d) {
+      devices.set(d, (devices.get(d) ?? 0) + 1);
+    }
+  }
+  if (devices.size > 0) {
+    const chips = html('span', '', undefined);
+    for (const [d, n] of [...devices.entries()].sort((a, b) => b[1] - a[1])) {
+      chips.append(deviceChip(d), ` ×${n} `);
+    }
+    row(pane, 'ran on', chips, 'fb-details-device');
   }
   const top = [...types.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8);
   html('div', 'fb-section', pane, 'op types');
@@ -188,14 +295,32 @@ export function tooltipContent(tip: HTMLElement, v: Visible, ov: Overlay): void 
     return;
   }
   const n = v.node;
+  if (v.members) {
+    html('div', 'fb-tip-title', tip, `${v.members.length} copies → ${v.copy?.dst_device ?? '?'}`);
+    for (const m of v.members.slice(0, 8)) {
+      html('div', 'fb-tip-line', tip, m.key);
+    }
+    html('div', 'fb-tip-line', tip, 'click for details');
+    return;
+  }
   html('div', 'fb-tip-title', tip, `${n.op}  ${n.name}`);
+  const c = v.copy;
+  if (c) {
+    html('div', 'fb-tip-line', tip, `${c.src_device} → ${c.dst_device}: ${c.tensor}`);
+    const to = [...c.readers, ...(c.fetch ? ['the fetch'] : [])];
+    html('div', 'fb-tip-line', tip, `for ${to.slice(0, 4).join(', ')}${to.length > 4 ? ', …' : ''}`);
+  }
   for (const [i, [dtype, shape]] of n.outputs.entries()) {
     html('div', 'fb-tip-line', tip, `out ${i}: ${dtype} ${shape}`);
   }
-  if (n.device) {
-    html('div', 'fb-tip-line', tip, `device: ${n.device}`);
+  const ranOn = ov.device(n.name);
+  if (ranOn && !c) {
+    html('div', 'fb-tip-line', tip, `ran on: ${ranOn}`);
   }
-  const o = origin(n);
+  if (n.device && !c) {
+    html('div', 'fb-tip-line', tip, `${ranOn ? 'asked for' : 'device'}: ${n.device}`);
+  }
+  const o = c ? '' : origin(n);
   if (o) {
     html('div', 'fb-tip-line', tip, o);
   }

@@ -77,6 +77,9 @@ export function boxText(v: Visible): BoxText {
   if (v.node.kind === 'constant') {
     return { title: clip(v.short, 20), sub: '' };
   }
+  if (v.node.kind === 'copy') {
+    return { title: v.short, sub: '' }; // "copy → GPU:0" (copies.ts)
+  }
   // an unnamed op ("MatMul", "MatMul_3") says its type once
   const redundant = v.short === v.node.op || v.short.replace(/_\d+$/, '') === v.node.op;
   return { title: clip(v.short, 28), sub: redundant ? '' : v.node.op };
@@ -92,6 +95,9 @@ export function sizeOf(v: Visible): Size {
   }
   if (v.node.kind === 'constant') {
     return { w: Math.max(44, textWidth(t.title, 11) + 18), h: 24 };
+  }
+  if (v.node.kind === 'copy') {
+    return { w: Math.max(72, textWidth(t.title, 11) + 26), h: 26 };
   }
   const pad = v.node.kind === 'placeholder' ? 34 : 24;
   return { w: Math.max(76, textWidth(t.title, 12) + pad, textWidth(t.sub, 10.5) + pad), h: 38 };
@@ -119,12 +125,14 @@ export function drawBox(v: Visible, p: Placed, parent: Element): SVGGElement {
       svg('rect', { class: 'fb-stack', x: 3 * i, y: 3 * i, width: w - 3 * layers, height: h - 3 * layers, rx: 7 }, g);
     }
     svg('rect', { class: 'fb-shape', x: 0, y: 0, width: w - 3 * layers, height: h - 3 * layers, rx: 7 }, g);
+  } else if (kind === 'copy') {
+    // a flat hexagon: no op of the graph has this shape
+    const k = Math.min(9, h / 2);
+    const pts = [[k, 0], [w - k, 0], [w, h / 2], [w - k, h], [k, h], [0, h / 2]];
+    svg('polygon', { class: 'fb-shape', points: pts.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ') }, g);
   } else {
-    const rx = kind === 'placeholder' ? h / 2 : kind === 'variable' ? 10 : kind === 'constant' ? 5 : kind === 'copy' ? 2 : 6;
+    const rx = kind === 'placeholder' ? h / 2 : kind === 'variable' ? 10 : kind === 'constant' ? 5 : 6;
     svg('rect', { class: 'fb-shape', x: 0, y: 0, width: w, height: h, rx }, g);
-    if (kind === 'copy') {
-      svg('rect', { class: 'fb-inner', x: 3, y: 3, width: w - 6, height: h - 6, rx: 1 }, g);
-    }
   }
   svg('rect', { class: 'fb-hatch', x: 0, y: 0, width: w, height: h, rx: 6 }, g);
   svg('rect', { class: 'fb-heat', x: 5, y: h - 7, width: w - 10, height: 4, rx: 2 }, g);
@@ -187,7 +195,11 @@ export function drawEdge(
   parent: Element,
   labels: Element | null
 ): SVGGElement {
-  const g = svg('g', { class: e.control ? 'fb-edge fb-edge-control' : 'fb-edge' });
+  const g = svg('g', {
+    class: e.control ? 'fb-edge fb-edge-control' : e.copy ? 'fb-edge fb-edge-copy' : 'fb-edge',
+    'data-from': e.from.key,
+    'data-to': e.to.key
+  });
   const width = 1.2 + Math.min(3, Math.log2(e.count) * 0.7);
   svg('path', { class: 'fb-edge-path', d: splinePath(route.points), 'stroke-width': width.toFixed(2) }, g);
   const pts = route.points;

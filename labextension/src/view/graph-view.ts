@@ -7,6 +7,10 @@
  * - `expanded`, `limits`: what the user opened, by group key (op names are
  *   stable across cell re-runs, so this survives graph updates)
  * - `vis`, `layout`, `boxEls`: what is on screen now
+ * - `copies`: the copy nodes of the runs shown (by name, readers merged over
+ *   runs), laid out beside the graph's boxes (copies.ts); `copySig` says
+ *   which set the layout holds, so a run relayouts only when it brings a new
+ *   copy (a CPU-only run clears them)
  *
  * The loop: setGraph / a click that opens a group -> requestLayout() ->
  * (next tick, latest request wins) visible part -> DOT -> Graphviz -> SVG
@@ -15,10 +19,11 @@
  */
 
 import { PAGE, Hierarchy, VisibleGraph, type Expansion, type Group, type Leaf, type Visible } from './hierarchy';
-import { readLayout, toDot, visibleEdges, type Edge, type Layout } from './layout';
-import { drawBox, drawCluster, drawEdge, html, sizeOf, svg, clip } from './draw';
-import { Overlay, formatTime, heatColor, HEAT_GRADIENT, type BoxState } from './overlay';
-import { groupDetails, leafDetails, tooltipContent } from './details';
+import { readLayout, toDot, visibleEdges, type Edge, type Layout, type LayoutInput } from './layout';
+import { drawBox, drawCluster, drawEdge, html, sizeOf, svg, clip, textWidth } from './draw';
+import { Overlay, deviceColor, formatTime, heatColor, HEAT_GRADIENT, type BoxState } from './overlay';
+import { copyDetails, groupDetails, leafDetails, tooltipContent } from './details';
+import { EMPTY_COPIES, copySignature, layoutCopies, mergeCopy, type CopyLayout } from './copies';
 import { getViz } from './viz';
 import {
   EMPTY_RUN,
@@ -26,6 +31,7 @@ import {
   normalizeGraph,
   normalizeRun,
   normalizeStepper,
+  type CopySpec,
   type GraphState,
   type StepAction,
   type StepperState,
@@ -35,6 +41,7 @@ import {
 export const SMALL_GRAPH = 60; // graphs with at most this many ops start fully expanded
 const MAX_REVEAL = 20; // search opens the scopes of at most this many matches
 const MIN_READABLE = 0.5; // the first view of a big graph zooms out no further
+const MAX_COPIES = 2000; // copies kept over runs; past it, only the latest run's
 
 let instances = 0;
 
@@ -61,6 +68,9 @@ export class GraphView {
   private readonly tooltip: HTMLDivElement;
   private readonly legend: HTMLDivElement;
   private readonly legendMax: HTMLSpanElement;
+  private readonly legendHeat: HTMLSpanElement;
+  private readonly legendDevices: HTMLSpanElement;
+  private legendPlacement: Record<string, string> | null = null; // the placement the device legend shows
   private readonly message: HTMLDivElement;
   private readonly resizeObserver: ResizeObserver | null;
 
@@ -73,6 +83,10 @@ export class GraphView {
   private vis: VisibleGraph | null = null;
   private layout: Layout | null = null;
   private edges: Edge[] = [];
+  private boxes: Visible[] = []; // laid out: the visible graph's boxes, then the copy boxes
+  private copies = new Map<string, CopySpec>(); // copy name -> spec, over the runs shown
+  private copySig = ''; // copySignature of `copies` when last laid out
+  private copyLayout: CopyLayout = EMPTY_COPIES;
   private boxEls = new Map<Visible, SVGGElement>();
   private edgeEls = new Map<Edge, SVGGElement>();
   private keyToBox = new Map<string, Visible>();
@@ -84,6 +98,7 @@ export class GraphView {
   private k = 1;
   private needsFit = true;
   private token = 0; // the newest layout request
+  private layouts = 0; // layouts done (data-flowbook-layouts: tests check runs do not relayout)
   private pendingAnchor: Anchor | null = null;
   private pendingFocus: string | null = null;
   private lastStepCurrent: string | null = null;
@@ -146,11 +161,13 @@ export class GraphView {
     this.tooltip.hidden = true;
     this.legend = html('div', 'fb-legend', vp);
     this.legend.hidden = true;
-    html('span', 'fb-legend-title', this.legend, 'kernel time');
-    html('span', 'fb-legend-min', this.legend, '0');
-    const bar2 = html('span', 'fb-legend-bar', this.legend);
+    const heatLegend = (this.legendHeat = html('span', 'fb-legend-heat', this.legend));
+    html('span', 'fb-legend-title', heatLegend, 'kernel time');
+    html('span', 'fb-legend-min', heatLegend, '0');
+    const bar2 = html('span', 'fb-legend-bar', heatLegend);
     bar2.style.background = `linear-gradient(to right, ${HEAT_GRADIENT.join(',')})`;
-    this.legendMax = html('span', 'fb-legend-max', this.legend);
+    this.legendMax = html('span', 'fb-legend-max', heatLegend);
+    this.legendDevices = html('span', 'fb-legend-devices', this.legend);
 
     fit.addEventListener('click', () => this.fit());
     collapse.addEventListener('click', () => this.collapseAll());
@@ -203,6 +220,9 @@ export class GraphView {
     this.autoOpen = new Set();
     if (newId) {
       this.needsFit = true;
+      this.copies.clear(); // another graph: the copies seen were between its ops
+      this.copySig = '';
+      this.updateCopies();
     }
     let top = this.h.root;
     while (top.children.length === 1 && top.children[0].type === 'group') {
@@ -215,6 +235,9 @@ export class GraphView {
 
   setRun(r: unknown): void {
     this.overlay.setRun(normalizeRun(r));
+    if (this.updateCopies()) {
+      this.requestLayout();
+    }
     this.applyOverlay();
   }
 
@@ -234,6 +257,9 @@ export class GraphView {
     if (!st.active) {
       this.lastStepCurrent = null;
     }
+    if (this.updateCopies()) {
+      this.requestLayout();
+    }
     this.applyOverlay();
   }
 
@@ -243,14 +269,15 @@ export class GraphView {
     for (const el of this.scene.querySelectorAll('.fb-selected')) {
       el.classList.remove('fb-selected');
     }
-    const box = this.keyToBox.get(name);
+    const box = this.keyToBox.get(name) ?? this.copyLayout.boxOf.get(name);
     if (box) {
       this.boxEls.get(box)?.classList.add('fb-selected');
     }
     this.renderDetails();
-    this.runToButton.disabled = !this.h.leaves.has(name);
+    this.runToButton.disabled = !this.isOp(name);
     if (notify) {
-      const leaf = this.h.leaves.get(name);
+      // an op, a copy node, or a box standing for several copies (the host echoes it back)
+      const leaf = this.h.leaves.get(name) ?? this.copyLayout.byName.get(name) ?? this.copyBox(name);
       this.cb.onSelect?.(leaf ? name : '', leaf ? leaf.node : null);
     }
   }
@@ -292,6 +319,61 @@ export class GraphView {
     this.root.remove();
   }
 
+  /** An op of the graph or a copy node drawn (something a stepper can run to). */
+  private isOp(name: string): boolean {
+    return this.h.leaves.has(name) || this.copyLayout.byName.has(name);
+  }
+
+  /** The box standing for an op (or a copy node, or a group key) in the current layout. */
+  private boxFor(name: string): Visible | undefined {
+    const leaf = this.h.leaves.get(name);
+    if (leaf) {
+      return this.vis ? this.vis.repOf(leaf) : undefined;
+    }
+    return this.keyToBox.get(name) ?? this.copyLayout.boxOf.get(name);
+  }
+
+  /**
+   * Fold the copy nodes of the run (and of the stepper's plan) into `copies`;
+   * true when the set to lay out changed. Copies stay over runs (runs of
+   * different plans would otherwise relayout each time) and are dimmed when
+   * the run shown did not use them; a run wholly on the CPU clears them.
+   */
+  private updateCopies(): boolean {
+    const run = this.overlay.run;
+    const st = this.overlay.stepper;
+    const lists = st.active ? [run.copies, st.copies] : [run.copies];
+    let changed = false;
+    const cpuOnly = run.seq > 0 && run.copies.length === 0 && isEmpty(run.placement);
+    if (cpuOnly && !(st.active && st.copies.length > 0) && this.copies.size > 0) {
+      this.copies.clear();
+      changed = true;
+    }
+    if (this.copies.size + run.copies.length > MAX_COPIES) {
+      this.copies.clear();
+      changed = true;
+    }
+    for (const list of lists) {
+      for (const c of list) {
+        const old = this.copies.get(c.name);
+        const merged = old ? mergeCopy(old, c) : c;
+        if (merged) {
+          this.copies.set(c.name, merged);
+          changed = true;
+        }
+      }
+    }
+    if (!changed) {
+      return false;
+    }
+    const sig = copySignature(this.copies.values());
+    if (sig === this.copySig) {
+      return false;
+    }
+    this.copySig = sig;
+    return true;
+  }
+
   // ------------------------------------------------------------- layout
   private expansion: Expansion = {
     isExpanded: (g: Group) => {
@@ -325,32 +407,45 @@ export class GraphView {
   private doLayout(viz: Awaited<ReturnType<typeof getViz>>, t0: number): void {
     const tStart = performance.now();
     const vis = new VisibleGraph(this.h, this.expansion);
-    const edges = visibleEdges(vis);
+    const copies = this.copies.size > 0 ? layoutCopies(vis, this.copies.values()) : EMPTY_COPIES;
+    const edges = visibleEdges(vis, copies.diverted);
+    for (const e of copies.edges) {
+      e.id = `e${edges.length}`;
+      edges.push(e);
+    }
+    const input: LayoutInput = {
+      boxes: copies.boxes.length > 0 ? [...vis.boxes, ...copies.boxes] : vis.boxes,
+      clusters: vis.clusters
+    };
     const tVis = performance.now();
     let layout: Layout | null = null;
     if (vis.boxes.length > 0) {
-      const dot = toDot(vis, edges, sizeOf);
+      const dot = toDot(input, edges, sizeOf);
       const result = viz.render(dot, { format: 'json0', yInvert: true });
       if (result.status !== 'success' || !result.output) {
         const why = result.errors.map(e => e.message).join('; ');
         this.showMessage(`Layout failed: ${why}`);
         return;
       }
-      layout = readLayout(vis, edges, JSON.parse(result.output));
+      layout = readLayout(input, edges, JSON.parse(result.output));
     }
     const tDot = performance.now();
     this.vis = vis;
+    this.boxes = input.boxes;
+    this.copyLayout = copies;
     this.edges = edges;
     this.layout = layout;
     this.draw();
     const tDraw = performance.now();
     this.root.dataset.flowbookLayoutMs = (tDraw - t0).toFixed(1);
+    this.root.dataset.flowbookLayouts = String(++this.layouts);
     this.root.dataset.flowbookTiming = JSON.stringify({
       wait: Math.round(tStart - t0),
       visible: Math.round(tVis - tStart),
       dot: Math.round(tDot - tVis),
       draw: Math.round(tDraw - tDot),
-      boxes: vis.boxes.length,
+      boxes: input.boxes.length,
+      copies: copies.boxes.length,
       edges: edges.length
     });
     this.root.dataset.flowbookVersion = String(this.graph.version);
@@ -387,7 +482,7 @@ export class GraphView {
         this.edgeEls.set(e, drawEdge(e, route, edgeLayer, labelLayer));
       }
     }
-    for (const b of vis.boxes) {
+    for (const b of this.boxes) {
       const p = l.boxes.get(b);
       if (!p) {
         continue;
@@ -400,7 +495,10 @@ export class GraphView {
     this.root.dataset.flowbookNodes = String(this.boxEls.size);
     this.applyOverlay();
     if (this.selected) {
-      this.keyToBox.has(this.selected) && this.boxEls.get(this.keyToBox.get(this.selected)!)?.classList.add('fb-selected');
+      const sel = this.keyToBox.get(this.selected) ?? this.copyLayout.boxOf.get(this.selected);
+      if (sel) {
+        this.boxEls.get(sel)?.classList.add('fb-selected');
+      }
     }
     this.markMatches();
     // where to look: keep the clicked group in place, focus a target, or fit
@@ -466,8 +564,7 @@ export class GraphView {
 
   /** Center the box standing for an op or group; zoom in if the view is far out. */
   private centerOn(key: string): void {
-    const leaf = this.h.leaves.get(key);
-    const box = leaf && this.vis ? this.vis.repOf(leaf) : this.keyToBox.get(key);
+    const box = this.boxFor(key);
     const p = box && this.layout?.boxes.get(box);
     if (!p) {
       return;
@@ -479,8 +576,7 @@ export class GraphView {
   }
 
   private focusIfOffscreen(name: string): void {
-    const leaf = this.h.leaves.get(name);
-    const box = leaf && this.vis ? this.vis.repOf(leaf) : undefined;
+    const box = this.boxFor(name);
     const p = box && this.layout?.boxes.get(box);
     if (!p) {
       return;
@@ -497,7 +593,7 @@ export class GraphView {
   // ------------------------------------------------------------- overlay
   private leavesOf = (v: Visible): Leaf[] => {
     if (v.type === 'leaf') {
-      return [v];
+      return v.members ?? [v];
     }
     if (v.type === 'group') {
       return v.leaves;
@@ -550,15 +646,17 @@ export class GraphView {
     for (const [e, el] of this.edgeEls) {
       setFlag(el, 'fb-dim', dimmed.has(e.from) || dimmed.has(e.to));
     }
-    this.legend.hidden = maxTime <= 0;
+    this.legendHeat.hidden = maxTime <= 0;
     this.legendMax.textContent = maxTime > 0 ? formatTime(maxTime) : '';
+    this.updateDeviceLegend();
+    this.legend.hidden = maxTime <= 0 && this.legendDevices.hidden;
     this.updateSummary();
     if (this.selected && !this.details.hidden) {
       this.renderDetails();
     }
   }
 
-  /** Time badge, heat strip, stale badge and error text of one box. */
+  /** Time badge, heat strip, device badge, stale badge and error text of one box. */
   private badges(el: SVGGElement, v: Visible, st: BoxState, maxTime: number): void {
     const p = this.layout?.boxes.get(v);
     if (!p) {
@@ -589,7 +687,11 @@ export class GraphView {
     } else {
       heat?.classList.remove('fb-on');
       badge?.remove();
+      badge = null;
     }
+    const timeLeft = badge ? Number(badge.querySelector('rect')!.getAttribute('x')) : Infinity;
+    // where it ran; a copy node says it in its label
+    const devEnd = this.deviceBadge(el, v.type === 'leaf' && v.copy ? '' : st.device, p, timeLeft);
     let stale = el.querySelector('.fb-stale-badge');
     if (st.stale && !stale) {
       stale = svg('g', { class: 'fb-stale-badge' }, el);
@@ -597,6 +699,9 @@ export class GraphView {
       svg('text', { x: 11, y: 2.5 }, stale).textContent = 'stale';
     } else if (!st.stale && stale) {
       stale.remove();
+    }
+    if (stale) {
+      stale.setAttribute('transform', devEnd !== null ? `translate(${(devEnd + 8).toFixed(1)},0)` : '');
     }
     let err = el.querySelector('.fb-errmsg');
     if (st.errorMessage) {
@@ -606,6 +711,72 @@ export class GraphView {
       err.textContent = clip(st.errorMessage, 48);
     } else if (err) {
       err.remove();
+    }
+  }
+
+  /**
+   * The device badge of a box: a strip down its left side and a pill at its
+   * top left naming the device, both in the device's colour (the legend
+   * names the colours). A box too narrow for the pill beside its time badge
+   * keeps the strip only. Returns where the pill ends, or null without one.
+   */
+  private deviceBadge(el: SVGGElement, device: string, p: { w: number; h: number }, timeLeft: number): number | null {
+    let dev = el.querySelector<SVGGElement>('.fb-device-badge');
+    if (!device) {
+      if (dev) {
+        dev.remove();
+        el.removeAttribute('data-device');
+      }
+      return null;
+    }
+    if (!dev) {
+      dev = svg('g', { class: 'fb-device-badge' }, el);
+      svg('rect', { class: 'fb-device-strip', x: 0, y: 3, width: 3, height: Math.max(0, p.h - 6), rx: 1.5 }, dev);
+      const pill = svg('g', { class: 'fb-device-pill' }, dev);
+      svg('rect', { y: -8, height: 14, rx: 7 }, pill);
+      svg('text', { y: 2.5 }, pill);
+    }
+    const w = textWidth(device, 9.5) + 12;
+    const x = -6;
+    const fits = x + w + 2 <= timeLeft;
+    dev.querySelector<SVGGElement>('.fb-device-pill')!.style.display = fits ? '' : 'none';
+    if (dev.dataset.device !== device) {
+      dev.dataset.device = device;
+      const colour = deviceColor(device);
+      dev.querySelector('.fb-device-strip')!.setAttribute('fill', colour);
+      const bg = dev.querySelector('.fb-device-pill rect')!;
+      bg.setAttribute('fill', colour);
+      bg.setAttribute('x', x.toFixed(1));
+      bg.setAttribute('width', w.toFixed(1));
+      const t = dev.querySelector('.fb-device-pill text')!;
+      t.setAttribute('x', (x + w / 2).toFixed(1));
+      t.textContent = device;
+      el.setAttribute('data-device', device);
+    }
+    return fits ? x + w : null;
+  }
+
+  /** The devices of the run shown, each on its colour (once per placement received). */
+  private updateDeviceLegend(): void {
+    const placement = this.overlay.placement;
+    if (placement === this.legendPlacement) {
+      return;
+    }
+    this.legendPlacement = placement;
+    const seen = new Set<string>();
+    for (const name in placement) {
+      seen.add(placement[name]);
+    }
+    const devices = [...seen].sort((a, b) => (a.startsWith('CPU') ? -1 : b.startsWith('CPU') ? 1 : a < b ? -1 : 1));
+    const box = this.legendDevices;
+    box.replaceChildren();
+    box.hidden = devices.length === 0;
+    if (devices.length > 0) {
+      html('span', 'fb-legend-title', box, 'ran on');
+      for (const d of devices) {
+        html('span', 'fb-device-chip', box, d).style.background = deviceColor(d);
+      }
+      html('span', 'fb-legend-copy', box, 'copy');
     }
   }
 
@@ -620,6 +791,10 @@ export class GraphView {
       } else if (r.total_us > 0) {
         s += ` in ${formatTime(r.total_us)}`;
       }
+      const c = r.copies.length;
+      if (c > 0) {
+        s += ` \u00B7 ${c} cop${c === 1 ? 'y' : 'ies'} between devices`;
+      }
     }
     this.summary.textContent = s;
     this.summary.dataset.phase = r.phase;
@@ -628,7 +803,7 @@ export class GraphView {
   private updateStepBar(st: StepperState): void {
     this.stepBar.hidden = !st.active;
     this.stepMessage.textContent = st.message;
-    this.runToButton.disabled = !this.h.leaves.has(this.selected);
+    this.runToButton.disabled = !this.isOp(this.selected);
   }
 
   /** Open the scopes hiding the stepper's current op; true if anything opened. */
@@ -662,7 +837,7 @@ export class GraphView {
 
   // ------------------------------------------------------------- actions
   private act(action: StepAction): void {
-    const node = action === 'run_to' && this.h.leaves.has(this.selected) ? this.selected : null;
+    const node = action === 'run_to' && this.isOp(this.selected) ? this.selected : null;
     this.cb.onAction?.(action, node);
   }
 
@@ -758,7 +933,8 @@ export class GraphView {
     const name = this.selected;
     const leaf = this.h.leaves.get(name);
     const group = leaf ? undefined : this.h.groups.get(name);
-    if (!leaf && !group) {
+    const copy = leaf || group ? undefined : this.copyLayout.byName.get(name) ?? this.copyBox(name);
+    if (!leaf && !group && !copy) {
       pane.hidden = true;
       return;
     }
@@ -770,7 +946,15 @@ export class GraphView {
       leafDetails(pane, leaf, this.h, this.overlay, n => this.goTo(n));
     } else if (group) {
       groupDetails(pane, group, this.overlay);
+    } else if (copy) {
+      copyDetails(pane, copy, this.h, this.overlay, n => this.goTo(n));
     }
+  }
+
+  /** A drawn box standing for several copies, by its key. */
+  private copyBox(key: string): Leaf | undefined {
+    const v = this.keyToBox.get(key);
+    return v && v.type === 'leaf' && v.copy ? v : undefined;
   }
 
   /** Select an op and bring it into view, opening what hides it. */
@@ -930,8 +1114,7 @@ export class GraphView {
 
   /** Briefly highlight the box of an op (used after jumping to it from elsewhere). */
   flash(name: string): void {
-    const leaf = this.h.leaves.get(name);
-    const box = leaf && this.vis ? this.vis.repOf(leaf) : undefined;
+    const box = this.boxFor(name);
     const el = box && this.boxEls.get(box);
     if (el) {
       el.classList.add('fb-flash');
@@ -947,6 +1130,13 @@ function setFlag(el: Element, cls: string, on: boolean): void {
   } else {
     el.classList.remove(cls);
   }
+}
+
+function isEmpty(o: Record<string, unknown>): boolean {
+  for (const _ in o) {
+    return false;
+  }
+  return true;
 }
 
 function edges_labels(count: number, scene: SVGGElement): SVGGElement | null {

@@ -14,7 +14,7 @@
  * hierarchy itself is built once per graph version, linear in its size.
  */
 
-import type { NodeSpec } from './types';
+import type { CopySpec, NodeSpec } from './types';
 
 export const SERIES_MIN = 8; // a series forms from more than this many siblings
 export const PAGE = 150; // children an expanded group shows before a "more" box
@@ -26,6 +26,8 @@ export interface Leaf {
   node: NodeSpec;
   parent: Group;
   index: number; // position among the parent's children
+  copy?: CopySpec; // a copy node of the run (copies.ts): not in the graph, nor in `leaves`
+  members?: Leaf[]; // a box standing for several copies: each of them
 }
 
 export interface Group {

@@ -6,10 +6,17 @@
  *
  * Edges: every data input and control input of every op is mapped to the
  * visible boxes standing for its two ends; edges inside one box vanish, and
- * parallel edges between two boxes merge into one with a count.
+ * parallel edges between two boxes merge into one with a count. Edges that a
+ * run routes through a copy node (copies.ts) are left to the copy's own.
  */
 
 import type { Group, Item, Leaf, Visible, VisibleGraph } from './hierarchy';
+
+/** What dot lays out: the visible boxes (copy nodes included) and the expanded groups. */
+export interface LayoutInput {
+  boxes: Visible[];
+  clusters: Group[]; // parents before children
+}
 
 export interface Size {
   w: number;
@@ -25,6 +32,7 @@ export interface Edge {
   tensor: string; // the first tensor it carries ("" for control edges)
   dtype: string;
   shape: string;
+  copy?: boolean; // into or out of a copy node
 }
 
 export interface Point {
@@ -54,8 +62,11 @@ export interface Layout {
   edges: Map<Edge, { points: Point[]; end: Point | null }>;
 }
 
-/** Merge the op-level edges into edges between visible boxes. */
-export function visibleEdges(vis: VisibleGraph): Edge[] {
+/**
+ * Merge the op-level edges into edges between visible boxes. `diverted` holds
+ * "<tensor>><reader>" for the data edges that go through a copy node instead.
+ */
+export function visibleEdges(vis: VisibleGraph, diverted: ReadonlySet<string> = new Set()): Edge[] {
   const out = new Map<string, Edge>();
   const ids = new Map<Visible, number>();
   vis.boxes.forEach((b, i) => ids.set(b, i));
@@ -97,7 +108,7 @@ export function visibleEdges(vis: VisibleGraph): Edge[] {
       const colon = t.lastIndexOf(':');
       const name = colon > 0 ? t.slice(0, colon) : t;
       const src = vis.h.leaves.get(name);
-      if (src) {
+      if (src && !(diverted.size > 0 && diverted.has(`${t}>${dst.key}`))) {
         add(src, dst, false, t, colon > 0 ? Number(t.slice(colon + 1)) || 0 : 0);
       }
     }
@@ -112,7 +123,7 @@ export function visibleEdges(vis: VisibleGraph): Edge[] {
 }
 
 /** The DOT text for the visible graph; ids are "n<i>" for boxes and "cluster_<i>". */
-export function toDot(vis: VisibleGraph, edges: Edge[], sizeOf: (v: Visible) => Size): string {
+export function toDot(vis: LayoutInput, edges: Edge[], sizeOf: (v: Visible) => Size): string {
   const boxId = new Map<Visible, string>();
   vis.boxes.forEach((b, i) => boxId.set(b, `n${i}`));
   const big = vis.boxes.length > 400;
@@ -159,8 +170,9 @@ export function toDot(vis: VisibleGraph, edges: Edge[], sizeOf: (v: Visible) => 
   emit(null, '');
   for (const e of edges) {
     const attrs = [`id=${e.id}`];
-    if (e.count > 1) {
-      attrs.push(`weight=${Math.min(e.count, 20)}`);
+    const weight = Math.max(Math.min(e.count, 20), e.copy ? 2 : 1); // keep src -> copy -> reader straight
+    if (weight > 1) {
+      attrs.push(`weight=${weight}`);
     }
     if (e.control) {
       attrs.push('style=dashed');
@@ -192,7 +204,7 @@ interface JsonGraph {
 }
 
 /** Read dot's json0 output (rendered with yInvert) back onto our boxes and edges. */
-export function readLayout(vis: VisibleGraph, edges: Edge[], json: JsonGraph): Layout {
+export function readLayout(vis: LayoutInput, edges: Edge[], json: JsonGraph): Layout {
   const bb = (json.bb ?? '0,0,0,0').split(',').map(Number);
   const layout: Layout = {
     width: bb[2] - bb[0],

@@ -29,6 +29,7 @@ export interface BoxState {
   step: StepMark;
   stale: boolean;
   errorMessage: string;
+  device: string; // where its ops ran: "GPU:0", "mixed", or "" (unknown, or a CPU-only run)
 }
 
 export class Overlay {
@@ -123,6 +124,17 @@ export class Overlay {
     return this.run.seq > 0 && this.pruned.size > 0 && !this.pruned.has(name);
   }
 
+  /** Op name -> the device it ran on ("GPU:0"), from the stepper's plan or the run's. */
+  get placement(): Record<string, string> {
+    const s = this.stepper;
+    return s.active && s.pruned.length > 0 ? s.placement : this.run.placement;
+  }
+
+  /** The device op `name` ran on, "" when not known (or the run was on the CPU only). */
+  device(name: string): string {
+    return this.placement[name] ?? '';
+  }
+
   value(name: string): string | null {
     return this.stepper.values[name] ?? this.run.values[name] ?? null;
   }
@@ -142,6 +154,9 @@ export class Overlay {
     let stale = false;
     let errorMessage = '';
     let anyInRun = false;
+    const placement = this.placement;
+    let device = '';
+    let devices = 0;
     for (const l of leaves) {
       const n = l.key;
       const s = this.leafStatus(n);
@@ -169,11 +184,19 @@ export class Overlay {
       if (s === 'error' && this.run.error) {
         errorMessage = this.run.error.message;
       }
+      const d = placement[n];
+      if (d !== undefined && d !== device && devices < 2) {
+        devices += 1;
+        device = d;
+      }
     }
     if (status === 'idle' && !anyInRun && this.run.seq > 0 && leaves.length > 0) {
       status = 'outside';
     }
-    return { status, dim: allDim, timeUs: time, step, stale, errorMessage };
+    if (devices > 1) {
+      device = 'mixed';
+    }
+    return { status, dim: allDim, timeUs: time, step, stale, errorMessage, device };
   }
 }
 
@@ -206,3 +229,17 @@ export function heatColor(f: number): string {
 }
 
 export const HEAT_GRADIENT = HEAT.map(c => `rgb(${c[0]},${c[1]},${c[2]})`);
+
+const GPU_COLOURS = ['#00897b', '#c2185b', '#3949ab', '#6d4c41', '#00838f', '#ad1457'];
+
+/** The colour of a device's badge: the CPU slate, each GPU its own. */
+export function deviceColor(device: string): string {
+  if (device.startsWith('CPU')) {
+    return '#546e7a';
+  }
+  const m = /^GPU:(\d+)$/.exec(device);
+  if (m) {
+    return GPU_COLOURS[Number(m[1]) % GPU_COLOURS.length];
+  }
+  return '#8d6e63'; // mixed, or a device of another kind
+}

@@ -35,6 +35,18 @@ export interface RunError {
   nan: boolean;
 }
 
+/** A copy node the plan inserted where an edge crosses devices (it is not in the graph). */
+export interface CopySpec {
+  name: string; // "x/_copy_to_GPU_0"
+  op: string; // "_CopyHostToDevice", "_CopyDeviceToHost" or "_CopyDeviceToDevice"
+  src: string; // the op that produced the copied value
+  tensor: string; // the copied value, "x:0"
+  src_device: string; // "CPU:0"
+  dst_device: string; // "GPU:0"
+  readers: string[]; // graph ops that read the copy (none when it only serves a fetch)
+  fetch: boolean; // the copy brings a fetched value back
+}
+
 export interface RunState {
   seq: number;
   phase: RunPhase;
@@ -46,6 +58,8 @@ export interface RunState {
   times_us: Record<string, number>;
   total_us: number;
   values: Record<string, string>;
+  placement: Record<string, string>; // op name -> "GPU:0"; empty for a CPU-only plan
+  copies: CopySpec[];
 }
 
 export interface StepperState {
@@ -56,6 +70,8 @@ export interface StepperState {
   pruned: string[];
   values: Record<string, string>;
   message: string;
+  placement: Record<string, string>;
+  copies: CopySpec[];
 }
 
 /** The actions the stepper toolbar sends back to Python. */
@@ -79,7 +95,9 @@ export const EMPTY_RUN: RunState = {
   error: null,
   times_us: {},
   total_us: 0,
-  values: {}
+  values: {},
+  placement: {},
+  copies: []
 };
 
 export const EMPTY_STEPPER: StepperState = {
@@ -89,7 +107,9 @@ export const EMPTY_STEPPER: StepperState = {
   ready: [],
   pruned: [],
   values: {},
-  message: ''
+  message: '',
+  placement: {},
+  copies: []
 };
 
 /** Accept whatever arrived (null, partial objects) and fill in the blanks. */
@@ -134,7 +154,9 @@ export function normalizeRun(r: unknown): RunState {
     error: o.error && typeof o.error === 'object' ? o.error : null,
     times_us: o.times_us && typeof o.times_us === 'object' ? o.times_us : {},
     total_us: typeof o.total_us === 'number' ? o.total_us : 0,
-    values: o.values && typeof o.values === 'object' ? o.values : {}
+    values: o.values && typeof o.values === 'object' ? o.values : {},
+    placement: normalizePlacement(o.placement),
+    copies: normalizeCopies(o.copies)
   };
 }
 
@@ -147,6 +169,35 @@ export function normalizeStepper(s: unknown): StepperState {
     ready: Array.isArray(o.ready) ? o.ready : [],
     pruned: Array.isArray(o.pruned) ? o.pruned : [],
     values: o.values && typeof o.values === 'object' ? o.values : {},
-    message: typeof o.message === 'string' ? o.message : ''
+    message: typeof o.message === 'string' ? o.message : '',
+    placement: normalizePlacement(o.placement),
+    copies: normalizeCopies(o.copies)
   };
+}
+
+function normalizePlacement(p: unknown): Record<string, string> {
+  return p && typeof p === 'object' && !Array.isArray(p) ? (p as Record<string, string>) : {};
+}
+
+function normalizeCopies(c: unknown): CopySpec[] {
+  if (!Array.isArray(c)) {
+    return [];
+  }
+  const out: CopySpec[] = [];
+  for (const x of c as Partial<CopySpec>[]) {
+    if (!x || typeof x.name !== 'string' || typeof x.src !== 'string') {
+      continue;
+    }
+    out.push({
+      name: x.name,
+      op: String(x.op ?? ''),
+      src: x.src,
+      tensor: typeof x.tensor === 'string' ? x.tensor : `${x.src}:0`,
+      src_device: String(x.src_device ?? ''),
+      dst_device: String(x.dst_device ?? ''),
+      readers: Array.isArray(x.readers) ? x.readers.map(String) : [],
+      fetch: Boolean(x.fetch)
+    });
+  }
+  return out;
 }
