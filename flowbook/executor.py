@@ -407,16 +407,20 @@ def _dtype_shape(value: Any) -> tuple[Any, Any]:
         return None, None
 
 
-def _dynamic_shapes(plan: Plan) -> list[bool]:
-    """Per op: whether some output's static shape is not fully known (cached on the plan).
+def _dynamic_shapes(plan: Plan) -> list[int]:
+    """Per op: 0 if all its outputs' static shapes are fully known, else 1 for an op with one
+    output and 2 for one with several (cached on the plan).
 
-    A timed run records the actual shapes of these ops only; the others'
-    shapes are read from the graph when the step stats are built.
+    A timed run records the actual shapes of the ops marked 1 or 2 only; the
+    others' shapes are read from the graph when the step stats are built.
     """
     dynamic = plan.__dict__.get("_dynamic_shapes")
     if dynamic is None:
         dynamic = plan.__dict__["_dynamic_shapes"] = [
-            any(t._shape is None or None in t._shape for t in op.outputs) for op in plan.ops
+            (1 if len(outs) == 1 else 2)
+            if any(t._shape is None or None in t._shape for t in op.outputs)
+            else 0
+            for op, outs in zip(plan.ops, plan.outputs)
         ]
     return dynamic
 
@@ -459,7 +463,7 @@ class _Run:
             self.log: list[tuple[int, int, int, int]] = []  # (op, start, end, thread)
             self.shapes: list[Any] | None = [None] * len(plan.ops) if self.keep else None
             # per op: whether its output shapes must be recorded (some dim unknown statically)
-            self.dynamic = _dynamic_shapes(plan) if self.keep else None
+            self.dynamic = _dynamic_shapes(plan) if self.keep else None  # see _dynamic_shapes
             if self.kernel_hooks:  # on_kernel needs each op's scheduled time at once
                 self.ends: dict[int, int] = {}
         else:
@@ -474,6 +478,7 @@ class _Run:
         stamps, perf = self.stamps, time.perf_counter_ns
         log, main = (self.log.append, self.main) if timed else (None, 0)
         keep = self.dynamic if timed else None  # per op: record its output shapes?
+        shapes = self.shapes if timed else None
         on_kernel = timed and bool(self.kernel_hooks)
         fns, inputs, heavy, vals = plan.fns, plan.inputs, plan.heavy, self.vals
         while self.remaining:
@@ -501,7 +506,13 @@ class _Run:
                         result = stamps.call(i, fns[i], args)
                     log((i, start, perf(), main))  # type: ignore[misc]
                     if keep is not None and keep[i]:
-                        self._keep_shapes(i, result)
+                        if keep[i] == 1:  # one output (inline: most ops)
+                            try:
+                                shapes[i] = (result.dtype, result.shape)  # type: ignore[index]
+                            except AttributeError:
+                                shapes[i] = (None, None)  # type: ignore[index]
+                        else:
+                            self._keep_shapes(i, result)
                     if on_kernel:
                         self._on_kernel(i)
                 else:
