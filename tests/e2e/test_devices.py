@@ -171,8 +171,12 @@ def test_collapsed_scopes_keep_copies_between_their_boxes(standin_page):
     assert badge == "mixed"
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "13-copy-nodes-collapsed.png"))
-    page.locator('.fb-node[data-name="mixed"]').click()  # open it: the copy inside shows
-    page.wait_for_selector(f'.fb-node[data-name="{internal}"]')
+    search = page.locator(".fb-search")
+    search.fill("_copy_to_")  # search finds copy nodes too, drawn or hidden
+    page.wait_for_function("() => document.querySelector('.fb-search-count').textContent === '1/4'")
+    search.fill("on_cpu/_copy")  # the hidden one: its scope opens, the copy is marked
+    page.wait_for_selector(f'.fb-node.fb-match-current[data-name="{internal}"]')
+    assert page.locator('.fb-node[data-name="mixed"]').count() == 0  # opened
     assert page.locator(f'.fb-edge-copy[data-from="mixed/on_cpu"][data-to="{internal}"]').count()
 
 

@@ -91,7 +91,7 @@ export class GraphView {
   private edgeEls = new Map<Edge, SVGGElement>();
   private keyToBox = new Map<string, Visible>();
   private selected = ''; // op name or group key shown in the details pane
-  private matches: Leaf[] = [];
+  private matches: string[] = []; // names of the ops and copy nodes found
   private matchIndex = -1;
   private tx = 0;
   private ty = 0;
@@ -812,9 +812,14 @@ export class GraphView {
     return st.active && st.current ? this.reveal(st.current) : false;
   }
 
-  /** Open every group hiding an op (and page it into view); true if anything changed. */
+  /**
+   * Open every group hiding an op (and page it into view); true if anything changed.
+   * A copy node is revealed with the op whose value it copies (a copy inside a collapsed
+   * scope is drawn once that scope is open).
+   */
   private reveal(name: string): boolean {
-    const leaf = this.h.leaves.get(name);
+    const copy = this.copies.get(name);
+    const leaf = this.h.leaves.get(copy ? copy.src : name);
     if (!leaf) {
       return false;
     }
@@ -873,18 +878,23 @@ export class GraphView {
     if (q) {
       for (const l of this.h.leaves.values()) {
         if (l.key.toLowerCase().includes(q)) {
-          this.matches.push(l);
+          this.matches.push(l.key);
+        }
+      }
+      for (const name of this.copies.keys()) {
+        if (name.toLowerCase().includes(q)) {
+          this.matches.push(name);
         }
       }
     }
     let changed = false;
     for (const m of this.matches.slice(0, MAX_REVEAL)) {
-      changed = this.reveal(m.key) || changed;
+      changed = this.reveal(m) || changed;
     }
     this.searchCount.textContent = q ? `${this.matches.length ? 1 : 0}/${this.matches.length}` : '';
     if (this.matches.length > 0) {
       this.matchIndex = 0;
-      this.pendingFocus = this.matches[0].key;
+      this.pendingFocus = this.matches[0];
     }
     if (changed) {
       this.requestLayout();
@@ -904,12 +914,12 @@ export class GraphView {
     this.matchIndex = (this.matchIndex + step + this.matches.length) % this.matches.length;
     const m = this.matches[this.matchIndex];
     this.searchCount.textContent = `${this.matchIndex + 1}/${this.matches.length}`;
-    if (this.reveal(m.key)) {
-      this.pendingFocus = m.key;
+    if (this.reveal(m)) {
+      this.pendingFocus = m;
       this.requestLayout();
     } else {
       this.markMatches();
-      this.centerOn(m.key);
+      this.centerOn(m);
     }
   }
 
@@ -921,8 +931,8 @@ export class GraphView {
       return;
     }
     this.matches.forEach((m, i) => {
-      const box = this.vis!.repOf(m);
-      const el = this.boxEls.get(box);
+      const box = this.boxFor(m);
+      const el = box && this.boxEls.get(box);
       el?.classList.add(i === this.matchIndex ? 'fb-match-current' : 'fb-match');
     });
   }
