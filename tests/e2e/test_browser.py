@@ -258,3 +258,35 @@ def test_render_times_are_recorded(open_notebook):
     out.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures, indent=2))
     assert all(figures[str(n)]["visible_nodes"] > 0 for n in sizes)
+
+
+GPU = [
+    "import numpy as np\nimport flowbook as tf\nfrom flowbook.gpu_sim import simulate_gpu\n"
+    "gpu = simulate_gpu()\ngpu.__enter__()\ntf.show()",
+    'x = tf.placeholder(tf.float32, [None, 3], name="x")\n'
+    'W = tf.Variable(np.ones((3, 2), np.float32), name="W")\n'
+    'y = tf.nn.relu(tf.matmul(x, W), name="y")\n'
+    'with tf.device("/cpu:0"):\n    total = tf.reduce_sum(y, name="total")',
+    "sess = tf.Session()\nsess.run(tf.global_variables_initializer())\n"
+    "print(sess.run(total, {x: np.ones((4, 3), np.float32)}))",  # 4 rows x 2 columns of 3 = 24
+]
+
+
+def test_a_run_on_a_gpu_shows_its_copy_nodes_and_devices(open_notebook):
+    nb = open_notebook("gpu.ipynb", GPU)
+    for i in range(3):
+        nb.run(i)
+    w = nb.widget(0)
+    nb.page.wait_for_function(
+        """() => document.querySelectorAll('.jp-OutputArea .fb-node[data-kind="copy"]').length >= 2""",
+        timeout=30_000,
+    )
+    copies = w.locator('.fb-node[data-kind="copy"]').evaluate_all(
+        "els => els.map(e => e.dataset.name)"
+    )
+    assert {"x/_copy_to_GPU_0", "y/_copy_to_CPU_0"} <= set(copies)
+    assert w.locator('.fb-node[data-name="y"] .fb-device-badge').count() == 1
+    assert "24" in nb.cell(2).locator(".jp-OutputArea-output").last.inner_text()
+    w.locator('.fb-node[data-name="x/_copy_to_GPU_0"]').click()
+    assert "host to device" in w.locator(".fb-details").inner_text()
+    nb.shot("15-gpu-copies-in-lab")
