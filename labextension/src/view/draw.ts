@@ -153,20 +153,43 @@ export function drawBox(v: Visible, p: Placed, parent: Element): SVGGElement {
   return g;
 }
 
-/** An expanded group: a rounded frame with a clickable header. */
-export function drawCluster(g: Group, b: ClusterBox, depth: number, parent: Element): SVGGElement {
-  const el = svg('g', {
-    class: 'fb-cluster',
+/** The title of an expanded group: "▾ block2 · 30 ops". */
+export function clusterTitle(g: Group): string {
+  return `\u25BE ${g.short}  \u00B7 ${g.opCount} ops`;
+}
+
+/** How wide an expanded group must be for its whole title (at most 360 px). */
+export function clusterTitleWidth(g: Group): number {
+  return Math.min(360, textWidth(clusterTitle(g), 12.5) + 24);
+}
+
+/** The height of an expanded group's clickable title band. */
+export const CLUSTER_HEAD_H = 22;
+
+/**
+ * An expanded group: a rounded frame (in `parent`) and a clickable title band
+ * (in `heads`, a layer above the edges, so an edge entering the group passes
+ * under its title instead of through it).
+ */
+export function drawCluster(
+  g: Group,
+  b: ClusterBox,
+  depth: number,
+  parent: Element,
+  heads: Element
+): SVGGElement {
+  const attrs = {
     'data-name': g.key,
     'data-kind': g.kind === 'series' ? 'series' : 'scope',
     'data-depth': depth % 4
-  });
+  };
+  const el = svg('g', { class: 'fb-cluster', ...attrs });
   svg('rect', { class: 'fb-cluster-frame', x: b.x1, y: b.y1, width: b.x2 - b.x1, height: b.y2 - b.y1, rx: 10 }, el);
-  const head = svg('g', { class: 'fb-cluster-head' }, el);
-  svg('rect', { class: 'fb-cluster-hit', x: b.x1, y: b.y1, width: b.x2 - b.x1, height: 22, rx: 10 }, head);
+  const head = svg('g', { class: 'fb-cluster-head', ...attrs }, heads);
+  svg('rect', { class: 'fb-cluster-hit', x: b.x1, y: b.y1, width: b.x2 - b.x1, height: CLUSTER_HEAD_H, rx: 10 }, head);
   const label = svg('text', { class: 'fb-cluster-label', x: b.x1 + 10, y: b.y1 + 15 }, head);
   const room = Math.max(6, Math.floor((b.x2 - b.x1 - 20) / 6.4));
-  label.textContent = clip(`\u25BE ${g.short}  \u00B7 ${g.opCount} ops`, room);
+  label.textContent = clip(clusterTitle(g), room);
   const tip = svg('title', {}, head);
   tip.textContent = `${g.key} \u2014 click to collapse`;
   parent.appendChild(el);
@@ -189,11 +212,19 @@ export function splinePath(points: Point[]): string {
   return d;
 }
 
+/** Whether a point lies in the title band of one of the clusters drawn. */
+export type Covered = (p: Point) => boolean;
+
+/**
+ * An edge: its path, arrow head, hover title and (in `labels`) its shape
+ * label, at the route point nearest the middle that no cluster title covers.
+ */
 export function drawEdge(
   e: Edge,
   route: { points: Point[]; end: Point | null },
   parent: Element,
-  labels: Element | null
+  labels: Element | null,
+  covered: Covered = () => false
 ): SVGGElement {
   const g = svg('g', {
     class: e.control ? 'fb-edge fb-edge-control' : e.copy ? 'fb-edge fb-edge-copy' : 'fb-edge',
@@ -226,10 +257,23 @@ export function drawEdge(
   if (labels && !e.control && pts.length > 0) {
     const text = e.count > 1 ? `\u00D7${e.count}` : e.shape;
     if (text) {
-      const m = pts[Math.floor(pts.length / 2)];
+      const m = labelPoint(pts, covered);
       const t = svg('text', { class: 'fb-edge-label', x: (m.x + 4).toFixed(1), y: (m.y + 3).toFixed(1) }, labels);
       t.textContent = clip(text, 24);
     }
   }
   return g;
+}
+
+/** The route point nearest the middle that is not under a cluster title (else the middle). */
+function labelPoint(pts: Point[], covered: Covered): Point {
+  const mid = Math.floor(pts.length / 2);
+  for (let d = 0; d < pts.length; d++) {
+    for (const i of [mid - d, mid + d]) {
+      if (i >= 0 && i < pts.length && !covered(pts[i]) && !covered({ x: pts[i].x, y: pts[i].y + 3 })) {
+        return pts[i];
+      }
+    }
+  }
+  return pts[mid];
 }

@@ -19,8 +19,8 @@
  */
 
 import { PAGE, Hierarchy, VisibleGraph, type Expansion, type Group, type Leaf, type Visible } from './hierarchy';
-import { readLayout, toDot, visibleEdges, type Edge, type Layout, type LayoutInput } from './layout';
-import { drawBox, drawCluster, drawEdge, html, sizeOf, svg, clip, textWidth } from './draw';
+import { readLayout, toDot, visibleEdges, type ClusterBox, type Edge, type Layout, type LayoutInput, type Point } from './layout';
+import { CLUSTER_HEAD_H, clusterTitleWidth, drawBox, drawCluster, drawEdge, html, sizeOf, svg, clip, textWidth } from './draw';
 import { Overlay, deviceColor, formatTime, heatColor, HEAT_GRADIENT, type BoxState } from './overlay';
 import { copyDetails, groupDetails, leafDetails, tooltipContent } from './details';
 import { EMPTY_COPIES, copySignature, layoutCopies, mergeCopy, type CopyLayout } from './copies';
@@ -420,7 +420,7 @@ export class GraphView {
     const tVis = performance.now();
     let layout: Layout | null = null;
     if (vis.boxes.length > 0) {
-      const dot = toDot(input, edges, sizeOf);
+      const dot = toDot(input, edges, sizeOf, clusterTitleWidth);
       const result = viz.render(dot, { format: 'json0', yInvert: true });
       if (result.status !== 'success' || !result.output) {
         const why = result.errors.map(e => e.message).join('; ');
@@ -469,17 +469,22 @@ export class GraphView {
     const clusters = svg('g', { class: 'fb-clusters' }, scene);
     const edgeLayer = svg('g', { class: 'fb-edges' }, scene);
     const labelLayer = edges_labels(this.edges.length, scene);
+    const headLayer = svg('g', { class: 'fb-cluster-heads' }, scene);
     const nodeLayer = svg('g', { class: 'fb-nodes' }, scene);
+    const bands: ClusterBox[] = [];
     for (const g of vis.clusters) {
       const b = l.clusters.get(g);
       if (b) {
-        drawCluster(g, b, this.h.ancestors(g).length - 1, clusters);
+        drawCluster(g, b, this.h.ancestors(g).length - 1, clusters, headLayer);
+        bands.push(b);
       }
     }
+    const covered = (p: Point) =>
+      bands.some(b => p.x >= b.x1 - 2 && p.x <= b.x2 + 30 && p.y >= b.y1 - 2 && p.y <= b.y1 + CLUSTER_HEAD_H + 2);
     for (const e of this.edges) {
       const route = l.edges.get(e);
       if (route) {
-        this.edgeEls.set(e, drawEdge(e, route, edgeLayer, labelLayer));
+        this.edgeEls.set(e, drawEdge(e, route, edgeLayer, labelLayer, covered));
       }
     }
     for (const b of this.boxes) {
@@ -1052,7 +1057,7 @@ export class GraphView {
   private click(target: Element): void {
     const head = target.closest('.fb-cluster-head');
     if (head) {
-      const key = head.parentElement?.getAttribute('data-name') ?? '';
+      const key = head.getAttribute('data-name') ?? '';
       const g = this.h.groups.get(key);
       if (g) {
         this.expanded.set(key, false);

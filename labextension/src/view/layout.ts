@@ -123,7 +123,12 @@ export function visibleEdges(vis: VisibleGraph, diverted: ReadonlySet<string> = 
 }
 
 /** The DOT text for the visible graph; ids are "n<i>" for boxes and "cluster_<i>". */
-export function toDot(vis: LayoutInput, edges: Edge[], sizeOf: (v: Visible) => Size): string {
+export function toDot(
+  vis: LayoutInput,
+  edges: Edge[],
+  sizeOf: (v: Visible) => Size,
+  titleWidth: (g: Group) => number = () => 0
+): string {
   const boxId = new Map<Visible, string>();
   vis.boxes.forEach((b, i) => boxId.set(b, `n${i}`));
   const big = vis.boxes.length > 400;
@@ -158,7 +163,12 @@ export function toDot(vis: LayoutInput, edges: Edge[], sizeOf: (v: Visible) => S
     for (const x of inside.get(g) ?? []) {
       if (x.type === 'group' && clusterId.has(x)) {
         lines.push(`${indent}subgraph ${clusterId.get(x)} {`);
-        lines.push(`${indent} graph [label="M" margin=10];`);
+        // an empty fixed-size table: the cluster is at least as wide as its title, which
+        // the view draws itself (no text measured by Graphviz)
+        const w = Math.max(8, Math.round(titleWidth(x)));
+        lines.push(
+          `${indent} graph [label=<<TABLE BORDER="0" CELLPADDING="0" CELLSPACING="0" FIXEDSIZE="TRUE" WIDTH="${w}" HEIGHT="16"><TR><TD></TD></TR></TABLE>> margin=10];`
+        );
         emit(x, indent + ' ');
         lines.push(`${indent}}`);
       } else {
