@@ -90,7 +90,13 @@ feed = {x: batch_x, labels: batch_y}"""),
     md("""Where a value crosses devices, the run gets a **copy node** of its own: TensorFlow's
 Send/Receive pair as one op, named after the value it copies (`x/_copy_to_GPU_0`) and typed by
 direction (`_CopyHostToDevice`, `_CopyDeviceToHost`). Fed values go up once; only the values you
-fetch come back down; everything in between stays on the device. The placement log shows them:"""),
+fetch come back down; everything in between stays on the device.
+
+Draw the graph before running it: once the next cell has run, each copy shows as a purple hexagon
+on the edge it splits, and each op carries the device it ran on (a coloured strip and a badge;
+the legend at the bottom says which colour is which). Click a copy for its direction and value."""),
+    code("tf.show()"),
+    md("""The placement log shows the same, in text:"""),
     code("""sess = tf.Session(config=tf.ConfigProto(log_device_placement=True))
 sess.run(tf.global_variables_initializer())
 print("loss:", sess.run(loss, feed))"""),
