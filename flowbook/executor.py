@@ -65,7 +65,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from flowbook import errors
-from flowbook.plan import DISCARD, Plan, op_index_from_traceback
+from flowbook.plan import DISCARD, Plan, compile_timed, dynamic_shapes, op_index_from_traceback
 from flowbook.tensor import Operation
 
 WAIT_SLICE_S = 0.05  # longest single block on the completion queue: keeps waits interruptible
@@ -118,7 +118,7 @@ class RunTimings:
         )  # fmt: skip
         self._log: tuple[Plan, list[tuple[int, int, int, int]], int] | None = None
         # per op: (dtype, shape) of its one output, or a list of them, if an observer asked
-        # (None for ops whose static shapes are fully known: see _dynamic_shapes)
+        # (None for ops whose static shapes are fully known: see plan.dynamic_shapes)
         self.shapes = shapes
         # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the
         # ops off the CPU; None when the plan has none
@@ -356,6 +356,52 @@ def run_compiled(plan: Plan, feeds: Sequence[Any]) -> list[Any]:
         raise _run_error(plan, i, e) from e
 
 
+def timings_only(observers: Sequence[Observer]) -> bool:
+    """Whether the observers want a run's timings (``on_timings``) and nothing per op.
+
+    Such a run of an all-cheap plan keeps its straight line: ``run_compiled_timed``.
+    """
+    return bool(_hooks(observers, "on_timings")) and not any(
+        _hooks(observers, h) for h in ("before_op", "after_op", "on_kernel")
+    )
+
+
+def run_compiled_timed(
+    plan: Plan, feeds: Sequence[Any], observers: Sequence[Observer]
+) -> list[Any]:
+    """Run the plan's straight line with each kernel timed (``plan.compile_timed``).
+
+    For plans whose untimed runs take the compiled path (no heavy op, all on
+    the CPU) and observers that only want ``on_timings``: the trace shows the
+    run as it runs untraced, on the calling thread in the static order, and
+    costs two clock reads and a log entry per op.
+    """
+    run_timed = compile_timed(plan)
+    for o in observers:
+        o.on_start(plan)
+    keep = any(o.keeps_shapes for o in observers)
+    log: list[tuple[int, int, int, int]] = []
+    shapes: list[Any] = [None] * len(plan.ops)
+    error: BaseException | None = None
+    t0 = time.perf_counter_ns()
+    try:
+        return run_timed(
+            feeds, log.append, time.perf_counter_ns, threading.get_ident(), shapes, _dtype_shape
+        )
+    except BaseException as e:
+        error = e
+        i = op_index_from_traceback(plan, e.__traceback__) if isinstance(e, Exception) else None
+        if i is None:
+            raise
+        raise _run_error(plan, i, e) from e
+    finally:
+        timings = RunTimings.from_log(plan, log, t0, shapes if keep else None)
+        for hook in _hooks(observers, "on_timings"):
+            hook(plan, timings)
+        for o in observers:
+            o.on_finish(plan, error)
+
+
 # ----------------------------------------------------------------- threaded
 def run_threaded(
     plan: Plan,
@@ -407,24 +453,6 @@ def _dtype_shape(value: Any) -> tuple[Any, Any]:
         return None, None
 
 
-def _dynamic_shapes(plan: Plan) -> list[int]:
-    """Per op: 0 if all its outputs' static shapes are fully known, else 1 for an op with one
-    output and 2 for one with several (cached on the plan).
-
-    A timed run records the actual shapes of the ops marked 1 or 2 only; the
-    others' shapes are read from the graph when the step stats are built.
-    """
-    dynamic = plan.__dict__.get("_dynamic_shapes")
-    if dynamic is None:
-        dynamic = plan.__dict__["_dynamic_shapes"] = [
-            (1 if len(outs) == 1 else 2)
-            if any(t._shape is None or None in t._shape for t in op.outputs)
-            else 0
-            for op, outs in zip(plan.ops, plan.outputs)
-        ]
-    return dynamic
-
-
 class _Run:
     """The state of one threaded run.  Only the calling thread touches it."""
 
@@ -463,7 +491,7 @@ class _Run:
             self.log: list[tuple[int, int, int, int]] = []  # (op, start, end, thread)
             self.shapes: list[Any] | None = [None] * len(plan.ops) if self.keep else None
             # per op: whether its output shapes must be recorded (some dim unknown statically)
-            self.dynamic = _dynamic_shapes(plan) if self.keep else None  # see _dynamic_shapes
+            self.dynamic = dynamic_shapes(plan) if self.keep else None  # see plan.dynamic_shapes
             if self.kernel_hooks:  # on_kernel needs each op's scheduled time at once
                 self.ends: dict[int, int] = {}
         else:

@@ -273,9 +273,55 @@ def compile_plan(plan: Plan) -> None:
     The function takes the fed values (in ``feed_slots`` order) and returns
     the fetched values (in ``fetch_slots`` order, None for op fetches).
     """
+    source, plan.line_to_op = _straight_line(plan, timed=False)
+    namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
+    exec(compile(source, _FILENAME, "exec"), namespace)
+    plan.compiled = namespace["run"]
+
+
+def compile_timed(plan: Plan) -> Callable[..., list[Any]]:
+    """The timed twin of ``plan.compiled`` (made once, on the first timed run that wants it).
+
+    ``run_timed(feeds, log, clock, thread, shapes, dtype_shape)`` runs the
+    same straight line, each kernel between two ``clock()`` reads, appending
+    ``(op, start, end, thread)`` to ``log``, and storing ``dtype_shape`` of the
+    outputs of ops whose static shapes are not fully known in ``shapes``.
+    Its lines map to ops exactly as the untimed function's do (one line per
+    op), so ``op_index_from_traceback`` serves both.
+    """
+    timed = plan.__dict__.get("_compiled_timed")
+    if timed is None:
+        source, _ = _straight_line(plan, timed=True)
+        namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
+        exec(compile(source, _FILENAME, "exec"), namespace)
+        timed = plan.__dict__["_compiled_timed"] = namespace["run_timed"]
+    return timed
+
+
+def dynamic_shapes(plan: Plan) -> list[int]:
+    """Per op: 0 if all its outputs' static shapes are fully known, else 1 for an op with one
+    output and 2 for one with several (cached on the plan).
+
+    A timed run records the actual shapes of the ops marked 1 or 2 only; the
+    others' shapes are read from the graph when the step stats are built.
+    """
+    dynamic = plan.__dict__.get("_dynamic_shapes")
+    if dynamic is None:
+        dynamic = plan.__dict__["_dynamic_shapes"] = [
+            (1 if len(outs) == 1 else 2)
+            if any(t._shape is None or None in t._shape for t in op.outputs)
+            else 0
+            for op, outs in zip(plan.ops, plan.outputs)
+        ]
+    return dynamic
+
+
+def _straight_line(plan: Plan, timed: bool) -> tuple[str, dict[int, int]]:
+    """The source of the straight-line function (``run`` or ``run_timed``) and its line map."""
     names: dict[int, str] = {}  # live slot -> local variable name
     free_names: list[str] = []
     counter = 0
+    dynamic = dynamic_shapes(plan) if timed else None
 
     def new_name() -> str:
         nonlocal counter
@@ -284,7 +330,10 @@ def compile_plan(plan: Plan) -> None:
         counter += 1
         return f"v{counter}"
 
-    lines = ["def run(feeds):"]
+    if timed:
+        lines = ["def run_timed(feeds, log, clock, thread, shapes, ds):"]
+    else:
+        lines = ["def run(feeds):"]
     if plan.feed_slots:
         for k, s in enumerate(plan.feed_slots):
             names[s] = new_name()
@@ -302,7 +351,20 @@ def compile_plan(plan: Plan) -> None:
                 names[s] = new_name()
                 targets.append(names[s])
         call = f"f{i}({args})"
-        if not targets or all(t == "_" for t in targets):
+        if timed:  # one physical line per op, as in run: the line map is shared
+            kept = ""
+            if dynamic[i] == 1:  # type: ignore[index]
+                kept = f"; shapes[{i}] = ds(_r)"
+            elif dynamic[i] == 2:  # type: ignore[index]
+                kept = f"; shapes[{i}] = [ds(o) for o in _r or ()]"
+            unpack = ""
+            if targets and not all(t == "_" for t in targets):
+                comma = "," if len(targets) > 1 else ""
+                unpack = f"; {', '.join(targets)}{comma} = _r"
+            lines.append(
+                f"    _t = clock(); _r = {call}; log(({i}, _t, clock(), thread)){kept}{unpack}"
+            )
+        elif not targets or all(t == "_" for t in targets):
             lines.append(f"    {call}")
         elif len(targets) == 1:
             lines.append(f"    {targets[0]} = {call}")
@@ -314,10 +376,7 @@ def compile_plan(plan: Plan) -> None:
             lines.append(f"    {' = '.join(dead)} = None")
     fetched = ", ".join(names[s] if s is not None else "None" for s in plan.fetch_slots)
     lines.append(f"    return [{fetched}]")
-    namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
-    exec(compile("\n".join(lines), _FILENAME, "exec"), namespace)
-    plan.compiled = namespace["run"]
-    plan.line_to_op = line_to_op
+    return "\n".join(lines), line_to_op
 
 
 _FILENAME = "<flowbook plan>"

@@ -186,6 +186,13 @@ class BaseSession:
 
     def _dispatch(self, plan: Plan, feed_values: Any, observers: Any, timeout: int) -> list[Any]:
         with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
+            cheap = not (timeout or plan.any_heavy or plan.off_host)
+            if observers and cheap and executor.timings_only(observers):  # traced, all-cheap
+                plan.runs += 1
+                if plan.compiled is None and plan.runs > COMPILE_AFTER_RUNS:
+                    compile_plan(plan)
+                if plan.compiled is not None:
+                    return executor.run_compiled_timed(plan, feed_values, observers)
             if observers or timeout or plan.any_heavy:
                 deadline = time.monotonic() + timeout / 1000 if timeout else None
                 limit = self.config.inter_op_parallelism_threads

@@ -326,3 +326,49 @@ def test_profile_collects_runs_of_several_threads_apart():
     with tf.Session() as sess:
         sess.run(c)
     assert len(prof.runs) == 60  # nothing collected after the block
+
+
+# ------------------------------------------- traced runs of compiled (all-cheap) plans
+def test_repeated_traced_runs_of_a_cheap_plan_keep_its_straight_line():
+    x = tf.placeholder(tf.float32, [None], name="x")
+    y = x
+    for k in range(20):
+        y = tf.add(y, float(k), name=f"a{k}")
+    z = tf.reduce_sum(y, name="z")
+    feed = {x: np.arange(4, dtype=np.float32)}
+    me = threading.get_ident()
+    with tf.Session() as sess:
+        first, nodes1, _, _ = traced(sess, z, feed)  # the threaded scheduler, then compiled
+        for _ in range(2):
+            value, nodes, (before, after), _ = traced(sess, z, feed)
+        plan = list(sess._plans.values())[-1]
+        assert plan.__dict__.get("_compiled_timed") is not None  # the timed straight line ran
+        assert value == first == sess.run(z, feed)
+    assert sorted(n.node_name for n in nodes) == sorted(n.node_name for n in nodes1)
+    assert {n.thread_id for n in nodes} == {me}
+    by_name = {n.node_name: n for n in nodes}
+    slack = 2
+    for n in nodes:
+        assert before - slack <= n.all_start_micros <= end(n) <= after + slack
+        assert n.scheduled_micros <= n.all_start_micros
+        for t in tf.get_default_graph().get_operation_by_name(n.node_name).inputs:
+            if t.op.name in by_name:
+                assert end(by_name[t.op.name]) <= n.all_start_micros
+    shape = by_name["a19"].output[0].tensor_description.shape  # dynamic: recorded in the run
+    assert shape == [4]
+    assert by_name["z"].output[0].tensor_description.shape == []
+
+
+def test_a_failing_traced_straight_line_names_the_op_and_reports_what_ran():
+    x = tf.placeholder(tf.float32, [None], name="x")
+    y = tf.reshape(tf.square(x, name="sq"), [2, 2], name="bad")
+    md = tf.RunMetadata()
+    with tf.Session() as sess:
+        for _ in range(2):  # compiled from the second run on
+            sess.run(y, {x: np.ones(4)}, options=FULL, run_metadata=tf.RunMetadata())
+        with pytest.raises(tf.errors.InvalidArgumentError) as info:
+            sess.run(y, {x: np.ones(3)}, options=FULL, run_metadata=md)
+        assert "bad" in str(info.value)
+        assert sess.run(y, {x: np.ones(4)}).shape == (2, 2)  # the session goes on
+    names = [n.node_name for n in md.step_stats.dev_stats[0].node_stats]
+    assert "sq" in names and "bad" not in names
