@@ -21,9 +21,12 @@ Three ways to run the same plan, which must agree value for value:
   stops scheduling, waits for the in-flight kernels (at most one kernel's
   time) and raises; the pool is shared by all sessions and bounded, so no
   thread outlives its use or piles up across runs.
-- the plan's compiled straight-line function (see ``flowbook.plan``), for
-  plans with no heavy op and nobody watching: the same inline sequence
-  without the bookkeeping.
+- the plan's compiled straight-line function (see ``flowbook.plan``): the
+  same inline sequence without the bookkeeping, for plans with no heavy op
+  and plans whose heavy ops all ran inline on their last scheduled run with
+  feeds of the same shapes (the session decides), when nobody watches op by
+  op; ``run_compiled_timed`` is its timed twin, for observers that only want
+  the run's timings (one clock read per op).
 - ``run_serial``: the reference, ops one by one in the plan's static order.
 
 **Devices.**  A plan's ops may run on a GPU (``plan.devices``; copies
@@ -61,7 +64,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from functools import partial
+from functools import cache, partial
 from typing import Any, NamedTuple
 
 from flowbook import errors
@@ -116,7 +119,7 @@ class RunTimings:
         self._lists: tuple[list[int], ...] | None = (
             order, scheduled_ns, start_ns, end_ns, thread_id,
         )  # fmt: skip
-        self._log: tuple[Plan, list[tuple[int, int, int, int]], int] | None = None
+        self._log: tuple[Plan, list[Any], int, int | None] | None = None
         # per op: (dtype, shape) of its one output, or a list of them, if an observer asked
         # (None for ops whose static shapes are fully known: see plan.dynamic_shapes)
         self.shapes = shapes
@@ -128,24 +131,41 @@ class RunTimings:
     def from_log(
         cls,
         plan: Plan,
-        log: list[tuple[int, int, int, int]],
+        log: list[Any],
         start_ns: int,
         shapes: list[Any] | None = None,
         device_ns: dict[int, tuple[int, int]] | None = None,
     ) -> RunTimings:
         """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
         t = cls.__new__(cls)
-        t._lists, t._log, t.shapes, t.device_ns = None, (plan, log, start_ns), shapes, device_ns
+        t._lists, t.shapes, t.device_ns = None, shapes, device_ns
+        t._log = (plan, log, start_ns, None)
+        return t
+
+    @classmethod
+    def from_stamps(
+        cls, plan: Plan, stamps: list[int], shapes: list[Any] | None, thread: int
+    ) -> RunTimings:
+        """Timings of a straight-line run: ops 0, 1, ... in order, op i from stamp i to i + 1."""
+        t = cls.__new__(cls)
+        t._lists, t.shapes, t.device_ns = None, shapes, None
+        t._log = (plan, stamps, -1, thread)
         return t
 
     def _built(self) -> tuple[list[int], ...]:
         if self._lists is None:
-            plan, log, t0 = self._log  # type: ignore[misc]
+            plan, log, t0, thread = self._log  # type: ignore[misc]
             n = len(plan.ops)
-            starts, ends, threads, sched = [0] * n, [0] * n, [0] * n, [t0] * n
-            order = [e[0] for e in log]
-            for i, a, b, th in log:
-                starts[i], ends[i], threads[i] = a, b, th
+            starts, ends, threads = [0] * n, [0] * n, [thread or 0] * n
+            if t0 == -1:  # the stamps of a straight-line run (from_stamps)
+                t0 = log[0] if log else 0
+                order = list(range(len(log) - 1))
+                starts[: len(order)], ends[: len(order)] = log[:-1], log[1:]
+            else:  # (op, start, end, thread) in finish order
+                order = [e[0] for e in log]
+                for i, a, b, th in log:
+                    starts[i], ends[i], threads[i] = a, b, th
+            sched = [t0] * n
             for i, ps in enumerate(_producers(plan)):
                 if ps:
                     sched[i] = max(ends[p] for p in ps)
@@ -246,12 +266,20 @@ def _hooks(observers: Sequence[Observer], name: str) -> list[Callable[..., Any]]
     observed run close to an unobserved one.  An instance attribute counts
     (an observer may bind a fast hook in ``on_start``).
     """
-    base = getattr(Observer, name)
     return [
         getattr(o, name)
         for o in observers
-        if name in vars(o) or getattr(type(o), name, base) is not base
+        if name in _overridden(type(o)) or name in getattr(o, "__dict__", ())
     ]
+
+
+_HOOKS = ("on_start", "before_op", "on_kernel", "after_op", "on_timings", "on_finish")
+
+
+@cache
+def _overridden(cls: type) -> frozenset[str]:
+    """The hooks a class of observers overrides (looked up once per class)."""
+    return frozenset(h for h in _HOOKS if getattr(cls, h, None) is not getattr(Observer, h))
 
 
 # --------------------------------------------------------------------- pool
@@ -356,14 +384,28 @@ def run_compiled(plan: Plan, feeds: Sequence[Any]) -> list[Any]:
         raise _run_error(plan, i, e) from e
 
 
+def feed_shapes(feeds: Sequence[Any]) -> tuple[Any, ...]:
+    """The shapes of a run's fed values (None for a value without one), in feed order."""
+    return tuple(getattr(v, "shape", None) for v in feeds)
+
+
 def timings_only(observers: Sequence[Observer]) -> bool:
     """Whether the observers want a run's timings (``on_timings``) and nothing per op.
 
     Such a run of an all-cheap plan keeps its straight line: ``run_compiled_timed``.
     """
-    return bool(_hooks(observers, "on_timings")) and not any(
-        _hooks(observers, h) for h in ("before_op", "after_op", "on_kernel")
-    )
+    wants = False
+    for o in observers:
+        hooks = _overridden(type(o))
+        own = getattr(o, "__dict__", ())
+        for h in _PER_OP:
+            if h in hooks or h in own:
+                return False
+        wants = wants or "on_timings" in hooks or "on_timings" in own
+    return wants
+
+
+_PER_OP = ("before_op", "after_op", "on_kernel")
 
 
 def run_compiled_timed(
@@ -376,26 +418,23 @@ def run_compiled_timed(
     run as it runs untraced, on the calling thread in the static order, and
     costs two clock reads and a log entry per op.
     """
-    run_timed = compile_timed(plan)
+    keep = any(o.keeps_shapes for o in observers)
+    run_timed, line_to_op = compile_timed(plan, keep)
     for o in observers:
         o.on_start(plan)
-    keep = any(o.keeps_shapes for o in observers)
-    log: list[tuple[int, int, int, int]] = []
-    shapes: list[Any] = [None] * len(plan.ops)
+    stamps: list[int] = []  # the run's start, then each kernel's end
+    shapes: list[Any] | None = [None] * len(plan.ops) if keep else None
     error: BaseException | None = None
-    t0 = time.perf_counter_ns()
     try:
-        return run_timed(
-            feeds, log.append, time.perf_counter_ns, threading.get_ident(), shapes, _dtype_shape
-        )
+        return run_timed(feeds, stamps.append, time.perf_counter_ns, shapes)
     except BaseException as e:
         error = e
-        i = op_index_from_traceback(plan, e.__traceback__) if isinstance(e, Exception) else None
-        if i is None:
+        i = op_index_from_traceback(plan, e.__traceback__, line_to_op)
+        if i is None or not isinstance(e, Exception):
             raise
         raise _run_error(plan, i, e) from e
     finally:
-        timings = RunTimings.from_log(plan, log, t0, shapes if keep else None)
+        timings = RunTimings.from_stamps(plan, stamps, shapes, threading.get_ident())
         for hook in _hooks(observers, "on_timings"):
             hook(plan, timings)
         for o in observers:
@@ -426,6 +465,9 @@ def run_threaded(
         run.drain()
         run.vals[:] = [None] * len(run.vals)  # the run is over: its buffers go now
         raise
+    else:
+        if plan.any_heavy:  # every kernel inline: the next such run may take the straight line
+            plan.inline_feeds = None if run.futures else feed_shapes(feeds)
     finally:
         if run.timings_hooks:
             timings = run.timings()

@@ -87,6 +87,9 @@ class Plan:
         self.devices: list[Device] = []  # per op: where it runs (copies included)
         self.copies: list[CopyOp] = []  # the copy nodes between devices, in order (often none)
         self.off_host = False  # whether some op runs off the CPU (its kernels may be device-timed)
+        # feed shapes of the last threaded run of a plan with heavy ops, if it sent no kernel
+        # to the pool (then runs with feeds of those shapes may take the straight line)
+        self.inline_feeds: tuple[Any, ...] | None = None
 
 
 def build_plan(
@@ -279,23 +282,24 @@ def compile_plan(plan: Plan) -> None:
     plan.compiled = namespace["run"]
 
 
-def compile_timed(plan: Plan) -> Callable[..., list[Any]]:
-    """The timed twin of ``plan.compiled`` (made once, on the first timed run that wants it).
+def compile_timed(plan: Plan, keep_shapes: bool) -> tuple[Callable[..., list[Any]], dict[int, int]]:
+    """The timed twin of ``plan.compiled`` and its line map (made once per ``keep_shapes``).
 
-    ``run_timed(feeds, log, clock, thread, shapes, dtype_shape)`` runs the
-    same straight line, each kernel between two ``clock()`` reads, appending
-    ``(op, start, end, thread)`` to ``log``, and storing ``dtype_shape`` of the
-    outputs of ops whose static shapes are not fully known in ``shapes``.
-    Its lines map to ops exactly as the untimed function's do (one line per
-    op), so ``op_index_from_traceback`` serves both.
+    ``run_timed(feeds, stamp, clock, shapes)`` runs the same straight line and
+    calls ``stamp(clock())`` once before the first kernel and once after each:
+    op i ran from stamp i to stamp i + 1 (one clock read per op; the little
+    bookkeeping between two kernels, a list append, counts in the next op).
+    With ``keep_shapes`` it also stores ``(dtype, shape)`` of the outputs of
+    ops whose static shapes are not fully known in ``shapes``.
     """
-    timed = plan.__dict__.get("_compiled_timed")
-    if timed is None:
-        source, _ = _straight_line(plan, timed=True)
+    key = f"_compiled_timed_{int(keep_shapes)}"
+    made = plan.__dict__.get(key)
+    if made is None:
+        source, line_to_op = _straight_line(plan, timed=True, keep_shapes=keep_shapes)
         namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
         exec(compile(source, _FILENAME, "exec"), namespace)
-        timed = plan.__dict__["_compiled_timed"] = namespace["run_timed"]
-    return timed
+        made = plan.__dict__[key] = (namespace["run_timed"], line_to_op)
+    return made
 
 
 def dynamic_shapes(plan: Plan) -> list[int]:
@@ -316,12 +320,14 @@ def dynamic_shapes(plan: Plan) -> list[int]:
     return dynamic
 
 
-def _straight_line(plan: Plan, timed: bool) -> tuple[str, dict[int, int]]:
+def _straight_line(
+    plan: Plan, timed: bool, keep_shapes: bool = False
+) -> tuple[str, dict[int, int]]:
     """The source of the straight-line function (``run`` or ``run_timed``) and its line map."""
     names: dict[int, str] = {}  # live slot -> local variable name
     free_names: list[str] = []
     counter = 0
-    dynamic = dynamic_shapes(plan) if timed else None
+    dynamic = dynamic_shapes(plan) if keep_shapes else None
 
     def new_name() -> str:
         nonlocal counter
@@ -331,7 +337,7 @@ def _straight_line(plan: Plan, timed: bool) -> tuple[str, dict[int, int]]:
         return f"v{counter}"
 
     if timed:
-        lines = ["def run_timed(feeds, log, clock, thread, shapes, ds):"]
+        lines = ["def run_timed(feeds, stamp, clock, shapes):"]
     else:
         lines = ["def run(feeds):"]
     if plan.feed_slots:
@@ -339,6 +345,8 @@ def _straight_line(plan: Plan, timed: bool) -> tuple[str, dict[int, int]]:
             names[s] = new_name()
             lines.append(f"    {names[s]} = feeds[{k}]")
     line_to_op: dict[int, int] = {}
+    if timed:
+        lines.append("    stamp(clock())")
     for i in range(len(plan.ops)):
         args = ", ".join(names[s] for s in plan.inputs[i])
         released = [names.pop(s) for s in plan.frees[i]]
@@ -351,26 +359,27 @@ def _straight_line(plan: Plan, timed: bool) -> tuple[str, dict[int, int]]:
                 names[s] = new_name()
                 targets.append(names[s])
         call = f"f{i}({args})"
-        if timed:  # one physical line per op, as in run: the line map is shared
-            kept = ""
-            if dynamic[i] == 1:  # type: ignore[index]
-                kept = f"; shapes[{i}] = ds(_r)"
-            elif dynamic[i] == 2:  # type: ignore[index]
-                kept = f"; shapes[{i}] = [ds(o) for o in _r or ()]"
+        if timed:
             unpack = ""
             if targets and not all(t == "_" for t in targets):
                 comma = "," if len(targets) > 1 else ""
                 unpack = f"; {', '.join(targets)}{comma} = _r"
-            lines.append(
-                f"    _t = clock(); _r = {call}; log(({i}, _t, clock(), thread)){kept}{unpack}"
-            )
+            lines.append(f"    _r = {call}; stamp(clock()){unpack}")
+            line_to_op[len(lines)] = i
+            if dynamic is not None and dynamic[i]:  # the shapes, not the arrays (freed)
+                shape = "(_r.dtype, _r.shape)"
+                if dynamic[i] == 2:
+                    shape = "[(o.dtype, o.shape) for o in _r]"
+                lines.append(f"    try: shapes[{i}] = {shape}")
+                lines.append("    except AttributeError: pass  # not arrays: as the graph says")
         elif not targets or all(t == "_" for t in targets):
             lines.append(f"    {call}")
         elif len(targets) == 1:
             lines.append(f"    {targets[0]} = {call}")
         else:
             lines.append(f"    {', '.join(targets)}, = {call}")
-        line_to_op[len(lines)] = i
+        if not timed:
+            line_to_op[len(lines)] = i
         dead = [n for n in released if n in free_names]
         if dead:
             lines.append(f"    {' = '.join(dead)} = None")
@@ -382,10 +391,16 @@ def _straight_line(plan: Plan, timed: bool) -> tuple[str, dict[int, int]]:
 _FILENAME = "<flowbook plan>"
 
 
-def op_index_from_traceback(plan: Plan, tb: Any) -> int | None:
-    """Which op of a compiled plan raised, from the traceback's line in the plan."""
+def op_index_from_traceback(
+    plan: Plan, tb: Any, line_to_op: dict[int, int] | None = None
+) -> int | None:
+    """Which op of a compiled plan raised, from the traceback's line in the plan.
+
+    ``line_to_op``: the line map of the function that ran (default: ``plan.compiled``'s).
+    """
+    lines = plan.line_to_op if line_to_op is None else line_to_op
     while tb is not None:
         if tb.tb_frame.f_code.co_filename == _FILENAME:
-            return plan.line_to_op.get(tb.tb_lineno)
+            return lines.get(tb.tb_lineno)
         tb = tb.tb_next
     return None

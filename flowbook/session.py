@@ -9,10 +9,12 @@
    tensor's dtype and checked against its static shape.
 3. the **plan** for (fetches, feeds, graph version) comes from the cache, or is
    built once (``flowbook.plan``): a repeated run does no graph work.
-4. an **executor** runs it (``flowbook.executor``): the threaded scheduler
-   when the plan has heavy ops, a deadline or observers, else the plan's
-   compiled straight-line form (from its second run; the serial reference
-   the first time).
+4. an **executor** runs it (``flowbook.executor``): the plan's compiled
+   straight-line form (from its second run; the serial reference the first
+   time) when nothing calls for more, else the threaded scheduler: for a
+   deadline, per-op observers, ops off the CPU, or heavy ops that may go to
+   the thread pool (a plan whose heavy ops all ran inline last time, with
+   feeds of the same shapes, runs straight: see ``_dispatch``).
 
 The session owns per-op state that kernels are bound to: each variable's
 value (``VarState``) and each random op's generator, and it decides where
@@ -185,24 +187,34 @@ class BaseSession:
                 o.on_finish(plan, error)
 
     def _dispatch(self, plan: Plan, feed_values: Any, observers: Any, timeout: int) -> list[Any]:
+        """Run ``plan`` on the cheapest path that serves the run.
+
+        The compiled straight line (timed when the observers want only timings)
+        serves plans with no heavy op, and plans with heavy ops whose last run
+        on the threaded scheduler, with feeds of the same shapes, ran every
+        kernel inline (too small for the pool): the same order, without the
+        scheduler.  A deadline, per-op hooks, a timed run with ops off the CPU
+        or a run that may use the pool take the threaded scheduler.
+        """
         with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            cheap = not (timeout or plan.any_heavy or plan.off_host)
-            if observers and cheap and executor.timings_only(observers):  # traced, all-cheap
+            straight = not timeout and (
+                not plan.any_heavy or plan.inline_feeds == executor.feed_shapes(feed_values)
+            )
+            # a timed run off the CPU needs the scheduler's device timers (CUDA events)
+            timed_ok = not plan.off_host and executor.timings_only(observers)
+            if straight and (not observers or timed_ok):
                 plan.runs += 1
-                if plan.compiled is None and plan.runs > COMPILE_AFTER_RUNS:
+                if plan.compiled is None and (plan.runs > COMPILE_AFTER_RUNS or plan.any_heavy):
                     compile_plan(plan)
                 if plan.compiled is not None:
-                    return executor.run_compiled_timed(plan, feed_values, observers)
-            if observers or timeout or plan.any_heavy:
-                deadline = time.monotonic() + timeout / 1000 if timeout else None
-                limit = self.config.inter_op_parallelism_threads
-                return executor.run_threaded(plan, feed_values, observers, deadline, limit)
-            if plan.compiled is not None:
-                return executor.run_compiled(plan, feed_values)
-            plan.runs += 1
-            if plan.runs > COMPILE_AFTER_RUNS:
-                compile_plan(plan)
-            return executor.run_serial(plan, feed_values)
+                    if observers:
+                        return executor.run_compiled_timed(plan, feed_values, observers)
+                    return executor.run_compiled(plan, feed_values)
+                if not observers:
+                    return executor.run_serial(plan, feed_values)
+            deadline = time.monotonic() + timeout / 1000 if timeout else None
+            limit = self.config.inter_op_parallelism_threads
+            return executor.run_threaded(plan, feed_values, observers, deadline, limit)
 
     @staticmethod
     def _option_observers(options: RunOptions, run_metadata: Any, observers: Any) -> Any:

@@ -218,3 +218,50 @@ def test_serial_reference_and_compile_directly():
         compile_plan(plan)
         fast = executor.run_compiled(plan, [np.array([1.0, 2.0], np.float32)])
     assert ref[0].tolist() == fast[0].tolist() == [2.0, 6.0]
+
+
+def _paths(monkeypatch):
+    """Record which executor path each run of a session takes."""
+    taken: list[str] = []
+    for name in ("run_serial", "run_compiled", "run_compiled_timed", "run_threaded"):
+        fn = getattr(executor, name)
+
+        def spy(*args, _fn=fn, _name=name, **kwargs):
+            taken.append(_name)
+            return _fn(*args, **kwargs)
+
+        monkeypatch.setattr(executor, name, spy)
+    return taken
+
+
+def test_heavy_plans_whose_kernels_ran_inline_take_the_straight_line(monkeypatch):
+    """A plan with matmuls runs on the scheduler until one run sends nothing to the pool;
+    then runs whose feeds have the same shapes take the compiled straight line."""
+    x = fb.placeholder(fb.float32, [None, 300], name="x")
+    w = fb.constant(np.full((300, 30), 0.01, np.float32))  # small: a matmul of 2 rows stays inline
+    y = fb.matmul(x, w, name="left") + fb.matmul(x * 2.0, w, name="right")
+    small, big = np.ones((2, 300), np.float32), np.ones((300, 300), np.float32)
+    taken = _paths(monkeypatch)
+    with fb.Session() as s:
+        plan_value = s.run(y, {x: small})
+        assert taken == ["run_threaded"]  # heavy: the scheduler decides, kernels inline
+        for _ in range(2):
+            np.testing.assert_allclose(s.run(y, {x: small}), plan_value, rtol=1e-6)
+        assert taken[1:] == ["run_compiled", "run_compiled"]
+        expected = big @ np.full((300, 30), 0.01, np.float32) * 3
+        np.testing.assert_allclose(s.run(y, {x: big}), expected, rtol=1e-5)  # new shapes
+        assert taken[3] == "run_threaded"
+        md = fb.RunMetadata()  # a traced run with the small feed: threaded (shapes changed)
+        s.run(y, {x: small}, options=fb.RunOptions(trace_level=fb.RunOptions.FULL_TRACE),
+              run_metadata=md)  # fmt: skip
+        s.run(y, {x: small}, options=fb.RunOptions(trace_level=fb.RunOptions.FULL_TRACE),
+              run_metadata=md)  # fmt: skip
+        assert taken[4:] == ["run_threaded", "run_compiled_timed"]
+        names = {n.node_name for n in md.step_stats.dev_stats[0].node_stats}
+        assert {"left", "right"} <= names
+        plan = next(iter(s._plans.values()))
+        s.run(y, {x: big})  # new shapes again: the scheduler, which may use the pool
+        assert taken[-1] == "run_threaded"
+        inline = plan.inline_feeds is not None  # whether that run kept every kernel inline
+        s.run(y, {x: big})
+        assert taken[-1] == ("run_compiled" if inline else "run_threaded")
