@@ -127,8 +127,12 @@ ops on the CPU are the gradient's shape arithmetic."""),
     code("""sess = tf.Session()
 sess.run(tf.global_variables_initializer())
 run_metadata = tf.RunMetadata()
-sess.run(train_step, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-         run_metadata=run_metadata)
+sess.run(
+    train_step,
+    feed,
+    options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+    run_metadata=run_metadata,
+)
 for dev in run_metadata.step_stats.dev_stats:
     names = [n.node_name for n in dev.node_stats]
     print(f"{dev.device}: {len(names)} ops, e.g. {names[:3]}")
@@ -153,7 +157,11 @@ if gpu is None:  # a real GPU ran the cells above: simulate one now (it stands i
     gpu = simulate_gpu()
 with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
-    for what, fetches in [("loss", loss), ("loss, hidden", [loss, hidden]), ("train_step", train_step)]:
+    for what, fetches in [
+        ("loss", loss),
+        ("loss, hidden", [loss, hidden]),
+        ("train_step", train_step),
+    ]:
         gpu.reset_counters()
         sess.run(fetches, feed)
         print(f"fetch {what:14} uploads {gpu.uploads}, downloads {gpu.downloads}")
