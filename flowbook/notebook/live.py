@@ -214,8 +214,13 @@ class LiveGraph:
 
     # ------------------------------------------------------------- sending
     def touch(self, key: str) -> None:
-        """Mark state ``key`` changed; the flusher sends it within 1/MAX_PUSHES_PER_S s."""
-        self.dirty.add(key)
+        """Mark state ``key`` changed; the flusher sends it within 1/MAX_PUSHES_PER_S s.
+
+        Under the lock: a key added to the set a flush has just taken would be lost
+        (the run's last state, "done", never sent).
+        """
+        with self.lock:
+            self.dirty.add(key)
         FLUSHER.wake(self)
 
     def flush(self) -> None:
@@ -356,7 +361,9 @@ def install_cell_hook(ip: Any) -> None:
 
 def _after_cell(result: Any = None) -> None:
     for view in list(FOLLOWERS):
-        view.follow_default()
+        # a view that cannot take the new graph (its comm closed) must not break the cell
+        with contextlib.suppress(Exception):
+            view.follow_default()
     refresh_all()
 
 

@@ -42,7 +42,9 @@ class PanelView:
         self.comm.send(state)
 
     def follow_default(self) -> None:
-        """Show the default graph (move there if it was replaced)."""
+        """Show the default graph (move there if it was replaced); a closed panel shows nothing."""
+        if self.closed:
+            return
         graph = get_default_graph()
         if self.hub is not None and self.hub.graph_ref() is graph:
             return
@@ -60,6 +62,7 @@ class PanelView:
 
     def _on_close(self, msg: Any = None) -> None:
         self.closed = True
+        live.FOLLOWERS.discard(self)
         if self.hub is not None:
             self.hub.remove_view(self)
         if self in _panels:
