@@ -104,7 +104,7 @@ class RunTimings:
     (10, [1, 0])
     """
 
-    __slots__ = ("_lists", "_log", "device_ns", "shapes")
+    __slots__ = ("_lists", "_log", "_shapes", "_shapes_of", "device_ns")
 
     def __init__(
         self,
@@ -120,9 +120,8 @@ class RunTimings:
             order, scheduled_ns, start_ns, end_ns, thread_id,
         )  # fmt: skip
         self._log: tuple[Plan, list[Any], int, int | None] | None = None
-        # per op: (dtype, shape) of its one output, or a list of them, if an observer asked
-        # (None for ops whose static shapes are fully known: see plan.dynamic_shapes)
-        self.shapes = shapes
+        self._shapes = shapes
+        self._shapes_of: Plan | None = None  # set: _shapes hold bare shapes (from_stamps)
         # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the
         # ops off the CPU; None when the plan has none
         self.device_ns = device_ns
@@ -138,7 +137,7 @@ class RunTimings:
     ) -> RunTimings:
         """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
         t = cls.__new__(cls)
-        t._lists, t.shapes, t.device_ns = None, shapes, device_ns
+        t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, None, device_ns
         t._log = (plan, log, start_ns, None)
         return t
 
@@ -148,7 +147,7 @@ class RunTimings:
     ) -> RunTimings:
         """Timings of a straight-line run: ops 0, 1, ... in order, op i from stamp i to i + 1."""
         t = cls.__new__(cls)
-        t._lists, t.shapes, t.device_ns = None, shapes, None
+        t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, plan, None
         t._log = (plan, stamps, -1, thread)
         return t
 
@@ -158,8 +157,10 @@ class RunTimings:
             n = len(plan.ops)
             starts, ends, threads = [0] * n, [0] * n, [thread or 0] * n
             if t0 == -1:  # the stamps of a straight-line run (from_stamps)
-                t0 = log[0] if log else 0
-                order = list(range(len(log) - 1))
+                t0 = log[0]
+                ran = log.index(0, 1) - 1 if 0 in log else n  # a failed run: ops before it
+                log = log[: ran + 1]
+                order = list(range(ran))
                 starts[: len(order)], ends[: len(order)] = log[:-1], log[1:]
             else:  # (op, start, end, thread) in finish order
                 order = [e[0] for e in log]
@@ -171,6 +172,23 @@ class RunTimings:
                     sched[i] = max(ends[p] for p in ps)
             self._lists, self._log = (order, sched, starts, ends, threads), None
         return self._lists
+
+    @property
+    def shapes(self) -> list[Any] | None:
+        """Per op: (dtype, shape) of its one output, or a list of them, if an observer asked
+        (None for ops whose static shapes are fully known: see ``plan.dynamic_shapes``)."""
+        plan = self._shapes_of
+        if plan is not None and self._shapes is not None:  # bare shapes: add the dtypes
+            self._shapes = [
+                None
+                if v is None
+                else (plan.ops[i].outputs[0].dtype.np, v)
+                if len(plan.outputs[i]) == 1
+                else [(t.dtype.np, sh) for t, sh in zip(plan.ops[i].outputs, v)]
+                for i, v in enumerate(self._shapes)
+            ]
+            self._shapes_of = None
+        return self._shapes
 
     @property
     def order(self) -> list[int]:
@@ -422,11 +440,12 @@ def run_compiled_timed(
     run_timed, line_to_op = compile_timed(plan, keep)
     for o in observers:
         o.on_start(plan)
-    stamps: list[int] = []  # the run's start, then each kernel's end
-    shapes: list[Any] | None = [None] * len(plan.ops) if keep else None
+    n = len(plan.ops)
+    stamps = [0] * (n + 1)  # the run's start, then each kernel's end (0: did not run)
+    shapes: list[Any] | None = [None] * n if keep else None
     error: BaseException | None = None
     try:
-        return run_timed(feeds, stamps.append, time.perf_counter_ns, shapes)
+        return run_timed(feeds, stamps, time.perf_counter_ns, shapes)
     except BaseException as e:
         error = e
         i = op_index_from_traceback(plan, e.__traceback__, line_to_op)

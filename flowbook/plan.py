@@ -285,12 +285,13 @@ def compile_plan(plan: Plan) -> None:
 def compile_timed(plan: Plan, keep_shapes: bool) -> tuple[Callable[..., list[Any]], dict[int, int]]:
     """The timed twin of ``plan.compiled`` and its line map (made once per ``keep_shapes``).
 
-    ``run_timed(feeds, stamp, clock, shapes)`` runs the same straight line and
-    calls ``stamp(clock())`` once before the first kernel and once after each:
-    op i ran from stamp i to stamp i + 1 (one clock read per op; the little
-    bookkeeping between two kernels, a list append, counts in the next op).
-    With ``keep_shapes`` it also stores ``(dtype, shape)`` of the outputs of
-    ops whose static shapes are not fully known in ``shapes``.
+    ``run_timed(feeds, st, clock, shapes)`` runs the same straight line and
+    sets ``st[0]`` to ``clock()`` before the first kernel and ``st[i + 1]``
+    after kernel i: op i ran from ``st[i]`` to ``st[i + 1]`` (one clock read
+    per op; the little bookkeeping between two kernels counts in the next op;
+    ``st`` comes filled with zeros, so a failed run leaves the rest at 0).
+    With ``keep_shapes`` it also stores the shapes of the outputs of ops whose
+    static shapes are not fully known in ``shapes``.
     """
     key = f"_compiled_timed_{int(keep_shapes)}"
     made = plan.__dict__.get(key)
@@ -337,7 +338,7 @@ def _straight_line(
         return f"v{counter}"
 
     if timed:
-        lines = ["def run_timed(feeds, stamp, clock, shapes):"]
+        lines = ["def run_timed(feeds, st, clock, shapes):"]
     else:
         lines = ["def run(feeds):"]
     if plan.feed_slots:
@@ -346,7 +347,7 @@ def _straight_line(
             lines.append(f"    {names[s]} = feeds[{k}]")
     line_to_op: dict[int, int] = {}
     if timed:
-        lines.append("    stamp(clock())")
+        lines.append("    st[0] = clock()")
     for i in range(len(plan.ops)):
         args = ", ".join(names[s] for s in plan.inputs[i])
         released = [names.pop(s) for s in plan.frees[i]]
@@ -364,12 +365,12 @@ def _straight_line(
             if targets and not all(t == "_" for t in targets):
                 comma = "," if len(targets) > 1 else ""
                 unpack = f"; {', '.join(targets)}{comma} = _r"
-            lines.append(f"    _r = {call}; stamp(clock()){unpack}")
+            lines.append(f"    _r = {call}; st[{i + 1}] = clock(){unpack}")
             line_to_op[len(lines)] = i
             if dynamic is not None and dynamic[i]:  # the shapes, not the arrays (freed)
-                shape = "(_r.dtype, _r.shape)"
+                shape = "_r.shape"  # the dtype is the graph's (RunTimings.shapes adds it)
                 if dynamic[i] == 2:
-                    shape = "[(o.dtype, o.shape) for o in _r]"
+                    shape = "[o.shape for o in _r]"
                 lines.append(f"    try: shapes[{i}] = {shape}")
                 lines.append("    except AttributeError: pass  # not arrays: as the graph says")
         elif not targets or all(t == "_" for t in targets):

@@ -77,7 +77,7 @@ class _Recorder:
     """The raw facts of one observed run, as the hooks left them."""
 
     __slots__ = (
-        "_devices", "_outputs", "_raw", "_stream", "_timings", "end_ns", "offset_ns", "start_ns",
+        "_devices", "_offset", "_outputs", "_raw", "_stream", "_timings", "end_ns", "start_ns",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -87,8 +87,15 @@ class _Recorder:
         self._stream: dict[Any, tuple[int, int]] = {}  # op -> its kernel's device (start, end) ns
         self._outputs: dict[Any, Output | list[Output]] | None = None  # built from _raw
         self.start_ns = time.perf_counter_ns()  # run start (perf_counter)
-        self.offset_ns = time.time_ns() - time.perf_counter_ns()  # perf_counter -> epoch
+        self._offset: int | None = None  # perf_counter -> epoch, read when first needed
         self.end_ns = self.start_ns  # run end, set by on_finish
+
+    @property
+    def offset_ns(self) -> int:
+        """What turns a perf_counter time into epoch time (read once, when stats are built)."""
+        if self._offset is None:
+            self._offset = time.time_ns() - time.perf_counter_ns()
+        return self._offset
 
     @property
     def timings(self) -> dict[Any, KernelTiming]:

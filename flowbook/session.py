@@ -35,6 +35,7 @@ several threads at once.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 import weakref
@@ -221,9 +222,7 @@ class BaseSession:
         """Observers one run's options ask for: the step-stats tracer, the NaN guard."""
         extra: list[executor.Observer] = []
         if options.trace_level != RunOptions.NO_TRACE and run_metadata is not None:
-            from flowbook.profiling import StepStatsCollector
-
-            extra.append(StepStatsCollector(run_metadata))
+            extra.append(_step_stats_collector()(run_metadata))
         if options.check_numerics:
             from flowbook.debug import NanGuard
 
@@ -556,3 +555,11 @@ def _feed_value(t: Tensor, value: Any) -> Any:
             f"{fmt(t._shape)} ({t.op.type} '{t.op.name}' created at {t.op.site.describe()})"
         )
     return arr
+
+
+@functools.cache
+def _step_stats_collector() -> Any:
+    """``flowbook.profiling.StepStatsCollector``, imported on the first traced run."""
+    from flowbook.profiling import StepStatsCollector
+
+    return StepStatsCollector
