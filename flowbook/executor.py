@@ -434,7 +434,7 @@ def run_compiled_timed(
     For plans whose untimed runs take the compiled path (no heavy op, all on
     the CPU) and observers that only want ``on_timings``: the trace shows the
     run as it runs untraced, on the calling thread in the static order, and
-    costs two clock reads and a log entry per op.
+    costs one clock read and its store per op.
     """
     keep = any(o.keeps_shapes for o in observers)
     run_timed, line_to_op = compile_timed(plan, keep)

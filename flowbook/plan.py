@@ -293,14 +293,13 @@ def compile_timed(plan: Plan, keep_shapes: bool) -> tuple[Callable[..., list[Any
     With ``keep_shapes`` it also stores the shapes of the outputs of ops whose
     static shapes are not fully known in ``shapes``.
     """
-    key = f"_compiled_timed_{int(keep_shapes)}"
-    made = plan.__dict__.get(key)
-    if made is None:
+    made = plan.__dict__.setdefault("_compiled_timed", [None, None])  # by keep_shapes
+    if made[keep_shapes] is None:
         source, line_to_op = _straight_line(plan, timed=True, keep_shapes=keep_shapes)
         namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
         exec(compile(source, _FILENAME, "exec"), namespace)
-        made = plan.__dict__[key] = (namespace["run_timed"], line_to_op)
-    return made
+        made[keep_shapes] = (namespace["run_timed"], line_to_op)
+    return made[keep_shapes]
 
 
 def dynamic_shapes(plan: Plan) -> list[int]:
@@ -361,16 +360,21 @@ def _straight_line(
                 targets.append(names[s])
         call = f"f{i}({args})"
         if timed:
-            unpack = ""
-            if targets and not all(t == "_" for t in targets):
-                comma = "," if len(targets) > 1 else ""
-                unpack = f"; {', '.join(targets)}{comma} = _r"
-            lines.append(f"    _r = {call}; st[{i + 1}] = clock(){unpack}")
+            if len(targets) == 1 and targets[0] != "_":  # the common case: no temporary
+                out = targets[0]
+                lines.append(f"    {out} = {call}; st[{i + 1}] = clock()")
+            else:
+                out = "_r"
+                unpack = ""
+                if targets and not all(t == "_" for t in targets):
+                    comma = "," if len(targets) > 1 else ""
+                    unpack = f"; {', '.join(targets)}{comma} = _r"
+                lines.append(f"    _r = {call}; st[{i + 1}] = clock(){unpack}")
             line_to_op[len(lines)] = i
             if dynamic is not None and dynamic[i]:  # the shapes, not the arrays (freed)
-                shape = "_r.shape"  # the dtype is the graph's (RunTimings.shapes adds it)
+                shape = f"{out}.shape"  # the dtype is the graph's (RunTimings.shapes adds it)
                 if dynamic[i] == 2:
-                    shape = "[o.shape for o in _r]"
+                    shape = f"[o.shape for o in {out}]"
                 lines.append(f"    try: shapes[{i}] = {shape}")
                 lines.append("    except AttributeError: pass  # not arrays: as the graph says")
         elif not targets or all(t == "_" for t in targets):
