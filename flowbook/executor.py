@@ -65,172 +65,17 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import cache, partial
-from typing import Any, NamedTuple
+from typing import Any
 
 from flowbook import errors
 from flowbook.plan import DISCARD, Plan, compile_timed, dynamic_shapes, op_index_from_traceback
 from flowbook.tensor import Operation
+from flowbook.timings import KernelTiming, RunTimings, producers
 
 WAIT_SLICE_S = 0.05  # longest single block on the completion queue: keeps waits interruptible
 DRAIN_LIMIT_S = 600.0  # after an error, the longest wait for the run's pool kernels to finish
 # A heavy op goes to the pool only when its inputs hold at least this many elements.
 POOL_MIN_ELEMENTS = 1 << 15
-
-
-class KernelTiming(NamedTuple):
-    """When and where one op's kernel ran, in ``time.perf_counter_ns()`` nanoseconds.
-
-    >>> KernelTiming(0, 5, 9, 1).end_ns - KernelTiming(0, 5, 9, 1).start_ns
-    4
-    """
-
-    scheduled_ns: int  # when the op became ready (all inputs produced)
-    start_ns: int  # kernel call began
-    end_ns: int  # kernel call returned
-    thread_id: int  # threading.get_ident() of the thread that ran it
-
-
-class RunTimings:
-    """Every kernel timing of one run, as flat lists indexed by the plan's op index.
-
-    Handed to ``Observer.on_timings`` once, at the end of the run.  A timed
-    run records one ``(op, start, end, thread)`` tuple per kernel; the lists
-    below are built from that log when first read (``scheduled_ns[i]`` is
-    when op i's last input was produced, or the run's start), so a traced
-    run whose timings nobody reads pays for the log only.
-
-    >>> t = RunTimings([1, 0], [0, 0], [10, 20], [15, 30], [7, 7])
-    >>> t.of(1).end_ns - t.of(1).start_ns, t.order
-    (10, [1, 0])
-    """
-
-    __slots__ = ("_lists", "_log", "_shapes", "_shapes_of", "device_ns")
-
-    def __init__(
-        self,
-        order: list[int],
-        scheduled_ns: list[int],
-        start_ns: list[int],
-        end_ns: list[int],
-        thread_id: list[int],
-        shapes: list[Any] | None = None,
-        device_ns: dict[int, tuple[int, int]] | None = None,
-    ) -> None:
-        self._lists: tuple[list[int], ...] | None = (
-            order, scheduled_ns, start_ns, end_ns, thread_id,
-        )  # fmt: skip
-        self._log: tuple[Plan, list[Any], int, int | None] | None = None
-        self._shapes = shapes
-        self._shapes_of: Plan | None = None  # set: _shapes hold bare shapes (from_stamps)
-        # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the
-        # ops off the CPU; None when the plan has none
-        self.device_ns = device_ns
-
-    @classmethod
-    def from_log(
-        cls,
-        plan: Plan,
-        log: list[Any],
-        start_ns: int,
-        shapes: list[Any] | None = None,
-        device_ns: dict[int, tuple[int, int]] | None = None,
-    ) -> RunTimings:
-        """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
-        t = cls.__new__(cls)
-        t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, None, device_ns
-        t._log = (plan, log, start_ns, None)
-        return t
-
-    @classmethod
-    def from_stamps(
-        cls, plan: Plan, stamps: list[int], shapes: list[Any] | None, thread: int
-    ) -> RunTimings:
-        """Timings of a straight-line run: ops 0, 1, ... in order, op i from stamp i to i + 1."""
-        t = cls.__new__(cls)
-        t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, plan, None
-        t._log = (plan, stamps, -1, thread)
-        return t
-
-    def _built(self) -> tuple[list[int], ...]:
-        if self._lists is None:
-            plan, log, t0, thread = self._log  # type: ignore[misc]
-            n = len(plan.ops)
-            starts, ends, threads = [0] * n, [0] * n, [thread or 0] * n
-            if t0 == -1:  # the stamps of a straight-line run (from_stamps)
-                t0 = log[0]
-                ran = log.index(0, 1) - 1 if 0 in log else n  # a failed run: ops before it
-                log = log[: ran + 1]
-                order = list(range(ran))
-                starts[: len(order)], ends[: len(order)] = log[:-1], log[1:]
-            else:  # (op, start, end, thread) in finish order
-                order = [e[0] for e in log]
-                for i, a, b, th in log:
-                    starts[i], ends[i], threads[i] = a, b, th
-            sched = [t0] * n
-            for i, ps in enumerate(_producers(plan)):
-                if ps:
-                    sched[i] = max(ends[p] for p in ps)
-            self._lists, self._log = (order, sched, starts, ends, threads), None
-        return self._lists
-
-    @property
-    def shapes(self) -> list[Any] | None:
-        """Per op: (dtype, shape) of its one output, or a list of them, if an observer asked
-        (None for ops whose static shapes are fully known: see ``plan.dynamic_shapes``)."""
-        plan = self._shapes_of
-        if plan is not None and self._shapes is not None:  # bare shapes: add the dtypes
-            self._shapes = [
-                None
-                if v is None
-                else (plan.ops[i].outputs[0].dtype.np, v)
-                if len(plan.outputs[i]) == 1
-                else [(t.dtype.np, sh) for t, sh in zip(plan.ops[i].outputs, v)]
-                for i, v in enumerate(self._shapes)
-            ]
-            self._shapes_of = None
-        return self._shapes
-
-    @property
-    def order(self) -> list[int]:
-        """Op indices, in the order the ops finished."""
-        return self._built()[0]
-
-    @property
-    def scheduled_ns(self) -> list[int]:
-        """Per op: when it became ready (its last input produced)."""
-        return self._built()[1]
-
-    @property
-    def start_ns(self) -> list[int]:
-        """Per op: kernel start."""
-        return self._built()[2]
-
-    @property
-    def end_ns(self) -> list[int]:
-        """Per op: kernel end."""
-        return self._built()[3]
-
-    @property
-    def thread_id(self) -> list[int]:
-        """Per op: the thread that ran it."""
-        return self._built()[4]
-
-    def of(self, i: int) -> KernelTiming:
-        """Op ``i``'s timing as one record."""
-        _, sched, starts, ends, threads = self._built()
-        return KernelTiming(sched[i], starts[i], ends[i], threads[i])
-
-
-def _producers(plan: Plan) -> list[tuple[int, ...]]:
-    """Per op: the ops it waits for (data and control), from ``plan.consumers`` (cached)."""
-    producers = plan.__dict__.get("_producers")
-    if producers is None:
-        acc: list[list[int]] = [[] for _ in plan.ops]
-        for i, cs in enumerate(plan.consumers):
-            for c in cs:
-                acc[c].append(i)
-        producers = plan.__dict__["_producers"] = [tuple(a) for a in acc]
-    return producers
 
 
 _new_timing = partial(
@@ -567,7 +412,6 @@ class _Run:
         stamps, perf = self.stamps, time.perf_counter_ns
         log, main = (self.log.append, self.main) if timed else (None, 0)
         keep = self.dynamic if timed else None  # per op: record its output shapes?
-        shapes = self.shapes if timed else None
         on_kernel = timed and bool(self.kernel_hooks)
         fns, inputs, heavy, vals = plan.fns, plan.inputs, plan.heavy, self.vals
         while self.remaining:
@@ -595,13 +439,7 @@ class _Run:
                         result = stamps.call(i, fns[i], args)
                     log((i, start, perf(), main))  # type: ignore[misc]
                     if keep is not None and keep[i]:
-                        if keep[i] == 1:  # one output (inline: most ops)
-                            try:
-                                shapes[i] = (result.dtype, result.shape)  # type: ignore[index]
-                            except AttributeError:
-                                shapes[i] = (None, None)  # type: ignore[index]
-                        else:
-                            self._keep_shapes(i, result)
+                        self._keep_shapes(i, result)
                     if on_kernel:
                         self._on_kernel(i)
                 else:
@@ -683,7 +521,7 @@ class _Run:
         _, start, end, thread = self.log[-1]
         self.ends[i] = end
         ends = self.ends
-        scheduled = max((ends[p] for p in _producers(self.plan)[i]), default=self.t0)
+        scheduled = max((ends[p] for p in producers(self.plan)[i]), default=self.t0)
         timing = _new_timing((scheduled, start, end, thread))
         for hook in self.kernel_hooks:
             hook(self.plan.ops[i], timing)

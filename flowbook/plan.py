@@ -277,9 +277,7 @@ def compile_plan(plan: Plan) -> None:
     the fetched values (in ``fetch_slots`` order, None for op fetches).
     """
     source, plan.line_to_op = _straight_line(plan, timed=False)
-    namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
-    exec(compile(source, _FILENAME, "exec"), namespace)
-    plan.compiled = namespace["run"]
+    plan.compiled = _define(plan, source, "run")
 
 
 def compile_timed(plan: Plan, keep_shapes: bool) -> tuple[Callable[..., list[Any]], dict[int, int]]:
@@ -296,10 +294,15 @@ def compile_timed(plan: Plan, keep_shapes: bool) -> tuple[Callable[..., list[Any
     made = plan.__dict__.setdefault("_compiled_timed", [None, None])  # by keep_shapes
     if made[keep_shapes] is None:
         source, line_to_op = _straight_line(plan, timed=True, keep_shapes=keep_shapes)
-        namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
-        exec(compile(source, _FILENAME, "exec"), namespace)
-        made[keep_shapes] = (namespace["run_timed"], line_to_op)
+        made[keep_shapes] = (_define(plan, source, "run_timed"), line_to_op)
     return made[keep_shapes]
+
+
+def _define(plan: Plan, source: str, name: str) -> Callable[..., list[Any]]:
+    """The function ``name`` that ``source`` defines, with the plan's kernels as ``f0, f1...``."""
+    namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
+    exec(compile(source, _FILENAME, "exec"), namespace)
+    return namespace[name]
 
 
 def dynamic_shapes(plan: Plan) -> list[int]:

@@ -53,7 +53,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from flowbook.executor import KernelTiming, Observer, RunTimings
+from flowbook.executor import Observer
 from flowbook.step_stats import (
     AllocationDescription,
     DeviceStepStats,
@@ -63,6 +63,7 @@ from flowbook.step_stats import (
     TensorDescription,
 )
 from flowbook.timeline import GanttChart, OpEvent, input_names, thread_names, trace_events
+from flowbook.timings import KernelTiming, RunTimings
 
 __all__ = ["CPU_DEVICE", "Profile", "ProfileTable", "StepStatsCollector", "profile"]
 
@@ -147,7 +148,7 @@ def _outputs_of(rec: _Recorder, op: Any) -> list[Output]:
     """The recorded (dtype, shape) of each of ``op``'s outputs.
 
     Ops whose static shapes are fully known are not recorded by the run
-    (``executor._dynamic_shapes``): (None, None) stands for "as the graph says".
+    (``plan.dynamic_shapes``): (None, None) stands for "as the graph says".
     """
     out = rec.outputs.get(op)
     if out is None:

@@ -14,9 +14,9 @@ import pytest
 
 import flowbook as tf
 import flowbook.timeline  # tf.timeline, as TF's `from tensorflow.python.client import timeline`
-from flowbook.executor import RunTimings
 from flowbook.profiling import CPU_DEVICE, LazyStepStats, StepStatsCollector, profile
 from flowbook.step_stats import StepStats
+from flowbook.timings import RunTimings
 
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 REQUIRED = ("ph", "ts", "pid", "tid", "name")

@@ -40,11 +40,12 @@ from typing import Any
 
 from flowbook import session as session_module
 from flowbook.devices import Device
-from flowbook.executor import Observer, RunTimings
+from flowbook.executor import Observer
 from flowbook.notebook.snapshot import preview
 from flowbook.placement import CopyOp
 from flowbook.plan import Plan
 from flowbook.tensor import Operation
+from flowbook.timings import RunTimings
 
 LIVE_NS = 100_000_000  # a plan whose last run took this long is watched op by op
 TIME_HEAVY_NS = 5_000  # mean op time above which a heavy (threaded) plan is timed

@@ -1,0 +1,175 @@
+"""Kernel timings of one run: when each op was scheduled, started and ended, and where.
+
+The executor records as little as it can while a run goes (a tuple per kernel
+on the threaded scheduler, one clock read per op on the straight line) and
+hands a :class:`RunTimings` to the observers that asked; its per-op lists,
+the scheduled times (from the plan's edges) and the output dtypes are built
+only when someone reads them (the profiler, the live widget).
+
+    >>> RunTimings([0], [0], [3], [8], [1]).of(0).start_ns
+    3
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from flowbook.plan import Plan
+
+
+class KernelTiming(NamedTuple):
+    """When and where one op's kernel ran, in ``time.perf_counter_ns()`` nanoseconds.
+
+    >>> KernelTiming(0, 5, 9, 1).end_ns - KernelTiming(0, 5, 9, 1).start_ns
+    4
+    """
+
+    scheduled_ns: int  # when the op became ready (all inputs produced)
+    start_ns: int  # kernel call began
+    end_ns: int  # kernel call returned
+    thread_id: int  # threading.get_ident() of the thread that ran it
+
+
+class RunTimings:
+    """Every kernel timing of one run, as flat lists indexed by the plan's op index.
+
+    Handed to ``Observer.on_timings`` once, at the end of the run.  A timed
+    run on the scheduler logs one ``(op, start, end, thread)`` tuple per
+    kernel (``from_log``); a timed straight-line run stores one clock read
+    per op (``from_stamps``).  The lists below are built from either when
+    first read (``scheduled_ns[i]`` is when op i's last input was produced,
+    or the run's start), so a traced run whose timings nobody reads pays for
+    the recording only.
+
+    >>> t = RunTimings([1, 0], [0, 0], [10, 20], [15, 30], [7, 7])
+    >>> t.of(1).end_ns - t.of(1).start_ns, t.order
+    (10, [1, 0])
+    """
+
+    __slots__ = ("_lists", "_log", "_shapes", "_shapes_of", "device_ns")
+
+    def __init__(
+        self,
+        order: list[int],
+        scheduled_ns: list[int],
+        start_ns: list[int],
+        end_ns: list[int],
+        thread_id: list[int],
+        shapes: list[Any] | None = None,
+        device_ns: dict[int, tuple[int, int]] | None = None,
+    ) -> None:
+        self._lists: tuple[list[int], ...] | None = (
+            order, scheduled_ns, start_ns, end_ns, thread_id,
+        )  # fmt: skip
+        self._log: tuple[Plan, list[Any], int, int | None] | None = None
+        self._shapes = shapes
+        self._shapes_of: Plan | None = None  # set: _shapes hold bare shapes (from_stamps)
+        # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the
+        # ops off the CPU; None when the plan has none
+        self.device_ns = device_ns
+
+    @classmethod
+    def from_log(
+        cls,
+        plan: Plan,
+        log: list[Any],
+        start_ns: int,
+        shapes: list[Any] | None = None,
+        device_ns: dict[int, tuple[int, int]] | None = None,
+    ) -> RunTimings:
+        """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
+        t = cls.__new__(cls)
+        t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, None, device_ns
+        t._log = (plan, log, start_ns, None)
+        return t
+
+    @classmethod
+    def from_stamps(
+        cls, plan: Plan, stamps: list[int], shapes: list[Any] | None, thread: int
+    ) -> RunTimings:
+        """Timings of a straight-line run: ops 0, 1, ... in order, op i from stamp i to i + 1."""
+        t = cls.__new__(cls)
+        t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, plan, None
+        t._log = (plan, stamps, stamps[0], thread)
+        return t
+
+    def _built(self) -> tuple[list[int], ...]:
+        if self._lists is None:
+            plan, log, t0, thread = self._log  # type: ignore[misc]
+            n = len(plan.ops)
+            starts, ends, threads = [0] * n, [0] * n, [thread or 0] * n
+            if thread is not None:  # the stamps of a straight-line run (from_stamps)
+                ran = log.index(0, 1) - 1 if 0 in log else n  # a failed run: ops before it
+                log = log[: ran + 1]
+                order = list(range(ran))
+                starts[: len(order)], ends[: len(order)] = log[:-1], log[1:]
+            else:  # (op, start, end, thread) in finish order
+                order = [e[0] for e in log]
+                for i, a, b, th in log:
+                    starts[i], ends[i], threads[i] = a, b, th
+            sched = [t0] * n
+            for i, ps in enumerate(producers(plan)):
+                if ps:
+                    sched[i] = max(ends[p] for p in ps)
+            self._lists, self._log = (order, sched, starts, ends, threads), None
+        return self._lists
+
+    @property
+    def shapes(self) -> list[Any] | None:
+        """Per op: (dtype, shape) of its one output, or a list of them, if an observer asked
+        (None for ops whose static shapes are fully known: see ``plan.dynamic_shapes``)."""
+        plan = self._shapes_of
+        if plan is not None and self._shapes is not None:  # bare shapes: add the dtypes
+            self._shapes = [
+                None
+                if v is None
+                else (plan.ops[i].outputs[0].dtype.np, v)
+                if len(plan.outputs[i]) == 1
+                else [(t.dtype.np, sh) for t, sh in zip(plan.ops[i].outputs, v)]
+                for i, v in enumerate(self._shapes)
+            ]
+            self._shapes_of = None
+        return self._shapes
+
+    @property
+    def order(self) -> list[int]:
+        """Op indices, in the order the ops finished."""
+        return self._built()[0]
+
+    @property
+    def scheduled_ns(self) -> list[int]:
+        """Per op: when it became ready (its last input produced)."""
+        return self._built()[1]
+
+    @property
+    def start_ns(self) -> list[int]:
+        """Per op: kernel start."""
+        return self._built()[2]
+
+    @property
+    def end_ns(self) -> list[int]:
+        """Per op: kernel end."""
+        return self._built()[3]
+
+    @property
+    def thread_id(self) -> list[int]:
+        """Per op: the thread that ran it."""
+        return self._built()[4]
+
+    def of(self, i: int) -> KernelTiming:
+        """Op ``i``'s timing as one record."""
+        _, sched, starts, ends, threads = self._built()
+        return KernelTiming(sched[i], starts[i], ends[i], threads[i])
+
+
+def producers(plan: Plan) -> list[tuple[int, ...]]:
+    """Per op: the ops it waits for (data and control), from ``plan.consumers`` (cached)."""
+    producers = plan.__dict__.get("_producers")
+    if producers is None:
+        acc: list[list[int]] = [[] for _ in plan.ops]
+        for i, cs in enumerate(plan.consumers):
+            for c in cs:
+                acc[c].append(i)
+        producers = plan.__dict__["_producers"] = [tuple(a) for a in acc]
+    return producers
