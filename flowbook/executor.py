@@ -68,7 +68,14 @@ from functools import cache, partial
 from typing import Any
 
 from flowbook import errors
-from flowbook.plan import DISCARD, Plan, compile_timed, dynamic_shapes, op_index_from_traceback
+from flowbook.plan import (
+    DISCARD,
+    Plan,
+    compile_timed,
+    dynamic_shapes,
+    op_index_from_traceback,
+    shapes_given_feeds,
+)
 from flowbook.tensor import Operation
 from flowbook.timings import KernelTiming, RunTimings, producers
 
@@ -252,42 +259,55 @@ def feed_shapes(feeds: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(getattr(v, "shape", None) for v in feeds)
 
 
-def timings_only(observers: Sequence[Observer]) -> bool:
-    """Whether the observers want a run's timings (``on_timings``) and nothing per op.
+def timings_hooks(observers: Sequence[Observer]) -> list[Callable[..., Any]] | None:
+    """The observers' ``on_timings`` hooks, if they want a run's timings and nothing per op.
 
     Such a run of an all-cheap plan keeps its straight line: ``run_compiled_timed``.
+    None when some observer wants a per-op hook, or nobody wants timings.
     """
-    wants = False
+    hooks = []
     for o in observers:
-        hooks = _overridden(type(o))
+        overridden = _overridden(type(o))
         own = getattr(o, "__dict__", ())
         for h in _PER_OP:
-            if h in hooks or h in own:
-                return False
-        wants = wants or "on_timings" in hooks or "on_timings" in own
-    return wants
+            if h in overridden or h in own:
+                return None
+        if "on_timings" in overridden or "on_timings" in own:
+            hooks.append(o.on_timings)
+    return hooks or None
 
 
 _PER_OP = ("before_op", "after_op", "on_kernel")
 
 
 def run_compiled_timed(
-    plan: Plan, feeds: Sequence[Any], observers: Sequence[Observer]
+    plan: Plan,
+    feeds: Sequence[Any],
+    observers: Sequence[Observer],
+    hooks: Sequence[Callable[..., Any]],
+    shapes_key: tuple[Any, ...] | None = None,
 ) -> list[Any]:
     """Run the plan's straight line with each kernel timed (``plan.compile_timed``).
 
     For plans whose untimed runs take the compiled path (no heavy op, all on
-    the CPU) and observers that only want ``on_timings``: the trace shows the
-    run as it runs untraced, on the calling thread in the static order, and
-    costs one clock read and its store per op.
+    the CPU) and observers that only want ``on_timings`` (``hooks``, from
+    ``timings_hooks``): the trace shows the run as it runs untraced, on the
+    calling thread in the static order, and costs one clock read and its
+    store per op.  When an observer ``keeps_shapes``, the run stores the
+    output shapes of the ops whose shapes neither the graph nor the fed
+    shapes (``shapes_key``, default: read from ``feeds``) determine
+    (``plan.shapes_given_feeds``).
     """
-    keep = any(o.keeps_shapes for o in observers)
-    run_timed, line_to_op = compile_timed(plan, keep)
+    record = shapes = None
     for o in observers:
         o.on_start(plan)
-    n = len(plan.ops)
-    stamps = [0] * (n + 1)  # the run's start, then each kernel's end (0: did not run)
-    shapes: list[Any] | None = [None] * n if keep else None
+        if o.keeps_shapes and shapes is None:
+            record, known = shapes_given_feeds(
+                plan, feed_shapes(feeds) if shapes_key is None else shapes_key
+            )
+            shapes = known.copy()  # the run fills in the ops it records
+    run_timed, line_to_op = compile_timed(plan, record)
+    stamps = [0] * (len(plan.ops) + 1)  # the run's start, then each kernel's end (0: did not run)
     error: BaseException | None = None
     try:
         return run_timed(feeds, stamps, time.perf_counter_ns, shapes)
@@ -299,7 +319,7 @@ def run_compiled_timed(
         raise _run_error(plan, i, e) from e
     finally:
         timings = RunTimings.from_stamps(plan, stamps, shapes, threading.get_ident())
-        for hook in _hooks(observers, "on_timings"):
+        for hook in hooks:
             hook(plan, timings)
         for o in observers:
             o.on_finish(plan, error)

@@ -23,7 +23,11 @@ Building it is all the graph work a run does:
    (``s3 = f2(s1, s0)``...), reusing local names after a value's last read.  It
    runs a chain of trivial ops at the speed of the equivalent hand-written
    numpy loop.  A kernel error inside it is traced back to its op through the
-   line number.
+   line number.  Its timed twin (``compile_timed``) reads the clock after
+   each op; where a trace wants output shapes it stores only those that
+   neither the graph nor the fed shapes determine (``shapes_given_feeds``
+   works the rest out once per feed-shape signature with the ops' own
+   shape inference).
 
 **Devices.**  ``place(op)`` (the session's ``flowbook.placement.Placer``)
 says where each op runs; ``plan.devices`` holds the answer per op.  Where an
@@ -54,8 +58,9 @@ from flowbook.devices import CPU, Device
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph_edit import stale_error
 from flowbook.placement import CopyOp, insert_copies
+from flowbook.registry import Out
 from flowbook.tensor import Operation, Tensor
-from flowbook.tensor_shape import fmt
+from flowbook.tensor_shape import compatible, fmt
 
 DISCARD = 0  # the slot for values nobody reads
 COMPILE_AFTER_RUNS = 1  # compile a plan once it has run this many times
@@ -87,6 +92,10 @@ class Plan:
         self.devices: list[Device] = []  # per op: where it runs (copies included)
         self.copies: list[CopyOp] = []  # the copy nodes between devices, in order (often none)
         self.off_host = False  # whether some op runs off the CPU (its kernels may be device-timed)
+        # timed twins of ``compiled`` by the ops whose shapes they record (``compile_timed``)
+        self.timed: dict[tuple[int, ...] | None, Any] = {}
+        # feed shapes -> (ops to record, shapes known without) (``shapes_given_feeds``)
+        self.given_feeds: dict[tuple[Any, ...], tuple[tuple[int, ...], list[Any]]] = {}
         # feed shapes of the last threaded run of a plan with heavy ops, if it sent no kernel
         # to the pool (then runs with feeds of those shapes may take the straight line)
         self.inline_feeds: tuple[Any, ...] | None = None
@@ -280,22 +289,29 @@ def compile_plan(plan: Plan) -> None:
     plan.compiled = _define(plan, source, "run")
 
 
-def compile_timed(plan: Plan, keep_shapes: bool) -> tuple[Callable[..., list[Any]], dict[int, int]]:
-    """The timed twin of ``plan.compiled`` and its line map (made once per ``keep_shapes``).
+def compile_timed(
+    plan: Plan, record: tuple[int, ...] | None
+) -> tuple[Callable[..., list[Any]], dict[int, int]]:
+    """The timed twin of ``plan.compiled`` and its line map (made once per ``record``).
 
     ``run_timed(feeds, st, clock, shapes)`` runs the same straight line and
     sets ``st[0]`` to ``clock()`` before the first kernel and ``st[i + 1]``
     after kernel i: op i ran from ``st[i]`` to ``st[i + 1]`` (one clock read
     per op; the little bookkeeping between two kernels counts in the next op;
     ``st`` comes filled with zeros, so a failed run leaves the rest at 0).
-    With ``keep_shapes`` it also stores the shapes of the outputs of ops whose
-    static shapes are not fully known in ``shapes``.
+    ``record`` (see ``shapes_given_feeds``), when given, marks the ops whose
+    output shapes the run stores in ``shapes[i]``: 1 for an op with one
+    output, 2 for one with several.
     """
-    made = plan.__dict__.setdefault("_compiled_timed", [None, None])  # by keep_shapes
-    if made[keep_shapes] is None:
-        source, line_to_op = _straight_line(plan, timed=True, keep_shapes=keep_shapes)
-        made[keep_shapes] = (_define(plan, source, "run_timed"), line_to_op)
-    return made[keep_shapes]
+    made = plan.timed
+    key = record if record is None or any(record) else None  # nothing to record: one twin
+    twin = made.get(key)
+    if twin is None:
+        if len(made) >= MAX_SHAPE_SIGNATURES:
+            made.clear()
+        source, line_to_op = _straight_line(plan, timed=True, record=key)
+        twin = made[key] = (_define(plan, source, "run_timed"), line_to_op)
+    return twin
 
 
 def _define(plan: Plan, source: str, name: str) -> Callable[..., list[Any]]:
@@ -323,14 +339,108 @@ def dynamic_shapes(plan: Plan) -> list[int]:
     return dynamic
 
 
+def shapes_given_feeds(
+    plan: Plan, feed_shapes: tuple[Any, ...]
+) -> tuple[tuple[int, ...], list[Any]]:
+    """What a timed run fed values of ``feed_shapes`` must record, and the shapes it need not.
+
+    Most statically unknown dims are a batch size the feeds fix (``x`` is
+    ``[None, 64]``, so ``matmul(x, W)`` is ``[None, 128]``): given the fed
+    shapes, each op's ``infer`` (the graph's own shape inference) run again
+    on inputs of the shapes worked out so far gives its actual output shapes.
+    Returns ``(record, known)``, per op: ``record[i]`` as ``dynamic_shapes``
+    says for the ops whose shapes stay unknown even so (``tf.where``, a
+    reshape to a fed shape: the run records those), else 0; ``known[i]`` the
+    bare shape (a list of them for several outputs) of each op whose shapes
+    the feeds determine, None where the graph's static shapes say it all or
+    the run records them.  Cached per plan for a few feed signatures.
+
+    >>> import flowbook as fb
+    >>> from flowbook.plan import build_plan
+    >>> with fb.Graph().as_default() as g:
+    ...     x = fb.placeholder(fb.float32, [None, 3]); y = fb.reduce_sum(x * 2.0, 1)
+    ...     n = fb.range(fb.cast(fb.reduce_max(y), fb.int32))  # its length is data
+    ...     plan = build_plan(g, [y, n], [], [x], bind=lambda op: None)
+    >>> record, known = shapes_given_feeds(plan, ((5, 3),))
+    >>> [(op.type, r, k) for op, r, k in zip(plan.ops, record, known) if r or k]
+    [('Mul', 0, (5, 3)), ('Sum', 0, (5,)), ('Range', 1, None)]
+    """
+    cache = plan.given_feeds
+    hit = cache.get(feed_shapes)
+    if hit is None:
+        if len(cache) >= MAX_SHAPE_SIGNATURES:
+            cache.clear()
+        hit = cache[feed_shapes] = _propagate_shapes(plan, feed_shapes)
+    return hit
+
+
+MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a plan keeps shapes and timed twins for
+
+
+def _propagate_shapes(plan: Plan, feed_shapes: tuple[Any, ...]) -> tuple[tuple[int, ...], list]:
+    from flowbook.ops.constant_op import given_shapes  # the op library imports the graph
+
+    static = dynamic_shapes(plan)
+    record = list(static)
+    known: list[Any] = [None] * len(plan.ops)
+    shape_of: dict[int, Any] = dict(zip(plan.feed_slots, feed_shapes))  # slot -> actual shape
+    fed_slots = set(plan.feed_slots)
+    given: dict[Tensor, Any] = {}  # tensor -> actual shape, for constant_value
+    fed: set[Tensor] = set()
+    with given_shapes(given, fed):
+        for i, op in enumerate(plan.ops):
+            in_shapes = []
+            for t, s in zip(op.inputs, plan.inputs[i]):
+                shape = shape_of.get(s)
+                in_shapes.append(shape)
+                if shape is not None:
+                    given[t] = shape
+                if s in fed_slots:
+                    fed.add(t)
+            shapes: list[Any] | None = None
+            if static[i]:
+                shapes = _infer_given(op, in_shapes)
+                if shapes is not None:
+                    record[i] = 0
+                    known[i] = shapes[0] if static[i] == 1 else shapes
+            if shapes is None:
+                shapes = [t._shape for t in op.outputs]
+            for t, s, shape in zip(op.outputs, plan.outputs[i], shapes):
+                given[t] = shape
+                if s != DISCARD:
+                    shape_of[s] = shape
+    return tuple(record), known
+
+
+def _infer_given(op: Operation, in_shapes: list[Any]) -> list[Any] | None:
+    """``op``'s output shapes for inputs of ``in_shapes`` (None: static), if fully known."""
+    if isinstance(op, CopyOp):
+        outs: list[Any] = [in_shapes[0]]
+    else:
+        ins = [
+            t if shape is None else Tensor(t.op, t.value_index, t.dtype, shape)
+            for t, shape in zip(op.inputs, in_shapes)
+        ]
+        try:
+            inferred = op._opdef.infer(*ins, **op.attrs)
+        except Exception:  # the kernel will say what is wrong, and the run records
+            return None
+        outs = [o.shape for o in ([inferred] if isinstance(inferred, Out) else inferred)]
+    if len(outs) != len(op.outputs):
+        return None
+    for shape, t in zip(outs, op.outputs):
+        if shape is None or None in shape or not compatible(t._shape, shape):
+            return None
+    return [tuple(shape) for shape in outs]
+
+
 def _straight_line(
-    plan: Plan, timed: bool, keep_shapes: bool = False
+    plan: Plan, timed: bool, record: tuple[int, ...] | None = None
 ) -> tuple[str, dict[int, int]]:
     """The source of the straight-line function (``run`` or ``run_timed``) and its line map."""
     names: dict[int, str] = {}  # live slot -> local variable name
     free_names: list[str] = []
     counter = 0
-    dynamic = dynamic_shapes(plan) if keep_shapes else None
 
     def new_name() -> str:
         nonlocal counter
@@ -374,9 +484,9 @@ def _straight_line(
                     unpack = f"; {', '.join(targets)}{comma} = _r"
                 lines.append(f"    _r = {call}; st[{i + 1}] = clock(){unpack}")
             line_to_op[len(lines)] = i
-            if dynamic is not None and dynamic[i]:  # the shapes, not the arrays (freed)
+            if record is not None and record[i]:  # the shapes, not the arrays (freed)
                 shape = f"{out}.shape"  # the dtype is the graph's (RunTimings.shapes adds it)
-                if dynamic[i] == 2:
+                if record[i] == 2:
                     shape = f"[o.shape for o in {out}]"
                 lines.append(f"    try: shapes[{i}] = {shape}")
                 lines.append("    except AttributeError: pass  # not arrays: as the graph says")

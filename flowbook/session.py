@@ -198,18 +198,25 @@ class BaseSession:
         or a run that may use the pool take the threaded scheduler.
         """
         with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            straight = not timeout and (
-                not plan.any_heavy or plan.inline_feeds == executor.feed_shapes(feed_values)
-            )
+            shapes = None  # the fed values' shapes, where read
+            if timeout:
+                straight = False
+            elif plan.any_heavy:
+                shapes = executor.feed_shapes(feed_values)
+                straight = plan.inline_feeds == shapes
+            else:
+                straight = True
             # a timed run off the CPU needs the scheduler's device timers (CUDA events)
-            timed_ok = not plan.off_host and executor.timings_only(observers)
-            if straight and (not observers or timed_ok):
+            hooks = executor.timings_hooks(observers) if observers and not plan.off_host else None
+            if straight and (not observers or hooks):
                 plan.runs += 1
                 if plan.compiled is None and (plan.runs > COMPILE_AFTER_RUNS or plan.any_heavy):
                     compile_plan(plan)
                 if plan.compiled is not None:
-                    if observers:
-                        return executor.run_compiled_timed(plan, feed_values, observers)
+                    if hooks:
+                        return executor.run_compiled_timed(
+                            plan, feed_values, observers, hooks, shapes
+                        )
                     return executor.run_compiled(plan, feed_values)
                 if not observers:
                     return executor.run_serial(plan, feed_values)

@@ -11,6 +11,8 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import flowbook as tf
 import flowbook.timeline  # tf.timeline, as TF's `from tensorflow.python.client import timeline`
@@ -342,7 +344,7 @@ def test_repeated_traced_runs_of_a_cheap_plan_keep_its_straight_line():
         for _ in range(2):
             value, nodes, (before, after), _ = traced(sess, z, feed)
         plan = list(sess._plans.values())[-1]
-        assert plan.__dict__["_compiled_timed"][True] is not None  # the timed straight line ran
+        assert plan.timed  # the timed straight line ran
         assert value == first == sess.run(z, feed)
     assert sorted(n.node_name for n in nodes) == sorted(n.node_name for n in nodes1)
     assert {n.thread_id for n in nodes} == {me}
@@ -354,7 +356,7 @@ def test_repeated_traced_runs_of_a_cheap_plan_keep_its_straight_line():
         for t in tf.get_default_graph().get_operation_by_name(n.node_name).inputs:
             if t.op.name in by_name:
                 assert end(by_name[t.op.name]) <= n.all_start_micros
-    shape = by_name["a19"].output[0].tensor_description.shape  # dynamic: recorded in the run
+    shape = by_name["a19"].output[0].tensor_description.shape  # [None] statically: the feed says
     assert shape == [4]
     assert by_name["z"].output[0].tensor_description.shape == []
 
@@ -372,3 +374,48 @@ def test_a_failing_traced_straight_line_names_the_op_and_reports_what_ran():
         assert sess.run(y, {x: np.ones(4)}).shape == (2, 2)  # the session goes on
     names = [n.node_name for n in md.step_stats.dev_stats[0].node_stats]
     assert "sq" in names and "bad" not in names
+
+
+# ------------------- output shapes of traced straight-line runs, given the fed shapes
+LAYERS = [  # each maps a [batch, 3] float32 tensor to another
+    lambda t: t * 2.0,
+    lambda t: t + tf.constant([1.0, 2.0, 3.0]),
+    lambda t: tf.reshape(tf.reshape(t, [-1]), tf.shape(t)),
+    lambda t: tf.nn.relu(t) - tf.reduce_mean(t, axis=0),
+    lambda t: tf.tile(t, [2, 1])[: tf.shape(t)[0]],
+    lambda t: tf.concat([t, t], 0)[::2],
+    lambda t: t * tf.reduce_sum(t, axis=1, keepdims=True),
+    lambda t: tf.matmul(t, tf.ones([3, 3])),
+    lambda t: tf.expand_dims(t, 1)[:, 0, :] / (1.0 + tf.cast(tf.size(t), tf.float32)),
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.integers(0, len(LAYERS) - 1), min_size=1, max_size=6),
+    st.lists(st.integers(1, 5), min_size=1, max_size=4),
+)
+def test_traced_shapes_given_the_feeds_match_the_outputs(layers, batches):
+    """A timed straight-line run records only shapes the fed shapes do not determine; what
+    it reports for every op, gradients' shape arithmetic and data-dependent ops included,
+    is the shape the op produced."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        t = x
+        for k in layers:
+            t = LAYERS[k](t)
+        (grad,) = tf.gradients(tf.reduce_sum(t), [x])
+        fetches = [grad, tf.where(x > 0.5), tf.range(tf.shape(t)[0])]  # where: data decides
+        rng = np.random.default_rng(len(layers))
+        for batch in batches:
+            feed = {x: rng.random((batch, 3), dtype=np.float32)}
+            for _ in range(3):  # the scheduler, then the compiled straight line, timed
+                _, nodes, _, _ = traced(sess, fetches, feed)
+            plan = next(p for p in sess._plans.values() if p.timed)
+            tensors = [o for op in plan.ops for o in op.outputs]
+            actual = dict(zip(tensors, sess.run(tensors, feed)))
+            ops = {op.name: op for op in plan.ops}
+            assert sorted(n.node_name for n in nodes) == sorted(ops)
+            for n in nodes:
+                for desc, out in zip(n.output, ops[n.node_name].outputs):
+                    assert desc.tensor_description.shape == list(np.shape(actual[out])), n

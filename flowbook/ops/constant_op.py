@@ -13,6 +13,9 @@ numbers, lists, numpy arrays, tensors and variables alike.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -187,6 +190,39 @@ def _const_tensor(value: Any, dtype: Any, name: str | None) -> Tensor:
 
 FOLD_LIMIT = 4096  # largest input (in elements) constant_value folds at build time
 
+# While a plan works out its shapes for given feeds (``flowbook.plan.shapes_given_feeds``):
+# (tensor -> its actual shape, the fed tensors, whose values the graph does not determine)
+_GIVEN: ContextVar[tuple[dict[Tensor, Any], set[Tensor]] | None] = ContextVar(
+    "given_shapes", default=None
+)
+
+
+@contextmanager
+def given_shapes(shapes: dict[Tensor, Any], fed: set[Tensor]) -> Iterator[None]:
+    """Inside, ``constant_value`` reads ``shapes`` before the graph's static shapes, and
+    knows no value of a tensor in ``fed``.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default():
+    ...     x = fb.placeholder(fb.float32, [None, 3]); n = fb.shape(x)[0] * 2
+    ...     with given_shapes({x: (5, 3)}, {x}):
+    ...         int(constant_value(n))
+    ...     constant_value(n) is None
+    10
+    True
+    """
+    token = _GIVEN.set((shapes, fed))
+    try:
+        yield
+    finally:
+        _GIVEN.reset(token)
+
+
+def _static_shape(t: Tensor) -> Any:
+    """``t``'s shape as far as known: its given shape (see ``given_shapes``), else static."""
+    given = _GIVEN.get()
+    return t._shape if given is None else given[0].get(t, t._shape)
+
 
 def constant_value(tensor: Tensor, _depth: int = 0) -> np.ndarray | None:
     """The value of a tensor when the graph alone determines it, else None.
@@ -204,18 +240,21 @@ def constant_value(tensor: Tensor, _depth: int = 0) -> np.ndarray | None:
     """
     op = tensor.op
     t = op.type
+    given = _GIVEN.get()
+    if given is not None and op.outputs[tensor.value_index] in given[1]:
+        return None  # fed: its value is the feed's
     if t == "Const":
         return op.attrs["value"]
     if t == "Shape":
-        s = op.inputs[0]._shape
+        s = _static_shape(op.inputs[0])
         if s is not None and None not in s:
             return np.array(s, dtype=op.outputs[0].dtype.np)
         return None
     if t == "Size":
-        n = num_elements(op.inputs[0]._shape)
+        n = num_elements(_static_shape(op.inputs[0]))
         return None if n is None else np.array(n, dtype=op.outputs[0].dtype.np)
     if t == "Rank":
-        s = op.inputs[0]._shape
+        s = _static_shape(op.inputs[0])
         return None if s is None else np.array(len(s), dtype=np.int32)
     opdef = op._opdef
     if opdef.stateful or opdef.kernel is None or t == "Placeholder" or _depth > 32:
@@ -247,7 +286,7 @@ def partial_shape_value(tensor: Tensor) -> tuple[int | None, ...] | None:
         return tuple(None if int(d) == -1 else int(d) for d in np.ravel(v))
     op = tensor.op
     if op.type == "Shape":
-        return op.inputs[0]._shape
+        return _static_shape(op.inputs[0])
     if op.type == "Pack":
         dims: list[int | None] = []
         for x in op.inputs:
