@@ -71,10 +71,9 @@ from flowbook import errors
 from flowbook.plan import (
     DISCARD,
     Plan,
-    compile_timed,
     dynamic_shapes,
     op_index_from_traceback,
-    shapes_given_feeds,
+    timed_twin,
 )
 from flowbook.tensor import Operation
 from flowbook.timings import KernelTiming, RunTimings, producers
@@ -267,17 +266,26 @@ def timings_hooks(observers: Sequence[Observer]) -> list[Callable[..., Any]] | N
     """
     hooks = []
     for o in observers:
-        overridden = _overridden(type(o))
-        own = getattr(o, "__dict__", ())
-        for h in _PER_OP:
-            if h in overridden or h in own:
-                return None
-        if "on_timings" in overridden or "on_timings" in own:
+        per_op, timings = _wants(type(o))
+        own = getattr(o, "__dict__", None)
+        if own and not own.keys().isdisjoint(_HOOKS):  # hooks bound on the instance
+            per_op = per_op or not own.keys().isdisjoint(_PER_OP)
+            timings = timings or "on_timings" in own
+        if per_op:
+            return None
+        if timings:
             hooks.append(o.on_timings)
     return hooks or None
 
 
 _PER_OP = ("before_op", "after_op", "on_kernel")
+
+
+@cache
+def _wants(cls: type) -> tuple[bool, bool]:
+    """(whether a class of observers overrides a per-op hook, whether it overrides on_timings)."""
+    hooks = _overridden(cls)
+    return not hooks.isdisjoint(_PER_OP), "on_timings" in hooks
 
 
 def run_compiled_timed(
@@ -287,7 +295,7 @@ def run_compiled_timed(
     hooks: Sequence[Callable[..., Any]],
     shapes_key: tuple[Any, ...] | None = None,
 ) -> list[Any]:
-    """Run the plan's straight line with each kernel timed (``plan.compile_timed``).
+    """Run the plan's straight line with each kernel timed (``plan.timed_twin``).
 
     For plans whose untimed runs take the compiled path (no heavy op, all on
     the CPU) and observers that only want ``on_timings`` (``hooks``, from
@@ -295,22 +303,24 @@ def run_compiled_timed(
     calling thread in the static order, and costs one clock read and its
     store per op.  When an observer ``keeps_shapes``, the run stores the
     output shapes of the ops whose shapes neither the graph nor the fed
-    shapes (``shapes_key``, default: read from ``feeds``) determine
-    (``plan.shapes_given_feeds``).
+    shapes (``shapes_key``, default: read from ``feeds``) determine.
     """
-    record = shapes = None
+    keep = False
     for o in observers:
         o.on_start(plan)
-        if o.keeps_shapes and shapes is None:
-            record, known = shapes_given_feeds(
-                plan, feed_shapes(feeds) if shapes_key is None else shapes_key
-            )
-            shapes = known.copy()  # the run fills in the ops it records
-    run_timed, line_to_op = compile_timed(plan, record)
-    stamps = [0] * (len(plan.ops) + 1)  # the run's start, then each kernel's end (0: did not run)
+        keep = keep or o.keeps_shapes
+    if keep:
+        key = feed_shapes(feeds) if shapes_key is None else shapes_key
+        run_timed, line_to_op, shapes, records = timed_twin(plan, key)
+        if records:  # the run fills in the shapes it records: a list of its own
+            shapes = shapes.copy()  # type: ignore[union-attr]
+    else:
+        run_timed, line_to_op, shapes, _ = timed_twin(plan, None)
+    # perf_counter() seconds: the run's start, then each kernel's end (0: did not run)
+    stamps = [0.0] * (len(plan.ops) + 1)
     error: BaseException | None = None
     try:
-        return run_timed(feeds, stamps, time.perf_counter_ns, shapes)
+        return run_timed(feeds, stamps, time.perf_counter, shapes)
     except BaseException as e:
         error = e
         i = op_index_from_traceback(plan, e.__traceback__, line_to_op)

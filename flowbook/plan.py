@@ -94,8 +94,9 @@ class Plan:
         self.off_host = False  # whether some op runs off the CPU (its kernels may be device-timed)
         # timed twins of ``compiled`` by the ops whose shapes they record (``compile_timed``)
         self.timed: dict[tuple[int, ...] | None, Any] = {}
-        # feed shapes -> (ops to record, shapes known without) (``shapes_given_feeds``)
-        self.given_feeds: dict[tuple[Any, ...], tuple[tuple[int, ...], list[Any]]] = {}
+        # feed shapes -> (timed twin, its line map, the shapes it need not record, whether it
+        # records any): see timed_twin
+        self.given_feeds: dict[tuple[Any, ...], tuple[Any, dict[int, int], list[Any], bool]] = {}
         # feed shapes of the last threaded run of a plan with heavy ops, if it sent no kernel
         # to the pool (then runs with feeds of those shapes may take the straight line)
         self.inline_feeds: tuple[Any, ...] | None = None
@@ -290,7 +291,7 @@ def compile_plan(plan: Plan) -> None:
 
 
 def compile_timed(
-    plan: Plan, record: tuple[int, ...] | None
+    plan: Plan, record: tuple[int, ...] | None = None
 ) -> tuple[Callable[..., list[Any]], dict[int, int]]:
     """The timed twin of ``plan.compiled`` and its line map (made once per ``record``).
 
@@ -303,15 +304,40 @@ def compile_timed(
     output shapes the run stores in ``shapes[i]``: 1 for an op with one
     output, 2 for one with several.
     """
-    made = plan.timed
-    key = record if record is None or any(record) else None  # nothing to record: one twin
-    twin = made.get(key)
+    twin = plan.timed.get(record)
     if twin is None:
-        if len(made) >= MAX_SHAPE_SIGNATURES:
-            made.clear()
-        source, line_to_op = _straight_line(plan, timed=True, record=key)
-        twin = made[key] = (_define(plan, source, "run_timed"), line_to_op)
+        if len(plan.timed) >= MAX_SHAPE_SIGNATURES:
+            plan.timed.clear()
+        source, line_to_op = _straight_line(plan, timed=True, record=record)
+        twin = plan.timed[record] = (_define(plan, source, "run_timed"), line_to_op)
     return twin
+
+
+MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a plan keeps timed twins and shapes for
+
+
+def timed_twin(
+    plan: Plan, feed_shapes: tuple[Any, ...] | None
+) -> tuple[Callable[..., list[Any]], dict[int, int], list[Any] | None, bool]:
+    """``(run_timed, line_to_op, known, records)`` for a timed run fed values of ``feed_shapes``.
+
+    With ``feed_shapes`` (a trace that wants output shapes), the twin records
+    only the shapes the feeds do not determine (``records``: whether there
+    are any) and ``known`` holds the others (``shapes_given_feeds``); with
+    None it records none and ``known`` is None.  Cached per feed-shape
+    signature, so a run pays one dict lookup.
+    """
+    if feed_shapes is None:
+        return (*compile_timed(plan), None, False)
+    entry = plan.given_feeds.get(feed_shapes)
+    if entry is None:
+        if len(plan.given_feeds) >= MAX_SHAPE_SIGNATURES:
+            plan.given_feeds.clear()
+        record, known = shapes_given_feeds(plan, feed_shapes)
+        records = any(record)
+        twin = compile_timed(plan, record if records else None)
+        entry = plan.given_feeds[feed_shapes] = (*twin, known, records)
+    return entry
 
 
 def _define(plan: Plan, source: str, name: str) -> Callable[..., list[Any]]:
@@ -353,7 +379,7 @@ def shapes_given_feeds(
     reshape to a fed shape: the run records those), else 0; ``known[i]`` the
     bare shape (a list of them for several outputs) of each op whose shapes
     the feeds determine, None where the graph's static shapes say it all or
-    the run records them.  Cached per plan for a few feed signatures.
+    the run records them.  ``timed_twin`` caches it per feed signature.
 
     >>> import flowbook as fb
     >>> from flowbook.plan import build_plan
@@ -365,19 +391,6 @@ def shapes_given_feeds(
     >>> [(op.type, r, k) for op, r, k in zip(plan.ops, record, known) if r or k]
     [('Mul', 0, (5, 3)), ('Sum', 0, (5,)), ('Range', 1, None)]
     """
-    cache = plan.given_feeds
-    hit = cache.get(feed_shapes)
-    if hit is None:
-        if len(cache) >= MAX_SHAPE_SIGNATURES:
-            cache.clear()
-        hit = cache[feed_shapes] = _propagate_shapes(plan, feed_shapes)
-    return hit
-
-
-MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a plan keeps shapes and timed twins for
-
-
-def _propagate_shapes(plan: Plan, feed_shapes: tuple[Any, ...]) -> tuple[tuple[int, ...], list]:
     from flowbook.ops.constant_op import given_shapes  # the op library imports the graph
 
     static = dynamic_shapes(plan)

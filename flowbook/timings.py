@@ -86,12 +86,17 @@ class RunTimings:
 
     @classmethod
     def from_stamps(
-        cls, plan: Plan, stamps: list[int], shapes: list[Any] | None, thread: int
+        cls, plan: Plan, stamps: list[float], shapes: list[Any] | None, thread: int
     ) -> RunTimings:
-        """Timings of a straight-line run: ops 0, 1, ... in order, op i from stamp i to i + 1."""
+        """Timings of a straight-line run: ops 0, 1, ... in order, op i from stamp i to i + 1.
+
+        The stamps are ``time.perf_counter()`` seconds (0 where an op did not
+        run): a float costs the run less than an int (Python keeps a free list
+        of them); they are turned into ``perf_counter_ns`` nanoseconds when read.
+        """
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, plan, None
-        t._log = (plan, stamps, stamps[0], thread)
+        t._log = (plan, stamps, 0, thread)
         return t
 
     def _built(self) -> tuple[list[int], ...]:
@@ -101,7 +106,8 @@ class RunTimings:
             starts, ends, threads = [0] * n, [0] * n, [thread or 0] * n
             if thread is not None:  # the stamps of a straight-line run (from_stamps)
                 ran = log.index(0, 1) - 1 if 0 in log else n  # a failed run: ops before it
-                log = log[: ran + 1]
+                log = [round(s * 1e9) for s in log[: ran + 1]]  # seconds -> ns
+                t0 = log[0]
                 order = list(range(ran))
                 starts[: len(order)], ends[: len(order)] = log[:-1], log[1:]
             else:  # (op, start, end, thread) in finish order
