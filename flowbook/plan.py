@@ -325,15 +325,22 @@ def timed_twin(
     only the shapes the feeds do not determine (``records``: whether there
     are any) and ``known`` holds the others (``shapes_given_feeds``); with
     None it records none and ``known`` is None.  Cached per feed-shape
-    signature, so a run pays one dict lookup.
+    signature, so a run pays one dict lookup; past ``MAX_SHAPE_SIGNATURES``
+    signatures a plan stops working shapes out and records all it does not
+    know statically.
     """
     if feed_shapes is None:
         return (*compile_timed(plan), None, False)
     entry = plan.given_feeds.get(feed_shapes)
     if entry is None:
-        if len(plan.given_feeds) >= MAX_SHAPE_SIGNATURES:
-            plan.given_feeds.clear()
-        record, known = shapes_given_feeds(plan, feed_shapes)
+        if len(plan.given_feeds) < MAX_SHAPE_SIGNATURES:
+            record, known = shapes_given_feeds(plan, feed_shapes)
+        else:  # feeds of ever new shapes: record every shape the graph leaves open
+            feed_shapes = ()  # one entry for all of them (a plan with feeds has no empty one)
+            entry = plan.given_feeds.get(feed_shapes)
+            if entry is not None:
+                return entry
+            record, known = tuple(dynamic_shapes(plan)), [None] * len(plan.ops)
         records = any(record)
         twin = compile_timed(plan, record if records else None)
         entry = plan.given_feeds[feed_shapes] = (*twin, known, records)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import flowbook as tf
 import flowbook.timeline  # tf.timeline, as TF's `from tensorflow.python.client import timeline`
+from flowbook.plan import MAX_SHAPE_SIGNATURES
 from flowbook.profiling import CPU_DEVICE, LazyStepStats, StepStatsCollector, profile
 from flowbook.step_stats import StepStats
 from flowbook.timings import RunTimings
@@ -419,3 +420,18 @@ def test_traced_shapes_given_the_feeds_match_the_outputs(layers, batches):
             for n in nodes:
                 for desc, out in zip(n.output, ops[n.node_name].outputs):
                     assert desc.tensor_description.shape == list(np.shape(actual[out])), n
+
+
+def test_feeds_of_ever_new_shapes_fall_back_to_recording_what_the_graph_leaves_open():
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    y = tf.reduce_sum(tf.square(x, name="sq"), axis=0, name="y")
+    with tf.Session() as sess:
+        for batch in range(1, 2 * MAX_SHAPE_SIGNATURES + 2):
+            feed = {x: np.ones((batch, 2), np.float32)}
+            for _ in range(2):  # the second run takes the timed straight line
+                _, nodes, _, _ = traced(sess, y, feed)
+            sq = next(n for n in nodes if n.node_name == "sq")
+            assert sq.output[0].tensor_description.shape == [batch, 2]
+        plan = next(iter(sess._plans.values()))
+        assert len(plan.given_feeds) == MAX_SHAPE_SIGNATURES + 1  # the last: every new shape
+        assert () in plan.given_feeds
