@@ -7,53 +7,16 @@ JupyterLab is needed.  Screenshots land in ``test-output/browser/``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 import flowbook as fb
 from flowbook.gpu_sim import simulate_gpu
-from flowbook.notebook import live
+
+from standin_states import layouts, live_states, set_trait, show
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
-
-
-class _View:
-    def push(self, state: dict) -> None:
-        self.state = json.loads(json.dumps(state))
-
-
-def _states(graph: fb.Graph, run) -> dict:
-    """The graph and run states a view of ``graph`` gets after ``run(session)``."""
-    hub = live.live_graph(graph)
-    view = _View()
-    hub.add_view(view)
-    try:
-        with graph.as_default(), fb.Session(graph=graph) as s:
-            run(s)
-        live.FLUSHER.flush_now()
-        return hub.state(("graph", "run", "stepper"))
-    finally:
-        hub.remove_view(view)
-
-
-def _set(page, key: str, value) -> None:
-    page.evaluate("([k, v]) => window.flowbookPage.set(k, v)", [key, value])
-
-
-def _layouts(page) -> int:
-    return int(page.evaluate("() => document.querySelector('[data-flowbook-nodes]')"
-                             ".dataset.flowbookLayouts || '0'"))  # fmt: skip
-
-
-def _show(page, state: dict) -> None:
-    _set(page, "run", state["run"])
-    _set(page, "graph", state["graph"])
-    page.wait_for_function(
-        "v => document.querySelector('[data-flowbook-nodes]').dataset.flowbookVersion === v",
-        arg=str(state["graph"]["version"]),
-    )
 
 
 def _copy_names(page) -> list[str]:
@@ -81,10 +44,10 @@ def test_copy_nodes_sit_on_the_edges_they_split_and_ops_show_their_device(
     page = standin_page
     with simulate_gpu():
         g, run = _mlp_on_gpu(mixed_devices)
-        state = _states(g, run)
+        state = live_states(g, run)
     copies = {c["name"]: c for c in state["run"]["copies"]}
     assert set(copies) == {"x/_copy_to_GPU_0", "layer/h/_copy_to_CPU_0", "loss/_copy_to_CPU_0"}
-    _show(page, state)
+    show(page, state)
     page.wait_for_selector('.fb-node[data-kind="copy"]')
     assert sorted(_copy_names(page)) == sorted(copies)
     for name in copies:  # the run overlay reaches copy nodes: done, with a time
@@ -124,11 +87,11 @@ def test_copy_nodes_sit_on_the_edges_they_split_and_ops_show_their_device(
     assert "CPU:0" in details.inner_text()
 
     # the same copies in the next run: no new layout; a CPU-only run takes them away
-    before = _layouts(page)
-    _set(page, "run", {**state["run"], "seq": state["run"]["seq"] + 1})
+    before = layouts(page)
+    set_trait(page, "run", {**state["run"], "seq": state["run"]["seq"] + 1})
     page.wait_for_timeout(300)
-    assert _layouts(page) == before and len(_copy_names(page)) == 3
-    _set(page, "run", {**state["run"], "seq": 99, "placement": {}, "copies": []})
+    assert layouts(page) == before and len(_copy_names(page)) == 3
+    set_trait(page, "run", {**state["run"], "seq": 99, "placement": {}, "copies": []})
     page.wait_for_function("n => Number(document.querySelector('[data-flowbook-nodes]')"
                            ".dataset.flowbookLayouts) > n", arg=before)  # fmt: skip
     assert _copy_names(page) == []
@@ -153,11 +116,11 @@ def test_collapsed_scopes_keep_copies_between_their_boxes(standin_page):
                     c = fb.add(v, 1.0, name="on_cpu")
                 out = fb.multiply(c, 2.0, name="on_gpu")
 
-        state = _states(g, lambda s: s.run(out, {x: np.ones(4, np.float32)}))
+        state = live_states(g, lambda s: s.run(out, {x: np.ones(4, np.float32)}))
     names = {c["name"] for c in state["run"]["copies"]}
     internal = "mixed/on_cpu/_copy_to_GPU_0"
     assert internal in names and len(names) == 4  # prep up, net down, on_cpu up, on_gpu down
-    _show(page, state)
+    show(page, state)
     page.wait_for_selector('.fb-node[data-kind="copy"]')
     shown = set(_copy_names(page))
     assert internal not in shown and shown == names - {internal}
@@ -192,10 +155,10 @@ def test_copies_that_fold_onto_the_same_boxes_share_one(standin_page):
                     v = v * 1.5
                     if k % 15 == 0:
                         outs.append(v)
-        state = _states(g, lambda s: s.run(outs, {x: np.ones(4, np.float32)}))
+        state = live_states(g, lambda s: s.run(outs, {x: np.ones(4, np.float32)}))
     fetched = sorted(c["name"] for c in state["run"]["copies"] if c["fetch"])
     assert len(fetched) == 3
-    _show(page, state)
+    show(page, state)
     page.wait_for_selector('.fb-node[data-kind="copy"]')
     boxes = _copy_names(page)
     merged = next(b for b in boxes if b.startswith(fetched[0].split("/_copy")[0]) and "(+" in b)

@@ -19,7 +19,9 @@
 
 import type { Group, Leaf, Visible, VisibleGraph } from './hierarchy';
 import type { Edge } from './layout';
-import type { CopySpec, NodeSpec } from './types';
+import type { CopySpec, NodeSpec, RunState, StepperState } from './types';
+
+const MAX_COPIES = 2000; // copies kept over runs; past it, only the latest run's
 
 export interface CopyLayout {
   boxes: Leaf[]; // one per drawn copy box, to lay out beside the visible boxes
@@ -36,6 +38,82 @@ export const EMPTY_COPIES: CopyLayout = {
   byName: new Map(),
   boxOf: new Map()
 };
+
+/**
+ * The copy nodes of the runs shown, by name, readers merged over runs.
+ * Copies stay over runs (runs of different plans would otherwise relayout
+ * each time) and are dimmed when the run shown did not use them; a run
+ * wholly on the CPU clears them. `fold` says when the set to lay out
+ * changed, which is when the view lays out again.
+ */
+export class CopySet {
+  private readonly specs = new Map<string, CopySpec>();
+  private sig = ''; // copySignature of `specs` when `fold` last said it changed
+
+  get size(): number {
+    return this.specs.size;
+  }
+
+  get(name: string): CopySpec | undefined {
+    return this.specs.get(name);
+  }
+
+  names(): IterableIterator<string> {
+    return this.specs.keys();
+  }
+
+  values(): IterableIterator<CopySpec> {
+    return this.specs.values();
+  }
+
+  /** Forget every copy (another graph: the copies seen were between its ops). */
+  clear(): void {
+    this.specs.clear();
+    this.sig = '';
+  }
+
+  /** Fold in the copies of a run (and of the stepper's plan); true when the set changed. */
+  fold(run: RunState, st: StepperState): boolean {
+    const specs = this.specs;
+    const lists = st.active ? [run.copies, st.copies] : [run.copies];
+    let changed = false;
+    const cpuOnly = run.seq > 0 && run.copies.length === 0 && isEmpty(run.placement);
+    if (cpuOnly && !(st.active && st.copies.length > 0) && specs.size > 0) {
+      specs.clear();
+      changed = true;
+    }
+    if (specs.size + run.copies.length > MAX_COPIES) {
+      specs.clear();
+      changed = true;
+    }
+    for (const list of lists) {
+      for (const c of list) {
+        const old = specs.get(c.name);
+        const merged = old ? mergeCopy(old, c) : c;
+        if (merged) {
+          specs.set(c.name, merged);
+          changed = true;
+        }
+      }
+    }
+    if (!changed) {
+      return false;
+    }
+    const sig = copySignature(specs.values());
+    if (sig === this.sig) {
+      return false;
+    }
+    this.sig = sig;
+    return true;
+  }
+}
+
+function isEmpty(o: Record<string, unknown>): boolean {
+  for (const _ in o) {
+    return false;
+  }
+  return true;
+}
 
 /** A string that changes exactly when the copies to lay out change. */
 export function copySignature(copies: Iterable<CopySpec>): string {

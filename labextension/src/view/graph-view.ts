@@ -6,24 +6,29 @@
  * - `h`: the name-scope hierarchy of `graph`, rebuilt when the graph changes
  * - `expanded`, `limits`: what the user opened, by group key (op names are
  *   stable across cell re-runs, so this survives graph updates)
- * - `vis`, `layout`, `boxEls`: what is on screen now
+ * - `vis`, `layout`, `boxEls`: what is on screen now; `camera` (camera.ts):
+ *   where it sits in the viewport, and panning and zooming
+ * - `search` (search.ts): the matches of the search box
  * - `copies`: the copy nodes of the runs shown (by name, readers merged over
- *   runs), laid out beside the graph's boxes (copies.ts); `copySig` says
- *   which set the layout holds, so a run relayouts only when it brings a new
- *   copy (a CPU-only run clears them)
+ *   runs), laid out beside the graph's boxes (copies.ts); a run relayouts
+ *   only when it brings a new copy (a CPU-only run clears them)
  *
  * The loop: setGraph / a click that opens a group -> requestLayout() ->
  * (next tick, latest request wins) visible part -> DOT -> Graphviz -> SVG
  * -> applyOverlay(). Run and stepper updates only call applyOverlay(),
- * which changes attributes on the boxes already drawn; no layout.
+ * which changes attributes on the boxes already drawn (badges.ts); no layout.
  */
 
 import { PAGE, Hierarchy, VisibleGraph, type Expansion, type Group, type Leaf, type Visible } from './hierarchy';
 import { readLayout, toDot, visibleEdges, type ClusterBox, type Edge, type Layout, type LayoutInput, type Point } from './layout';
-import { CLUSTER_HEAD_H, clusterTitleWidth, drawBox, drawCluster, drawEdge, html, sizeOf, svg, clip, textWidth } from './draw';
-import { Overlay, deviceColor, formatTime, heatColor, HEAT_GRADIENT, type BoxState } from './overlay';
+import { CLUSTER_HEAD_H, clusterTitleWidth, drawBox, drawCluster, drawEdge, html, sizeOf, svg } from './draw';
+import { Overlay, formatTime, type BoxState } from './overlay';
+import { Legend, drawBadges } from './badges';
+import { Camera } from './camera';
+import { Search } from './search';
+import { StepBar } from './stepbar';
 import { copyDetails, groupDetails, leafDetails, tooltipContent } from './details';
-import { EMPTY_COPIES, copySignature, layoutCopies, mergeCopy, type CopyLayout } from './copies';
+import { CopySet, EMPTY_COPIES, layoutCopies, type CopyLayout } from './copies';
 import { getViz } from './viz';
 import {
   EMPTY_RUN,
@@ -31,7 +36,6 @@ import {
   normalizeGraph,
   normalizeRun,
   normalizeStepper,
-  type CopySpec,
   type GraphState,
   type StepAction,
   type StepperState,
@@ -39,9 +43,6 @@ import {
 } from './types';
 
 export const SMALL_GRAPH = 60; // graphs with at most this many ops start fully expanded
-const MAX_REVEAL = 20; // search opens the scopes of at most this many matches
-const MIN_READABLE = 0.5; // the first view of a big graph zooms out no further
-const MAX_COPIES = 2000; // copies kept over runs; past it, only the latest run's
 
 let instances = 0;
 
@@ -55,22 +56,16 @@ export class GraphView {
   readonly root: HTMLDivElement;
   private readonly cb: ViewCallbacks;
   private readonly uid = ++instances;
-  private readonly search: HTMLInputElement;
-  private readonly searchCount: HTMLSpanElement;
+  private readonly search: Search;
   private readonly summary: HTMLSpanElement;
-  private readonly stepBar: HTMLDivElement;
-  private readonly stepMessage: HTMLSpanElement;
-  private readonly runToButton: HTMLButtonElement;
+  private readonly stepBar: StepBar;
   private readonly viewport: HTMLDivElement;
   private readonly svgEl: SVGSVGElement;
   private readonly scene: SVGGElement;
   private readonly details: HTMLDivElement;
   private readonly tooltip: HTMLDivElement;
-  private readonly legend: HTMLDivElement;
-  private readonly legendMax: HTMLSpanElement;
-  private readonly legendHeat: HTMLSpanElement;
-  private readonly legendDevices: HTMLSpanElement;
-  private legendPlacement: Record<string, string> | null = null; // the placement the device legend shows
+  private readonly legend: Legend;
+  private readonly camera: Camera;
   private readonly message: HTMLDivElement;
   private readonly resizeObserver: ResizeObserver | null;
 
@@ -84,26 +79,18 @@ export class GraphView {
   private layout: Layout | null = null;
   private edges: Edge[] = [];
   private boxes: Visible[] = []; // laid out: the visible graph's boxes, then the copy boxes
-  private copies = new Map<string, CopySpec>(); // copy name -> spec, over the runs shown
-  private copySig = ''; // copySignature of `copies` when last laid out
+  private readonly copies = new CopySet(); // the copy nodes of the runs shown (copies.ts)
   private copyLayout: CopyLayout = EMPTY_COPIES;
   private boxEls = new Map<Visible, SVGGElement>();
   private edgeEls = new Map<Edge, SVGGElement>();
   private keyToBox = new Map<string, Visible>();
   private selected = ''; // op name or group key shown in the details pane
-  private matches: string[] = []; // names of the ops and copy nodes found
-  private matchIndex = -1;
-  private tx = 0;
-  private ty = 0;
-  private k = 1;
-  private needsFit = true;
   private token = 0; // the newest layout request
   private layouts = 0; // layouts done (data-flowbook-layouts: tests check runs do not relayout)
   private pendingAnchor: Anchor | null = null;
   private pendingFocus: string | null = null;
   private lastStepCurrent: string | null = null;
   private highlightTimer = 0;
-  private searchTimer = 0;
   private disposed = false;
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
@@ -115,32 +102,23 @@ export class GraphView {
 
     // toolbar: search, fit, collapse, summary
     const bar = html('div', 'fb-toolbar', root);
-    const search = (this.search = html('input', 'fb-search', bar));
-    search.type = 'search';
-    search.placeholder = 'Search ops\u2026';
-    search.setAttribute('aria-label', 'Search ops by name');
-    this.searchCount = html('span', 'fb-search-count', bar);
+    this.search = new Search(bar, {
+      names: () => this.searchable(),
+      reveal: name => this.reveal(name),
+      relayoutTo: name => {
+        this.pendingFocus = name;
+        this.requestLayout();
+      },
+      centerOn: name => this.centerOn(name),
+      markMatches: () => this.markMatches()
+    });
     const fit = html('button', 'fb-button fb-fit', bar, 'Fit');
     fit.title = 'Fit the whole graph in view';
     const collapse = html('button', 'fb-button fb-collapse-all', bar, 'Collapse all');
     collapse.title = 'Collapse every name scope';
     this.summary = html('span', 'fb-summary', bar);
 
-    // stepper toolbar
-    const step = (this.stepBar = html('div', 'fb-stepbar', root));
-    step.hidden = true;
-    html('span', 'fb-stepbar-title', step, 'Stepper');
-    const mk = (cls: string, text: string, action: StepAction, title: string) => {
-      const b = html('button', `fb-button ${cls}`, step, text);
-      b.title = title;
-      b.addEventListener('click', () => this.act(action));
-      return b;
-    };
-    mk('fb-step', 'Step', 'step', 'Run the next ready op');
-    this.runToButton = mk('fb-run-to', 'Run to selected', 'run_to', 'Run until the selected op is done');
-    mk('fb-cont', 'Continue', 'cont', 'Run the rest of the step');
-    mk('fb-reset', 'Reset', 'reset', 'Start the step again');
-    this.stepMessage = html('span', 'fb-stepbar-message', step);
+    this.stepBar = new StepBar(root, action => this.act(action));
 
     // the canvas
     const vp = (this.viewport = html('div', 'fb-viewport', root));
@@ -159,47 +137,28 @@ export class GraphView {
     this.details.hidden = true;
     this.tooltip = html('div', 'fb-tooltip', vp);
     this.tooltip.hidden = true;
-    this.legend = html('div', 'fb-legend', vp);
-    this.legend.hidden = true;
-    const heatLegend = (this.legendHeat = html('span', 'fb-legend-heat', this.legend));
-    html('span', 'fb-legend-title', heatLegend, 'kernel time');
-    html('span', 'fb-legend-min', heatLegend, '0');
-    const bar2 = html('span', 'fb-legend-bar', heatLegend);
-    bar2.style.background = `linear-gradient(to right, ${HEAT_GRADIENT.join(',')})`;
-    this.legendMax = html('span', 'fb-legend-max', heatLegend);
-    this.legendDevices = html('span', 'fb-legend-devices', this.legend);
+    this.legend = new Legend(vp);
+    this.camera = new Camera(this.svgEl, this.scene, vp);
 
     fit.addEventListener('click', () => this.fit());
     collapse.addEventListener('click', () => this.collapseAll());
-    search.addEventListener('input', () => {
-      window.clearTimeout(this.searchTimer);
-      this.searchTimer = window.setTimeout(() => this.runSearch(), 150);
-    });
-    search.addEventListener('keydown', ev => {
-      if (ev.key === 'Enter') {
-        ev.preventDefault();
-        window.clearTimeout(this.searchTimer);
-        if (this.matchIndex < 0 || this.search.value !== this.lastQuery) {
-          this.runSearch();
-        } else {
-          this.nextMatch(ev.shiftKey ? -1 : 1);
-        }
-      } else if (ev.key === 'Escape') {
-        this.search.value = '';
-        this.runSearch();
-      }
-    });
     root.addEventListener('keydown', ev => {
-      if (ev.key === 'Escape' && ev.target !== this.search) {
+      if (ev.key === 'Escape' && ev.target !== this.search.element) {
         this.select('');
       }
     });
-    this.installPointer();
+    this.camera.installPointer({
+      click: target => this.click(target),
+      hover: ev => this.hover(ev),
+      leave: () => {
+        this.tooltip.hidden = true;
+      }
+    });
     this.resizeObserver =
       typeof ResizeObserver === 'undefined'
         ? null
         : new ResizeObserver(() => {
-            if (this.needsFit && this.layout && this.viewport.clientWidth > 0) {
+            if (this.camera.needsFit && this.layout && this.viewport.clientWidth > 0) {
               this.fit(true);
             }
           });
@@ -219,10 +178,9 @@ export class GraphView {
     this.h = new Hierarchy(graph.nodes);
     this.autoOpen = new Set();
     if (newId) {
-      this.needsFit = true;
+      this.camera.needsFit = true;
       this.copies.clear(); // another graph: the copies seen were between its ops
-      this.copySig = '';
-      this.updateCopies();
+      this.copies.fold(this.overlay.run, this.overlay.stepper); // those of the run it came with
     }
     let top = this.h.root;
     while (top.children.length === 1 && top.children[0].type === 'group') {
@@ -235,7 +193,7 @@ export class GraphView {
 
   setRun(r: unknown): void {
     this.overlay.setRun(normalizeRun(r));
-    if (this.updateCopies()) {
+    if (this.copies.fold(this.overlay.run, this.overlay.stepper)) {
       this.requestLayout();
     }
     this.applyOverlay();
@@ -257,7 +215,7 @@ export class GraphView {
     if (!st.active) {
       this.lastStepCurrent = null;
     }
-    if (this.updateCopies()) {
+    if (this.copies.fold(this.overlay.run, this.overlay.stepper)) {
       this.requestLayout();
     }
     this.applyOverlay();
@@ -274,7 +232,7 @@ export class GraphView {
       this.boxEls.get(box)?.classList.add('fb-selected');
     }
     this.renderDetails();
-    this.runToButton.disabled = !this.isOp(name);
+    this.stepBar.canRunTo = this.isOp(name);
     if (notify) {
       // an op, a copy node, or a box standing for several copies (the host echoes it back)
       const leaf = this.h.leaves.get(name) ?? this.copyLayout.byName.get(name) ?? this.copyBox(name);
@@ -294,20 +252,11 @@ export class GraphView {
 
   /** Fit the whole graph in view (`readable`: not below a legible scale; then show its top). */
   fit(readable = false): void {
-    const l = this.layout;
-    const vw = this.viewport.clientWidth;
-    const vh = this.viewport.clientHeight;
-    if (!l || vw === 0 || vh === 0) {
-      this.needsFit = true;
-      return;
+    if (this.layout) {
+      this.camera.fit(this.layout.width, this.layout.height, readable);
+    } else {
+      this.camera.needsFit = true;
     }
-    this.needsFit = false;
-    const pad = 24;
-    const k = Math.min(1.3, (vw - 2 * pad) / Math.max(l.width, 1), (vh - 2 * pad) / Math.max(l.height, 1));
-    this.k = Math.max(readable ? MIN_READABLE : 0.03, k);
-    this.tx = l.width * this.k <= vw - 2 * pad ? (vw - l.width * this.k) / 2 : pad;
-    this.ty = l.height * this.k <= vh - 2 * pad ? (vh - l.height * this.k) / 2 : pad;
-    this.applyTransform();
   }
 
   dispose(): void {
@@ -315,7 +264,7 @@ export class GraphView {
     this.token++;
     this.resizeObserver?.disconnect();
     window.clearTimeout(this.highlightTimer);
-    window.clearTimeout(this.searchTimer);
+    this.search.dispose();
     this.root.remove();
   }
 
@@ -331,47 +280,6 @@ export class GraphView {
       return this.vis ? this.vis.repOf(leaf) : undefined;
     }
     return this.keyToBox.get(name) ?? this.copyLayout.boxOf.get(name);
-  }
-
-  /**
-   * Fold the copy nodes of the run (and of the stepper's plan) into `copies`;
-   * true when the set to lay out changed. Copies stay over runs (runs of
-   * different plans would otherwise relayout each time) and are dimmed when
-   * the run shown did not use them; a run wholly on the CPU clears them.
-   */
-  private updateCopies(): boolean {
-    const run = this.overlay.run;
-    const st = this.overlay.stepper;
-    const lists = st.active ? [run.copies, st.copies] : [run.copies];
-    let changed = false;
-    const cpuOnly = run.seq > 0 && run.copies.length === 0 && isEmpty(run.placement);
-    if (cpuOnly && !(st.active && st.copies.length > 0) && this.copies.size > 0) {
-      this.copies.clear();
-      changed = true;
-    }
-    if (this.copies.size + run.copies.length > MAX_COPIES) {
-      this.copies.clear();
-      changed = true;
-    }
-    for (const list of lists) {
-      for (const c of list) {
-        const old = this.copies.get(c.name);
-        const merged = old ? mergeCopy(old, c) : c;
-        if (merged) {
-          this.copies.set(c.name, merged);
-          changed = true;
-        }
-      }
-    }
-    if (!changed) {
-      return false;
-    }
-    const sig = copySignature(this.copies.values());
-    if (sig === this.copySig) {
-      return false;
-    }
-    this.copySig = sig;
-    return true;
   }
 
   // ------------------------------------------------------------- layout
@@ -511,12 +419,12 @@ export class GraphView {
     this.pendingAnchor = null;
     const focus = this.pendingFocus;
     this.pendingFocus = null;
-    if (this.needsFit) {
+    if (this.camera.needsFit) {
       this.fit(true);
     } else if (anchor && this.keepAnchor(anchor)) {
       // done
     } else {
-      this.applyTransform();
+      this.camera.apply();
     }
     if (focus) {
       this.centerOn(focus);
@@ -543,9 +451,7 @@ export class GraphView {
     if (x === null || y === null) {
       return false;
     }
-    this.tx = a.sx - x * this.k;
-    this.ty = a.sy - y * this.k;
-    this.applyTransform();
+    this.camera.pin(x, y, a.sx, a.sy);
     return true;
   }
 
@@ -553,45 +459,30 @@ export class GraphView {
     const box = this.keyToBox.get(key);
     const p = box ? this.layout?.boxes.get(box) : undefined;
     if (p) {
-      return { key, sx: this.tx + p.x * this.k, sy: this.ty + (p.y - p.h / 2) * this.k };
+      return { key, ...this.camera.toScreen(p.x, p.y - p.h / 2) };
     }
     const g = this.h.groups.get(key);
     const b = g ? this.layout?.clusters.get(g) : undefined;
     if (b) {
-      return { key, sx: this.tx + ((b.x1 + b.x2) / 2) * this.k, sy: this.ty + b.y1 * this.k };
+      return { key, ...this.camera.toScreen((b.x1 + b.x2) / 2, b.y1) };
     }
     return null;
-  }
-
-  private applyTransform(): void {
-    this.scene.setAttribute('transform', `translate(${this.tx.toFixed(1)},${this.ty.toFixed(1)}) scale(${this.k.toFixed(4)})`);
   }
 
   /** Center the box standing for an op or group; zoom in if the view is far out. */
   private centerOn(key: string): void {
     const box = this.boxFor(key);
     const p = box && this.layout?.boxes.get(box);
-    if (!p) {
-      return;
+    if (p) {
+      this.camera.centerOn(p.x, p.y);
     }
-    this.k = Math.max(this.k, 0.8);
-    this.tx = this.viewport.clientWidth / 2 - p.x * this.k;
-    this.ty = this.viewport.clientHeight / 2 - p.y * this.k;
-    this.applyTransform();
   }
 
   private focusIfOffscreen(name: string): void {
     const box = this.boxFor(name);
     const p = box && this.layout?.boxes.get(box);
-    if (!p) {
-      return;
-    }
-    const sx = this.tx + p.x * this.k;
-    const sy = this.ty + p.y * this.k;
-    const vw = this.viewport.clientWidth;
-    const vh = this.viewport.clientHeight;
-    if (sx < 20 || sy < 20 || sx > vw - 20 || sy > vh - 20) {
-      this.centerOn(name);
+    if (p && this.camera.isOffscreen(p.x, p.y)) {
+      this.camera.centerOn(p.x, p.y);
     }
   }
 
@@ -646,142 +537,19 @@ export class GraphView {
       } else {
         el.removeAttribute('data-step');
       }
-      this.badges(el, v, st, maxTime);
+      const p = this.layout?.boxes.get(v);
+      if (p) {
+        // where it ran; a copy node says it in its label
+        drawBadges(el, p, st, maxTime, v.type === 'leaf' && v.copy ? '' : st.device);
+      }
     }
     for (const [e, el] of this.edgeEls) {
       setFlag(el, 'fb-dim', dimmed.has(e.from) || dimmed.has(e.to));
     }
-    this.legendHeat.hidden = maxTime <= 0;
-    this.legendMax.textContent = maxTime > 0 ? formatTime(maxTime) : '';
-    this.updateDeviceLegend();
-    this.legend.hidden = maxTime <= 0 && this.legendDevices.hidden;
+    this.legend.update(maxTime, ov.placement);
     this.updateSummary();
     if (this.selected && !this.details.hidden) {
       this.renderDetails();
-    }
-  }
-
-  /** Time badge, heat strip, device badge, stale badge and error text of one box. */
-  private badges(el: SVGGElement, v: Visible, st: BoxState, maxTime: number): void {
-    const p = this.layout?.boxes.get(v);
-    if (!p) {
-      return;
-    }
-    const heat = el.querySelector('.fb-heat');
-    let badge = el.querySelector<SVGGElement>('.fb-time-badge');
-    if (st.timeUs !== null && maxTime > 0) {
-      heat?.setAttribute('fill', heatColor(st.timeUs / maxTime));
-      heat?.classList.add('fb-on');
-      const text = formatTime(st.timeUs);
-      if (!badge) {
-        badge = svg('g', { class: 'fb-time-badge' }, el);
-        svg('rect', { class: 'fb-time-bg', height: 14, rx: 7 }, badge);
-        svg('text', { class: 'fb-time' }, badge);
-      }
-      const t = badge.querySelector('text')!;
-      if (t.textContent !== text) {
-        t.textContent = text;
-        const w = text.length * 5.6 + 10;
-        const r = badge.querySelector('rect')!;
-        r.setAttribute('width', w.toFixed(1));
-        r.setAttribute('x', (p.w - w + 6).toFixed(1));
-        r.setAttribute('y', '-8');
-        t.setAttribute('x', (p.w - w / 2 + 6).toFixed(1));
-        t.setAttribute('y', '2.5');
-      }
-    } else {
-      heat?.classList.remove('fb-on');
-      badge?.remove();
-      badge = null;
-    }
-    const timeLeft = badge ? Number(badge.querySelector('rect')!.getAttribute('x')) : Infinity;
-    // where it ran; a copy node says it in its label
-    const devEnd = this.deviceBadge(el, v.type === 'leaf' && v.copy ? '' : st.device, p, timeLeft);
-    let stale = el.querySelector('.fb-stale-badge');
-    if (st.stale && !stale) {
-      stale = svg('g', { class: 'fb-stale-badge' }, el);
-      svg('rect', { x: -6, y: -8, width: 34, height: 14, rx: 7 }, stale);
-      svg('text', { x: 11, y: 2.5 }, stale).textContent = 'stale';
-    } else if (!st.stale && stale) {
-      stale.remove();
-    }
-    if (stale) {
-      stale.setAttribute('transform', devEnd !== null ? `translate(${(devEnd + 8).toFixed(1)},0)` : '');
-    }
-    let err = el.querySelector('.fb-errmsg');
-    if (st.errorMessage) {
-      if (!err) {
-        err = svg('text', { class: 'fb-errmsg', x: p.w / 2, y: p.h + 13 }, el);
-      }
-      err.textContent = clip(st.errorMessage, 48);
-    } else if (err) {
-      err.remove();
-    }
-  }
-
-  /**
-   * The device badge of a box: a strip down its left side and a pill at its
-   * top left naming the device, both in the device's colour (the legend
-   * names the colours). A box too narrow for the pill beside its time badge
-   * keeps the strip only. Returns where the pill ends, or null without one.
-   */
-  private deviceBadge(el: SVGGElement, device: string, p: { w: number; h: number }, timeLeft: number): number | null {
-    let dev = el.querySelector<SVGGElement>('.fb-device-badge');
-    if (!device) {
-      if (dev) {
-        dev.remove();
-        el.removeAttribute('data-device');
-      }
-      return null;
-    }
-    if (!dev) {
-      dev = svg('g', { class: 'fb-device-badge' }, el);
-      svg('rect', { class: 'fb-device-strip', x: 0, y: 3, width: 3, height: Math.max(0, p.h - 6), rx: 1.5 }, dev);
-      const pill = svg('g', { class: 'fb-device-pill' }, dev);
-      svg('rect', { y: -8, height: 14, rx: 7 }, pill);
-      svg('text', { y: 2.5 }, pill);
-    }
-    const w = textWidth(device, 9.5) + 12;
-    const x = -6;
-    const fits = x + w + 2 <= timeLeft;
-    dev.querySelector<SVGGElement>('.fb-device-pill')!.style.display = fits ? '' : 'none';
-    if (dev.dataset.device !== device) {
-      dev.dataset.device = device;
-      const colour = deviceColor(device);
-      dev.querySelector('.fb-device-strip')!.setAttribute('fill', colour);
-      const bg = dev.querySelector('.fb-device-pill rect')!;
-      bg.setAttribute('fill', colour);
-      bg.setAttribute('x', x.toFixed(1));
-      bg.setAttribute('width', w.toFixed(1));
-      const t = dev.querySelector('.fb-device-pill text')!;
-      t.setAttribute('x', (x + w / 2).toFixed(1));
-      t.textContent = device;
-      el.setAttribute('data-device', device);
-    }
-    return fits ? x + w : null;
-  }
-
-  /** The devices of the run shown, each on its colour (once per placement received). */
-  private updateDeviceLegend(): void {
-    const placement = this.overlay.placement;
-    if (placement === this.legendPlacement) {
-      return;
-    }
-    this.legendPlacement = placement;
-    const seen = new Set<string>();
-    for (const name in placement) {
-      seen.add(placement[name]);
-    }
-    const devices = [...seen].sort((a, b) => (a.startsWith('CPU') ? -1 : b.startsWith('CPU') ? 1 : a < b ? -1 : 1));
-    const box = this.legendDevices;
-    box.replaceChildren();
-    box.hidden = devices.length === 0;
-    if (devices.length > 0) {
-      html('span', 'fb-legend-title', box, 'ran on');
-      for (const d of devices) {
-        html('span', 'fb-device-chip', box, d).style.background = deviceColor(d);
-      }
-      html('span', 'fb-legend-copy', box, 'copy');
     }
   }
 
@@ -806,9 +574,8 @@ export class GraphView {
   }
 
   private updateStepBar(st: StepperState): void {
-    this.stepBar.hidden = !st.active;
-    this.stepMessage.textContent = st.message;
-    this.runToButton.disabled = !this.isOp(this.selected);
+    this.stepBar.update(st);
+    this.stepBar.canRunTo = this.isOp(this.selected);
   }
 
   /** Open the scopes hiding the stepper's current op; true if anything opened. */
@@ -869,63 +636,14 @@ export class GraphView {
     for (const key of this.h.groups.keys()) {
       this.expanded.set(key, false);
     }
-    this.needsFit = true;
+    this.camera.needsFit = true;
     this.requestLayout();
   }
 
-  private lastQuery = '';
-
-  private runSearch(): void {
-    const q = this.search.value.trim().toLowerCase();
-    this.lastQuery = this.search.value;
-    this.matches = [];
-    this.matchIndex = -1;
-    if (q) {
-      for (const l of this.h.leaves.values()) {
-        if (l.key.toLowerCase().includes(q)) {
-          this.matches.push(l.key);
-        }
-      }
-      for (const name of this.copies.keys()) {
-        if (name.toLowerCase().includes(q)) {
-          this.matches.push(name);
-        }
-      }
-    }
-    let changed = false;
-    for (const m of this.matches.slice(0, MAX_REVEAL)) {
-      changed = this.reveal(m) || changed;
-    }
-    this.searchCount.textContent = q ? `${this.matches.length ? 1 : 0}/${this.matches.length}` : '';
-    if (this.matches.length > 0) {
-      this.matchIndex = 0;
-      this.pendingFocus = this.matches[0];
-    }
-    if (changed) {
-      this.requestLayout();
-    } else {
-      this.markMatches();
-      if (this.pendingFocus) {
-        this.centerOn(this.pendingFocus);
-        this.pendingFocus = null;
-      }
-    }
-  }
-
-  private nextMatch(step: number): void {
-    if (this.matches.length === 0) {
-      return;
-    }
-    this.matchIndex = (this.matchIndex + step + this.matches.length) % this.matches.length;
-    const m = this.matches[this.matchIndex];
-    this.searchCount.textContent = `${this.matchIndex + 1}/${this.matches.length}`;
-    if (this.reveal(m)) {
-      this.pendingFocus = m;
-      this.requestLayout();
-    } else {
-      this.markMatches();
-      this.centerOn(m);
-    }
+  /** The names search looks through: the ops, then the copy nodes. */
+  private *searchable(): Iterable<string> {
+    yield* this.h.leaves.keys();
+    yield* this.copies.names();
   }
 
   private markMatches(): void {
@@ -935,10 +653,11 @@ export class GraphView {
     if (!this.vis) {
       return;
     }
-    this.matches.forEach((m, i) => {
+    const current = this.search.index;
+    this.search.matches.forEach((m, i) => {
       const box = this.boxFor(m);
       const el = box && this.boxEls.get(box);
-      el?.classList.add(i === this.matchIndex ? 'fb-match-current' : 'fb-match');
+      el?.classList.add(i === current ? 'fb-match-current' : 'fb-match');
     });
   }
 
@@ -983,77 +702,7 @@ export class GraphView {
     }
   }
 
-  // ------------------------------------------------------- pan and zoom
-  private installPointer(): void {
-    const svgEl = this.svgEl;
-    let down: { x: number; y: number; tx: number; ty: number; id: number } | null = null;
-    let moved = false;
-    svgEl.addEventListener('pointerdown', ev => {
-      if (ev.button !== 0) {
-        return;
-      }
-      down = { x: ev.clientX, y: ev.clientY, tx: this.tx, ty: this.ty, id: ev.pointerId };
-      moved = false;
-    });
-    svgEl.addEventListener('pointermove', ev => {
-      if (down && ev.pointerId === down.id) {
-        const dx = ev.clientX - down.x;
-        const dy = ev.clientY - down.y;
-        if (!moved && Math.hypot(dx, dy) > 4) {
-          moved = true;
-          svgEl.setPointerCapture(ev.pointerId);
-          svgEl.classList.add('fb-dragging');
-          this.tooltip.hidden = true;
-        }
-        if (moved) {
-          this.tx = down.tx + dx;
-          this.ty = down.ty + dy;
-          this.applyTransform();
-        }
-        return;
-      }
-      this.hover(ev);
-    });
-    const up = (ev: PointerEvent) => {
-      if (!down || ev.pointerId !== down.id) {
-        return;
-      }
-      const wasMoved = moved;
-      down = null;
-      moved = false;
-      svgEl.classList.remove('fb-dragging');
-      if (svgEl.hasPointerCapture(ev.pointerId)) {
-        svgEl.releasePointerCapture(ev.pointerId);
-      }
-      if (!wasMoved && ev.type === 'pointerup') {
-        this.click(ev.target as Element);
-      }
-    };
-    svgEl.addEventListener('pointerup', up);
-    svgEl.addEventListener('pointercancel', up);
-    svgEl.addEventListener('pointerleave', () => {
-      this.tooltip.hidden = true;
-    });
-    svgEl.addEventListener(
-      'wheel',
-      ev => {
-        ev.preventDefault();
-        const r = svgEl.getBoundingClientRect();
-        const mx = ev.clientX - r.left;
-        const my = ev.clientY - r.top;
-        const scale = ev.deltaMode === 1 ? 0.05 : 0.0015;
-        const f = Math.exp(-ev.deltaY * scale);
-        const k = Math.max(0.03, Math.min(4, this.k * f));
-        this.tx = mx - ((mx - this.tx) * k) / this.k;
-        this.ty = my - ((my - this.ty) * k) / this.k;
-        this.k = k;
-        this.needsFit = false;
-        this.applyTransform();
-      },
-      { passive: false }
-    );
-  }
-
+  // ------------------------------------------------------- pointer
   private click(target: Element): void {
     const head = target.closest('.fb-cluster-head');
     if (head) {
@@ -1145,13 +794,6 @@ function setFlag(el: Element, cls: string, on: boolean): void {
   } else {
     el.classList.remove(cls);
   }
-}
-
-function isEmpty(o: Record<string, unknown>): boolean {
-  for (const _ in o) {
-    return false;
-  }
-  return true;
 }
 
 function edges_labels(count: number, scene: SVGGElement): SVGGElement | null {

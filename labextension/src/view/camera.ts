@@ -1,0 +1,161 @@
+/**
+ * Camera: where the laid-out graph sits in the viewport, and how the pointer moves it.
+ *
+ * State it owns: `tx`, `ty` (screen position of the scene's origin) and `k`
+ * (scale), written to the scene's transform by `apply()`; `needsFit`, set
+ * until the first fit of a new graph has happened (a viewport of size 0, in
+ * a hidden panel, defers it) and cleared once the user zooms.
+ *
+ * Dragging pans; the wheel zooms about the pointer; a press released
+ * without moving is a click, and moves without a press are hovers: both go
+ * back to the view through `PointerHandlers`, which decides what was hit.
+ */
+
+export const MIN_READABLE = 0.5; // the first view of a big graph zooms out no further
+const MIN_SCALE = 0.03;
+const MAX_SCALE = 4;
+const FIT_PAD = 24; // px kept free around a fitted graph
+const DRAG_PX = 4; // a press that moves further is a drag, not a click
+
+/** What the view does with the pointer events the camera does not use itself. */
+export interface PointerHandlers {
+  click(target: Element): void;
+  hover(ev: PointerEvent): void;
+  /** The pointer left the canvas, or a drag started: hide hover feedback. */
+  leave(): void;
+}
+
+export class Camera {
+  tx = 0;
+  ty = 0;
+  k = 1;
+  needsFit = true;
+
+  constructor(
+    private readonly svgEl: SVGSVGElement,
+    private readonly scene: SVGGElement,
+    private readonly viewport: HTMLElement
+  ) {}
+
+  /** Write the position and scale to the scene. */
+  apply(): void {
+    this.scene.setAttribute('transform', `translate(${this.tx.toFixed(1)},${this.ty.toFixed(1)}) scale(${this.k.toFixed(4)})`);
+  }
+
+  /**
+   * Fit a `width` x `height` scene in view (`readable`: not below a legible
+   * scale; then show its top left). Deferred (needsFit stays set) while the
+   * viewport has no size.
+   */
+  fit(width: number, height: number, readable = false): void {
+    const vw = this.viewport.clientWidth;
+    const vh = this.viewport.clientHeight;
+    if (vw === 0 || vh === 0) {
+      this.needsFit = true;
+      return;
+    }
+    this.needsFit = false;
+    const pad = FIT_PAD;
+    const k = Math.min(1.3, (vw - 2 * pad) / Math.max(width, 1), (vh - 2 * pad) / Math.max(height, 1));
+    this.k = Math.max(readable ? MIN_READABLE : MIN_SCALE, k);
+    this.tx = width * this.k <= vw - 2 * pad ? (vw - width * this.k) / 2 : pad;
+    this.ty = height * this.k <= vh - 2 * pad ? (vh - height * this.k) / 2 : pad;
+    this.apply();
+  }
+
+  /** Center the scene point (x, y); zoom in if the view is far out. */
+  centerOn(x: number, y: number): void {
+    this.k = Math.max(this.k, 0.8);
+    this.tx = this.viewport.clientWidth / 2 - x * this.k;
+    this.ty = this.viewport.clientHeight / 2 - y * this.k;
+    this.apply();
+  }
+
+  /** Whether the scene point (x, y) is outside the viewport (or within 20 px of its edge). */
+  isOffscreen(x: number, y: number): boolean {
+    const sx = this.tx + x * this.k;
+    const sy = this.ty + y * this.k;
+    return sx < 20 || sy < 20 || sx > this.viewport.clientWidth - 20 || sy > this.viewport.clientHeight - 20;
+  }
+
+  /** Where the scene point (x, y) is on screen, inside the viewport. */
+  toScreen(x: number, y: number): { sx: number; sy: number } {
+    return { sx: this.tx + x * this.k, sy: this.ty + y * this.k };
+  }
+
+  /** Move the scene so that its point (x, y) is at the screen point (sx, sy). */
+  pin(x: number, y: number, sx: number, sy: number): void {
+    this.tx = sx - x * this.k;
+    this.ty = sy - y * this.k;
+    this.apply();
+  }
+
+  /** Pan by dragging, zoom with the wheel; clicks and hovers go to `handlers`. */
+  installPointer(handlers: PointerHandlers): void {
+    const svgEl = this.svgEl;
+    let down: { x: number; y: number; tx: number; ty: number; id: number } | null = null;
+    let moved = false;
+    svgEl.addEventListener('pointerdown', ev => {
+      if (ev.button !== 0) {
+        return;
+      }
+      down = { x: ev.clientX, y: ev.clientY, tx: this.tx, ty: this.ty, id: ev.pointerId };
+      moved = false;
+    });
+    svgEl.addEventListener('pointermove', ev => {
+      if (down && ev.pointerId === down.id) {
+        const dx = ev.clientX - down.x;
+        const dy = ev.clientY - down.y;
+        if (!moved && Math.hypot(dx, dy) > DRAG_PX) {
+          moved = true;
+          svgEl.setPointerCapture(ev.pointerId);
+          svgEl.classList.add('fb-dragging');
+          handlers.leave();
+        }
+        if (moved) {
+          this.tx = down.tx + dx;
+          this.ty = down.ty + dy;
+          this.apply();
+        }
+        return;
+      }
+      handlers.hover(ev);
+    });
+    const up = (ev: PointerEvent) => {
+      if (!down || ev.pointerId !== down.id) {
+        return;
+      }
+      const wasMoved = moved;
+      down = null;
+      moved = false;
+      svgEl.classList.remove('fb-dragging');
+      if (svgEl.hasPointerCapture(ev.pointerId)) {
+        svgEl.releasePointerCapture(ev.pointerId);
+      }
+      if (!wasMoved && ev.type === 'pointerup') {
+        handlers.click(ev.target as Element);
+      }
+    };
+    svgEl.addEventListener('pointerup', up);
+    svgEl.addEventListener('pointercancel', up);
+    svgEl.addEventListener('pointerleave', () => handlers.leave());
+    svgEl.addEventListener(
+      'wheel',
+      ev => {
+        ev.preventDefault();
+        const r = svgEl.getBoundingClientRect();
+        const mx = ev.clientX - r.left;
+        const my = ev.clientY - r.top;
+        const scale = ev.deltaMode === 1 ? 0.05 : 0.0015;
+        const f = Math.exp(-ev.deltaY * scale);
+        const k = Math.max(MIN_SCALE, Math.min(MAX_SCALE, this.k * f));
+        this.tx = mx - ((mx - this.tx) * k) / this.k;
+        this.ty = my - ((my - this.ty) * k) / this.k;
+        this.k = k;
+        this.needsFit = false;
+        this.apply();
+      },
+      { passive: false }
+    );
+  }
+}
