@@ -31,6 +31,7 @@ an input's shape (statically when shapes are known, else with
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -50,21 +51,40 @@ def _bga_infer(s0: Tensor, s1: Tensor) -> list[Out]:
     a, b = constant_value(s0), constant_value(s1)
     if a is None or b is None:  # the axes depend on shapes known only when the run comes
         return [Out(s0.dtype, (None,)), Out(s0.dtype, (None,))]
-    try:
-        r0, r1 = _bga_kernel(np, a, b)
-    except ValueError as e:  # shapes that do not broadcast
-        raise ValueError(f"shapes {a.tolist()} and {b.tolist()} do not broadcast: {e}") from None
+    r0, r1 = _bga_kernel(np, a, b)  # shapes that do not broadcast: ValueError, named
     return [Out(s0.dtype, r0.shape), Out(s0.dtype, r1.shape)]
 
 
 def _bga_kernel(xp: Any, s0: Any, s1: Any) -> tuple[Any, Any]:
-    a, b = [int(d) for d in s0.tolist()], [int(d) for d in s1.tolist()]
+    r0, r1 = _broadcast_axes(tuple(s0.tolist()), tuple(s1.tolist()), s0.dtype.str)
+    return (r0, r1) if xp is np else (xp.asarray(r0), xp.asarray(r1))
+
+
+@functools.lru_cache(maxsize=256)
+def _broadcast_axes(a: tuple[int, ...], b: tuple[int, ...], dtype: str) -> tuple[Any, Any]:
+    """The axes shapes ``a`` and ``b`` were broadcast along, as read-only arrays (cached:
+    a training loop asks the same few questions every step).
+
+    >>> [r.tolist() for r in _broadcast_axes((100, 10), (10,), "<i4")]
+    [[], [0]]
+    """
     n = max(len(a), len(b))
-    a, b = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
-    out = np.broadcast_shapes(tuple(a), tuple(b))
-    r0 = [i for i in range(n) if a[i] != out[i]]
-    r1 = [i for i in range(n) if b[i] != out[i]]
-    return xp.asarray(r0, dtype=s0.dtype), xp.asarray(r1, dtype=s0.dtype)
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    r0: list[int] = []
+    r1: list[int] = []
+    for i, (p, q) in enumerate(zip(pa, pb)):
+        if p == q:
+            continue
+        if p == 1:
+            r0.append(i)
+        elif q == 1:
+            r1.append(i)
+        else:
+            raise ValueError(f"Incompatible shapes: {list(a)} vs. {list(b)}")
+    out = np.array(r0, dtype=dtype), np.array(r1, dtype=dtype)
+    for r in out:
+        r.flags.writeable = False
+    return out
 
 
 register(
