@@ -317,7 +317,11 @@ def _expand_dims_infer(x: Tensor, dim: Tensor) -> Out:
 
 @register_op("ExpandDims", ("input", "dim"), infer=_expand_dims_infer, host_inputs=(1,))
 def _expand_dims_kernel(xp: Any, x: Any, dim: Any) -> Any:
-    return xp.expand_dims(x, host_ints(dim)[0])  # a scalar, or TF's 1-element vector
+    d, n = host_ints(dim)[0], x.ndim + 1  # dim: a scalar, or TF's 1-element vector
+    if not -n <= d < n:
+        raise ValueError(f"dim {d} is out of range for an input of rank {x.ndim}")
+    d %= n
+    return x.reshape((*x.shape[:d], 1, *x.shape[d:]))  # a view, as xp.expand_dims gives
 
 
 @register_gradient("ExpandDims")
