@@ -185,6 +185,31 @@ def test_updates_are_throttled(view):
     assert view.last("run")["phase"] == "done"
 
 
+def test_a_slow_view_is_not_sent_updates_back_to_back(view):
+    """Runs keep the graph dirty while a slow view takes an update: the next waits its tick."""
+    slow_push = view.push
+
+    def push(state: dict) -> None:
+        time.sleep(0.01)  # a fifth of the interval between sends
+        slow_push(state)
+
+    view.push = push
+    g = fb.Graph()
+    with g.as_default():
+        y = fb.constant(1.0) + 1.0
+    view.attach(g)
+    before = len(view.got)
+    with fb.Session(graph=g) as s:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.5:
+            s.run(y)
+    time.sleep(0.15)
+    pushes = len(view.got) - before
+    assert 1 <= pushes <= 0.65 * live.MAX_PUSHES_PER_S + 2
+    live.FLUSHER.flush_now()
+    assert view.last("run")["phase"] == "done"
+
+
 def test_graph_changes_and_stale_marks_are_sent_on_refresh(view):
     g = fb.Graph()
     with g.as_default():

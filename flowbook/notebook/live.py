@@ -315,10 +315,14 @@ class Flusher:
     def flush_now(self) -> None:
         """Send everything pending, on the calling thread (end of a cell, tests)."""
         while self.pending:
-            hubs = list(self.pending)
-            self.pending.difference_update(hubs)
-            for hub in hubs:
-                hub.flush()
+            self._flush_pending()
+
+    def _flush_pending(self) -> None:
+        """Send the hubs pending now; those that get dirty meanwhile wait for the next tick."""
+        hubs = list(self.pending)
+        self.pending.difference_update(hubs)
+        for hub in hubs:
+            hub.flush()
 
     def _loop(self) -> None:
         interval = 1.0 / MAX_PUSHES_PER_S
@@ -330,7 +334,9 @@ class Flusher:
                 time.sleep(delay)
             self.last = time.monotonic()
             with contextlib.suppress(Exception):  # a view's failure must not kill the thread
-                self.flush_now()
+                # one pass a tick: runs that keep a hub dirty while a slow view takes its
+                # update must not turn the loop into back-to-back sends
+                self._flush_pending()
 
 
 _graphs: weakref.WeakKeyDictionary[Any, LiveGraph] = weakref.WeakKeyDictionary()
