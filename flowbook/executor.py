@@ -305,9 +305,9 @@ def run_compiled_timed(
     output shapes of the ops whose shapes neither the graph nor the fed
     shapes (``shapes_key``, default: read from ``feeds``) determine.
     """
+    # the twin first: compiling it (once per feed signature) is not part of the run observed
     keep = False
     for o in observers:
-        o.on_start(plan)
         keep = keep or o.keeps_shapes
     if keep:
         key = feed_shapes(feeds) if shapes_key is None else shapes_key
@@ -316,6 +316,8 @@ def run_compiled_timed(
             shapes = shapes.copy()  # type: ignore[union-attr]
     else:
         run_timed, line_to_op, shapes, _ = timed_twin(plan, None)
+    for o in observers:
+        o.on_start(plan)
     # perf_counter() seconds: the run's start, then each kernel's end (0: did not run)
     stamps = [0.0] * (len(plan.ops) + 1)
     error: BaseException | None = None

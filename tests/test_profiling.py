@@ -435,3 +435,27 @@ def test_feeds_of_ever_new_shapes_fall_back_to_recording_what_the_graph_leaves_o
         plan = next(iter(sess._plans.values()))
         assert len(plan.given_feeds) == MAX_SHAPE_SIGNATURES + 1  # the last: every new shape
         assert () in plan.given_feeds
+
+
+def test_compiling_a_timed_straight_line_is_not_counted_in_the_run(monkeypatch):
+    """The first traced run of a feed signature works its shapes out and compiles its timed
+    line first; the profile's run time is the run's, so the kernels' share stays true."""
+    import flowbook.plan as plan_module
+
+    define = plan_module._define
+
+    def slow_define(*args, **kwargs):
+        time.sleep(0.2)
+        return define(*args, **kwargs)
+
+    x = tf.placeholder(tf.float32, [None], name="x")
+    y = tf.reduce_sum(tf.square(x), name="y")
+    feed = {x: np.ones(3, np.float32)}
+    with tf.Session() as sess:
+        sess.run(y, feed)  # the serial reference
+        sess.run(y, feed)  # compiles the untimed straight line
+        monkeypatch.setattr(plan_module, "_define", slow_define)
+        with profile() as prof:
+            sess.run(y, feed)  # compiles the timed twin (slowly), then runs it
+        assert next(iter(sess._plans.values())).timed  # it took the timed straight line
+    assert prof.run_time_us() < 0.1e6
