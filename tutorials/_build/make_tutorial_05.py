@@ -60,14 +60,20 @@ with open("train_step_trace.json") as f:
     print(f.read()[:200], "...")"""),
     md("""TensorFlow 1 programs ask for the same thing with `RunOptions` and `RunMetadata`; that works
 unchanged:"""),
-    code("""run_metadata = tf.RunMetadata()
-sess.run(train_step, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-         run_metadata=run_metadata)
-stats = run_metadata.step_stats.dev_stats[0].node_stats
-slowest = sorted(stats, key=lambda s: s.op_end_rel_micros - s.op_start_rel_micros)[-3:]
-for s in slowest:
-    print(f"{s.node_name:50} {s.op_end_rel_micros - s.op_start_rel_micros} µs")
+    code("""times = {}  # op name -> its time in each traced run, µs
+for _ in range(5):
+    run_metadata = tf.RunMetadata()
+    sess.run(train_step, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+             run_metadata=run_metadata)
+    for s in run_metadata.step_stats.dev_stats[0].node_stats:
+        times.setdefault(s.node_name, []).append(s.op_end_rel_micros - s.op_start_rel_micros)
+median = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
+for name in sorted(median, key=median.get)[-3:]:
+    print(f"{name:45} median {median[name]:4} µs   runs: {times[name]}")
 trace = tf.timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_format()"""),
+    md("""One run's times are noisy, the first one's most: after a pause the caches are cold and the
+threads of the matrix library have gone to sleep, so the first ops wait. Trace several runs and
+read the median, or profile many steps as above, before deciding which op is slow."""),
     md("""## Step through the graph
 
 A `Stepper` runs the part of the graph a fetch needs, **one op at a time**. `ready()` shows the
