@@ -4,22 +4,7 @@ Kept beside the notebooks so their text can be edited as code and regenerated:
 ``python tutorials/_build/make_training_tutorials.py``.
 """
 
-from pathlib import Path
-
-import nbformat as nbf
-
-HERE = Path(__file__).resolve().parent.parent
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
-
-
-def write(name: str, cells: list) -> None:
-    nb = nbf.v4.new_notebook()
-    nb["cells"] = cells
-    nb["metadata"] = {
-        "kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
-        "language_info": {"name": "python"},
-    }
-    nbf.write(nb, HERE / name)
+from _notebook import code, md, write
 
 
 write("02_linear_regression.ipynb", [

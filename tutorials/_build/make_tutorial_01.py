@@ -1,12 +1,7 @@
 """Writes tutorial 01 (run by a developer, then `ruff format tutorials`; the notebook is committed)."""
 
-from pathlib import Path
+from _notebook import code, md, write
 
-import nbformat as nbf
-
-nb = nbf.v4.new_notebook()
-md = nbf.v4.new_markdown_cell
-code = nbf.v4.new_code_cell
 cells = [
 md("""# 1. Graphs and sessions
 
@@ -148,7 +143,4 @@ md("""## Where next
   it names the op, the cell and the line.
 - Try `sess.run` with different fetches and feeds and predict which ops must run."""),
 ]
-nb["cells"] = cells
-nb["metadata"] = {"kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
-                  "language_info": {"name": "python"}}
-nbf.write(nb, Path(__file__).resolve().parent.parent / "01_graphs_and_sessions.ipynb")
+write("01_graphs_and_sessions.ipynb", cells)

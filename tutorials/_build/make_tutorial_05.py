@@ -1,11 +1,6 @@
 """Writes tutorial 05 (run by a developer, then `ruff format tutorials`; the notebook is committed)."""
 
-from pathlib import Path
-
-import nbformat as nbf
-
-HERE = Path(__file__).resolve().parent.parent
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+from _notebook import code, md, write
 
 cells = [
     md("""# 5. Where does the time go, and where does it break?
@@ -115,10 +110,4 @@ sess.run(shown, feed)
 sess.close()"""),
 ]
 
-nb = nbf.v4.new_notebook()
-nb["cells"] = cells
-nb["metadata"] = {
-    "kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
-    "language_info": {"name": "python"},
-}
-nbf.write(nb, HERE / "05_debugging_and_timing.ipynb")
+write("05_debugging_and_timing.ipynb", cells)

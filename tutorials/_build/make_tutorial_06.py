@@ -1,11 +1,6 @@
 """Writes tutorial 06 (run by a developer, then `ruff format tutorials`; the notebook is committed)."""
 
-from pathlib import Path
-
-import nbformat as nbf
-
-HERE = Path(__file__).resolve().parent.parent
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+from _notebook import code, md, write
 
 cells = [
     md("""# 6. Running on a GPU
@@ -191,10 +186,4 @@ holds two or three buffers at a time, not one per op.
 directly in CuPy."""),
 ]
 
-nb = nbf.v4.new_notebook()
-nb["cells"] = cells
-nb["metadata"] = {
-    "kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
-    "language_info": {"name": "python"},
-}
-nbf.write(nb, HERE / "06_gpu.ipynb")
+write("06_gpu.ipynb", cells)

@@ -1,11 +1,6 @@
 """Writes tutorial 07 (run by a developer, then `ruff format tutorials`; the notebook is committed)."""
 
-from pathlib import Path
-
-import nbformat as nbf
-
-HERE = Path(__file__).resolve().parent.parent
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+from _notebook import code, md, write
 
 cells = [
     md("""# 7. Protocol Buffers and TensorBoard
@@ -87,10 +82,4 @@ print("test accuracy:", sess.run(accuracy, {x: digits.test.images, labels: digit
 sess.close()"""),
 ]
 
-nb = nbf.v4.new_notebook()
-nb["cells"] = cells
-nb["metadata"] = {
-    "kernelspec": {"display_name": "Flowbook (Python 3)", "language": "python", "name": "flowbook"},
-    "language_info": {"name": "python"},
-}
-nbf.write(nb, HERE / "07_protobuf_and_tensorboard.ipynb")
+write("07_protobuf_and_tensorboard.ipynb", cells)
