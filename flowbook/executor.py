@@ -68,13 +68,8 @@ from functools import cache, partial
 from typing import Any
 
 from flowbook import errors
-from flowbook.plan import (
-    DISCARD,
-    Plan,
-    dynamic_shapes,
-    op_index_from_traceback,
-    timed_twin,
-)
+from flowbook.plan import DISCARD, Plan, op_index_from_traceback, timed_twin
+from flowbook.run_shapes import dynamic_shapes
 from flowbook.tensor import Operation
 from flowbook.timings import KernelTiming, RunTimings, producers
 
@@ -429,7 +424,9 @@ class _Run:
             self.log: list[tuple[int, int, int, int]] = []  # (op, start, end, thread)
             self.shapes: list[Any] | None = [None] * len(plan.ops) if self.keep else None
             # per op: whether its output shapes must be recorded (some dim unknown statically)
-            self.dynamic = dynamic_shapes(plan) if self.keep else None  # see plan.dynamic_shapes
+            self.dynamic = (
+                dynamic_shapes(plan) if self.keep else None
+            )  # see run_shapes.dynamic_shapes
             if self.kernel_hooks:  # on_kernel needs each op's scheduled time at once
                 self.ends: dict[int, int] = {}
         else:

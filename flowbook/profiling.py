@@ -148,8 +148,8 @@ def _outputs_of(rec: _Recorder, op: Any) -> list[Output]:
     """The recorded (dtype, shape) of each of ``op``'s outputs.
 
     Ops whose static shapes are fully known are not recorded by the run
-    (``plan.dynamic_shapes``; on the straight line, nor are those the fed
-    shapes determine, ``plan.shapes_given_feeds``): (None, None) stands for
+    (``run_shapes.dynamic_shapes``; on the straight line, nor are those the fed
+    shapes determine, ``run_shapes.shapes_given_feeds``): (None, None) stands for
     "as the graph says".
     """
     out = rec.outputs.get(op)

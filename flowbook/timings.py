@@ -124,8 +124,8 @@ class RunTimings:
     @property
     def shapes(self) -> list[Any] | None:
         """Per op: (dtype, shape) of its one output, or a list of them, if an observer asked
-        (None for ops whose static shapes are fully known: see ``plan.dynamic_shapes``; a
-        straight-line run gives the shapes its fed shapes determine: ``plan.shapes_given_feeds``)."""
+        (None for ops whose static shapes are fully known: see ``run_shapes.dynamic_shapes``; a
+        straight-line run gives the shapes its fed shapes determine: ``run_shapes.shapes_given_feeds``)."""
         plan = self._shapes_of
         if plan is not None and self._shapes is not None:  # bare shapes: add the dtypes
             self._shapes = [
