@@ -92,7 +92,7 @@ def test_drag_pans_without_selecting_click_selects_and_the_wheel_zooms_about_the
     page.mouse.move(cx + 40, cy + 25, steps=5)
     page.mouse.up()
     tx2, ty2, k2 = _transform(page)
-    assert (tx2 - tx, ty2 - ty, k2) == (40.0, 25.0, k)
+    assert abs(tx2 - tx - 40) < 0.2 and abs(ty2 - ty - 25) < 0.2 and k2 == k  # 0.1 px written
     assert page.locator(".fb-details").is_hidden()  # nothing selected
     assert page.locator(".fb-node.fb-selected").count() == 0
 
