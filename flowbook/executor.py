@@ -40,12 +40,10 @@ kernel runs out of memory the run's values are dropped at once (the error's
 traceback keeps no buffers alive), the devices release cached memory, and
 the error is a ``ResourceExhaustedError`` naming the op and the device.
 
-Observers (timings, the live widget, the NaN guard) see ``on_start``,
-``before_op``, ``on_kernel`` (where and when the kernel ran, timed on the
-thread that ran it), ``after_op``, ``on_timings`` (all of the run's timings
-at once, as flat lists: the cheap way to trace) and ``on_finish``, all on the
-calling thread.  Only the hooks an observer overrides are called, kernels are
-timed only when someone asks, and with no observer the loops call nothing.
+Observers (``flowbook.observers``: timings, the live widget, the NaN guard)
+are called on the calling thread.  Only the hooks an observer overrides are
+called, kernels are timed only when someone asks, and with no observer the
+loops call nothing.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
@@ -64,10 +62,11 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 from flowbook import errors
+from flowbook.observers import Observer, _hooks
 from flowbook.plan import DISCARD, Plan, op_index_from_traceback, timed_twin
 from flowbook.run_shapes import dynamic_shapes
 from flowbook.tensor import Operation
@@ -82,68 +81,6 @@ POOL_MIN_ELEMENTS = 1 << 15
 _new_timing = partial(
     tuple.__new__, KernelTiming
 )  # KernelTiming from a tuple, without __new__'s cost
-
-
-class Observer:
-    """Base class for run observers: override the hooks you need.
-
-    >>> class Count(Observer):
-    ...     def __init__(self): self.n = 0
-    ...     def after_op(self, op, outputs): self.n += 1
-    """
-
-    keeps_shapes = False  # True: on_timings gets each op's output dtypes and shapes too
-
-    def for_run(self, plan: Plan) -> Observer | None:
-        """The observer that watches this run of ``plan`` op by op, or None to watch it whole.
-
-        None leaves the run on its fast path (the compiled straight line, no
-        per-op hooks): only this observer's ``on_start`` and ``on_finish`` are
-        called.  An observer that decides per run (the live widget times a
-        run only where timing costs little) returns a per-run helper here.
-        """
-        return self
-
-    def on_start(self, plan: Plan) -> None:
-        """A run of ``plan`` starts."""
-
-    def before_op(self, op: Operation) -> None:
-        """``op``'s inputs are ready and its kernel is about to run."""
-
-    def on_kernel(self, op: Operation, timing: KernelTiming) -> None:
-        """``op``'s kernel ran as ``timing`` says (called just before ``after_op``)."""
-
-    def on_timings(self, plan: Plan, timings: RunTimings) -> None:
-        """All kernel timings of the run, at its end (before ``on_finish``); cheaper than on_kernel."""
-
-    def after_op(self, op: Operation, outputs: Sequence[Any]) -> None:
-        """``op``'s kernel returned ``outputs`` (one entry per output)."""
-
-    def on_finish(self, plan: Plan, error: BaseException | None) -> None:
-        """The run ended, with ``error`` if it failed."""
-
-
-def _hooks(observers: Sequence[Observer], name: str) -> list[Callable[..., Any]]:
-    """The bound ``name`` hooks of the observers that override it (called after on_start).
-
-    Observers usually override one or two hooks; calling only those keeps an
-    observed run close to an unobserved one.  An instance attribute counts
-    (an observer may bind a fast hook in ``on_start``).
-    """
-    return [
-        getattr(o, name)
-        for o in observers
-        if name in _overridden(type(o)) or name in getattr(o, "__dict__", ())
-    ]
-
-
-_HOOKS = ("on_start", "before_op", "on_kernel", "after_op", "on_timings", "on_finish")
-
-
-@cache
-def _overridden(cls: type) -> frozenset[str]:
-    """The hooks a class of observers overrides (looked up once per class)."""
-    return frozenset(h for h in _HOOKS if getattr(cls, h, None) is not getattr(Observer, h))
 
 
 # --------------------------------------------------------------------- pool
@@ -253,36 +190,6 @@ def feed_shapes(feeds: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(getattr(v, "shape", None) for v in feeds)
 
 
-def timings_hooks(observers: Sequence[Observer]) -> list[Callable[..., Any]] | None:
-    """The observers' ``on_timings`` hooks, if they want a run's timings and nothing per op.
-
-    Such a run of an all-cheap plan keeps its straight line: ``run_compiled_timed``.
-    None when some observer wants a per-op hook, or nobody wants timings.
-    """
-    hooks = []
-    for o in observers:
-        per_op, timings = _wants(type(o))
-        own = getattr(o, "__dict__", None)
-        if own and not own.keys().isdisjoint(_HOOKS):  # hooks bound on the instance
-            per_op = per_op or not own.keys().isdisjoint(_PER_OP)
-            timings = timings or "on_timings" in own
-        if per_op:
-            return None
-        if timings:
-            hooks.append(o.on_timings)
-    return hooks or None
-
-
-_PER_OP = ("before_op", "after_op", "on_kernel")
-
-
-@cache
-def _wants(cls: type) -> tuple[bool, bool]:
-    """(whether a class of observers overrides a per-op hook, whether it overrides on_timings)."""
-    hooks = _overridden(cls)
-    return not hooks.isdisjoint(_PER_OP), "on_timings" in hooks
-
-
 def run_compiled_timed(
     plan: Plan,
     feeds: Sequence[Any],
@@ -294,9 +201,9 @@ def run_compiled_timed(
 
     For plans whose untimed runs take the compiled path (no heavy op, all on
     the CPU) and observers that only want ``on_timings`` (``hooks``, from
-    ``timings_hooks``): the trace shows the run as it runs untraced, on the
-    calling thread in the static order, and costs one clock read and its
-    store per op.  When an observer ``keeps_shapes``, the run stores the
+    ``observers.timings_hooks``): the trace shows the run as it runs
+    untraced, on the calling thread in the static order, and costs one clock
+    read and its store per op.  When an observer ``keeps_shapes``, the run stores the
     output shapes of the ops whose shapes neither the graph nor the fed
     shapes (``shapes_key``, default: read from ``feeds``) determine.
     """
@@ -424,9 +331,7 @@ class _Run:
             self.log: list[tuple[int, int, int, int]] = []  # (op, start, end, thread)
             self.shapes: list[Any] | None = [None] * len(plan.ops) if self.keep else None
             # per op: whether its output shapes must be recorded (some dim unknown statically)
-            self.dynamic = (
-                dynamic_shapes(plan) if self.keep else None
-            )  # see run_shapes.dynamic_shapes
+            self.dynamic = dynamic_shapes(plan) if self.keep else None
             if self.kernel_hooks:  # on_kernel needs each op's scheduled time at once
                 self.ends: dict[int, int] = {}
         else:

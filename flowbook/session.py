@@ -48,6 +48,7 @@ from flowbook import executor
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
+from flowbook.observers import timings_hooks
 from flowbook.ops.state_ops import VarState
 from flowbook.placement import Placer, log_placement
 from flowbook.plan import COMPILE_AFTER_RUNS, Plan, build_plan, compile_plan
@@ -207,7 +208,7 @@ class BaseSession:
             else:
                 straight = True
             # a timed run off the CPU needs the scheduler's device timers (CUDA events)
-            hooks = executor.timings_hooks(observers) if observers and not plan.off_host else None
+            hooks = timings_hooks(observers) if observers and not plan.off_host else None
             if straight and (not observers or hooks):
                 plan.runs += 1
                 if plan.compiled is None and (plan.runs > COMPILE_AFTER_RUNS or plan.any_heavy):

@@ -1,0 +1,122 @@
+"""Run observers: who watches a run, and which of their hooks the executor calls.
+
+An observer (timings, the live widget, the NaN guard, the stepper's helpers)
+subclasses :class:`Observer` and overrides the hooks it needs: ``on_start``,
+``before_op``, ``on_kernel`` (where and when the kernel ran, timed on the
+thread that ran it), ``after_op``, ``on_timings`` (all of the run's timings
+at once, as flat lists: the cheap way to trace) and ``on_finish``, all
+called on the calling thread.  Which hooks a class overrides is looked up
+once per class (``_overridden``); the executor calls only those, so an
+observed run stays close to an unobserved one, and an observer that wants
+nothing per op (``timings_hooks``) leaves a run on its compiled straight
+line (``flowbook.executor.run_compiled_timed``).
+
+    >>> class Count(Observer):
+    ...     def __init__(self): self.n = 0
+    ...     def after_op(self, op, outputs): self.n += 1
+    >>> _overridden(Count)
+    frozenset({'after_op'})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flowbook.plan import Plan
+    from flowbook.tensor import Operation
+    from flowbook.timings import KernelTiming, RunTimings
+
+
+class Observer:
+    """Base class for run observers: override the hooks you need.
+
+    >>> class Count(Observer):
+    ...     def __init__(self): self.n = 0
+    ...     def after_op(self, op, outputs): self.n += 1
+    """
+
+    keeps_shapes = False  # True: on_timings gets each op's output dtypes and shapes too
+
+    def for_run(self, plan: Plan) -> Observer | None:
+        """The observer that watches this run of ``plan`` op by op, or None to watch it whole.
+
+        None leaves the run on its fast path (the compiled straight line, no
+        per-op hooks): only this observer's ``on_start`` and ``on_finish`` are
+        called.  An observer that decides per run (the live widget times a
+        run only where timing costs little) returns a per-run helper here.
+        """
+        return self
+
+    def on_start(self, plan: Plan) -> None:
+        """A run of ``plan`` starts."""
+
+    def before_op(self, op: Operation) -> None:
+        """``op``'s inputs are ready and its kernel is about to run."""
+
+    def on_kernel(self, op: Operation, timing: KernelTiming) -> None:
+        """``op``'s kernel ran as ``timing`` says (called just before ``after_op``)."""
+
+    def on_timings(self, plan: Plan, timings: RunTimings) -> None:
+        """All kernel timings of the run, at its end (before ``on_finish``); cheaper than on_kernel."""
+
+    def after_op(self, op: Operation, outputs: Sequence[Any]) -> None:
+        """``op``'s kernel returned ``outputs`` (one entry per output)."""
+
+    def on_finish(self, plan: Plan, error: BaseException | None) -> None:
+        """The run ended, with ``error`` if it failed."""
+
+
+def _hooks(observers: Sequence[Observer], name: str) -> list[Callable[..., Any]]:
+    """The bound ``name`` hooks of the observers that override it (called after on_start).
+
+    Observers usually override one or two hooks; calling only those keeps an
+    observed run close to an unobserved one.  An instance attribute counts
+    (an observer may bind a fast hook in ``on_start``).
+    """
+    return [
+        getattr(o, name)
+        for o in observers
+        if name in _overridden(type(o)) or name in getattr(o, "__dict__", ())
+    ]
+
+
+_HOOKS = ("on_start", "before_op", "on_kernel", "after_op", "on_timings", "on_finish")
+
+
+@cache
+def _overridden(cls: type) -> frozenset[str]:
+    """The hooks a class of observers overrides (looked up once per class)."""
+    return frozenset(h for h in _HOOKS if getattr(cls, h, None) is not getattr(Observer, h))
+
+
+def timings_hooks(observers: Sequence[Observer]) -> list[Callable[..., Any]] | None:
+    """The observers' ``on_timings`` hooks, if they want a run's timings and nothing per op.
+
+    Such a run of an all-cheap plan keeps its straight line: ``run_compiled_timed``.
+    None when some observer wants a per-op hook, or nobody wants timings.
+    """
+    hooks = []
+    for o in observers:
+        per_op, timings = _wants(type(o))
+        own = getattr(o, "__dict__", None)
+        if own and not own.keys().isdisjoint(_HOOKS):  # hooks bound on the instance
+            per_op = per_op or not own.keys().isdisjoint(_PER_OP)
+            timings = timings or "on_timings" in own
+        if per_op:
+            return None
+        if timings:
+            hooks.append(o.on_timings)
+    return hooks or None
+
+
+_PER_OP = ("before_op", "after_op", "on_kernel")
+
+
+@cache
+def _wants(cls: type) -> tuple[bool, bool]:
+    """(whether a class of observers overrides a per-op hook, whether it overrides on_timings)."""
+    hooks = _overridden(cls)
+    return not hooks.isdisjoint(_PER_OP), "on_timings" in hooks
