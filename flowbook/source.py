@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-class Cell(NamedTuple):
+@dataclass(slots=True)
+class Cell:
     """One run of a notebook cell: which cell, and its ``In [n]`` number.
+
+    Mutable on purpose: the notebook extension settles ``execution_count`` when the
+    cell ends (IPython 8 and 9 count a cell at different moments), and every op
+    the run created sees the settled number through the one shared object.
 
     >>> Cell("5f3c-a1", 4).execution_count
     4

@@ -231,6 +231,54 @@ def test_tracker_falls_back_to_the_source_hash_without_cell_ids():
     assert [op.name for op in ops] == ["Const"] and ops[0].site.cell == Cell(key, 3)
 
 
+class CountingShell:
+    """A shell that counts cells as IPython 8 (after ``pre_run_cell``) or 9 (before it) does."""
+
+    def __init__(self, counts_before_pre: bool) -> None:
+        self.execution_count = 1
+        self.counts_before_pre = counts_before_pre
+        self.tracker: extension.CellTracker | None = None
+
+    def run_cell(self, source, body=lambda: None, cell_id=None):
+        count = self.execution_count
+        if self.counts_before_pre:
+            self.execution_count += 1
+        if self.tracker is not None:
+            self.tracker.pre_run_cell(info(source, cell_id))
+        if self.tracker is None and source == "%load_ext flowbook":
+            self.tracker = extension.CellTracker(self)  # what load_ipython_extension sets up
+            self.tracker.count_seen = self.execution_count
+        try:
+            return body()
+        finally:
+            if not self.counts_before_pre:
+                self.execution_count += 1
+            self.tracker.post_run_cell(SimpleNamespace(execution_count=count))
+
+
+@pytest.mark.parametrize("loaded_in_a_cell", [True, False], ids=["load_ext", "kernelspec"])
+@pytest.mark.parametrize("counts_before_pre", [False, True], ids=["ipython8", "ipython9"])
+def test_cells_get_their_in_number_whichever_order_ipython_counts(
+    counts_before_pre, loaded_in_a_cell
+):
+    shell = CountingShell(counts_before_pre)
+    if loaded_in_a_cell:
+        shell.run_cell("%load_ext flowbook")  # In [1]
+    else:  # the kernelspec loads it before the first cell
+        shell.tracker = extension.CellTracker(shell)
+    first = shell.run_cell("a", lambda: fb.constant(1.0, name="a"), "c1")
+    second = shell.run_cell("b", lambda: fb.constant(2.0, name="b"), "c2")
+    offset = 1 if loaded_in_a_cell else 0
+    assert first.op.site.cell == Cell("c1", 1 + offset)
+    assert second.op.site.cell == Cell("c2", 2 + offset)
+    if loaded_in_a_cell:  # learnt before any op: right while the cell runs, not only after it
+        seen = []
+        shell.run_cell(
+            "c", lambda: seen.append(fb.constant(3.0, name="c").op.site.cell.execution_count)
+        )
+        assert seen == [4]
+
+
 def test_a_cell_that_builds_on_a_removed_tensor_is_marked_stale():
     shell = SimpleNamespace(execution_count=0)
     tracker = extension.CellTracker(shell)
@@ -388,7 +436,7 @@ SUMMARY = """g = tf.get_default_graph()
 print(json.dumps({
     "ops": [op.name for op in g.get_operations()],
     "stale": sorted(op.name for op in g.stale_ops()),
-    "cells": {op.name: list(op.site.cell) for op in g.get_operations() if op.site.cell},
+    "cells": {op.name: [op.site.cell.id, op.site.cell.execution_count] for op in g.get_operations() if op.site.cell},
     "variables": [v.op.name for v in tf.global_variables()],
 }))"""
 SESSION = """sess = tf.Session()
@@ -506,6 +554,9 @@ def test_kernelspec_files():
 def test_kernel_from_the_flowbook_kernelspec_has_the_extension_loaded(tmp_path, monkeypatch):
     data_dir = tmp_path / "jupyter-data"
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(data_dir))
+    # In a venv jupyter_core looks in the environment's share/jupyter first, where
+    # `pip install` put its own copy of the kernelspec: the one under test is the user's.
+    monkeypatch.setenv("JUPYTER_PREFER_ENV_PATH", "0")
     subprocess.run(
         [
             sys.executable,

@@ -25,7 +25,13 @@ State a tracker owns:
   is replaced (``tf.reset_default_graph()``) the records are dropped;
 - ``owned``: cell key -> the ops its last run created in ``graph``;
 - ``running`` / ``start_id``: the cell now running, and the graph's op counter
-  when it began.
+  when it began;
+- ``count_offset``: what to add to ``shell.execution_count`` during a cell to get
+  its ``In [n]``.  IPython 8 counts a cell after ``pre_run_cell`` (offset 0),
+  IPython 9 before it (offset -1).  The tracker does not guess from version
+  numbers: at ``post_run_cell`` the result's ``execution_count`` is the truth, so
+  the cell's number is settled there and the offset learnt for the next cells
+  (the cell that loads the extension teaches it before any op is made).
 
 **No cell id** (classic Notebook 6, nbclient/nbconvert, terminal IPython): the
 key falls back to a hash of the cell's source, not to the execution count.
@@ -66,6 +72,8 @@ class CellTracker:
         self.owned: dict[str, list[Operation]] = {}  # cell key -> ops its last run created
         self.running: Cell | None = None  # the cell now running, between pre and post
         self.start_id = 0  # graph._next_id when the running cell began
+        self.count_offset = 0  # In [n] of the running cell - shell.execution_count during it
+        self.count_seen: int | None = None  # shell.execution_count seen during the running cell
 
     @staticmethod
     def key_for(cell_id: str | None, raw_cell: str) -> str:
@@ -79,7 +87,10 @@ class CellTracker:
     def pre_run_cell(self, info: Any) -> None:
         """Remove the ops this cell made last time; start recording the new ones."""
         graph = self._current_graph()
-        count = self.shell.execution_count if getattr(info, "store_history", True) else None
+        self.count_seen = self.shell.execution_count
+        count = None
+        if getattr(info, "store_history", True) and isinstance(self.count_seen, int):
+            count = self.count_seen + self.count_offset
         cell = Cell(self.key_for(getattr(info, "cell_id", None), info.raw_cell or ""), count)
         previous = self.owned.pop(cell.id, None)
         if previous:
@@ -92,6 +103,7 @@ class CellTracker:
         """Stop recording; the ops made since ``pre_run_cell`` are now the cell's."""
         source.set_current_cell(None)
         cell, self.running = self.running, None
+        self._settle_count(cell, getattr(result, "execution_count", None))
         if cell is None:  # the cell that loaded the extension
             return
         graph = graph_module.get_default_graph()
@@ -102,6 +114,15 @@ class CellTracker:
         if created:
             self.owned[cell.id] = created
             mark_stale(graph, created)
+
+    def _settle_count(self, cell: Cell | None, actual: Any) -> None:
+        """Give ``cell`` its true ``In [n]`` and learn how this IPython counts."""
+        seen, self.count_seen = self.count_seen, None
+        if not isinstance(actual, int) or not isinstance(seen, int):
+            return
+        self.count_offset = actual - seen
+        if cell is not None and cell.execution_count is not None:
+            cell.execution_count = actual
 
     def ops_of(self, cell_id: str) -> list[Operation]:
         """The ops cell ``cell_id`` created on its last run (empty if none)."""
@@ -139,6 +160,9 @@ def load_ipython_extension(ip: Any) -> None:
     if id(ip) in _LOADED:
         return
     tracker = CellTracker(ip)
+    tracker.count_seen = (
+        ip.execution_count
+    )  # loaded in a cell: its post_run_cell teaches the offset
     kept = _KEPT.pop(id(ip), None)
     if kept is not None and kept.graph is tracker.graph:  # %reload_ext: cells keep their ops
         tracker.owned = kept.owned

@@ -49,10 +49,16 @@ prof.table(by="type")"""),
 graph above, or look at the side panel)."""),
     code("graph_view.show_times(prof)"),
     md("""The same data as a trace file: open `https://ui.perfetto.dev` (or `chrome://tracing`) and load
-it. Each thread is a lane, and arrows follow the tensors from op to op."""),
-    code("""prof.save_trace("train_step_trace.json")
-with open("train_step_trace.json") as f:
-    print(f.read()[:200], "...")"""),
+it. Each thread is a lane, and arrows follow the tensors from op to op. The file goes to a scratch
+folder outside the tutorials (the cell prints where)."""),
+    code("""import tempfile
+from pathlib import Path
+
+trace_path = Path(tempfile.gettempdir()) / "flowbook-scratch" / "train_step_trace.json"
+trace_path.parent.mkdir(exist_ok=True)
+prof.save_trace(trace_path)
+print(trace_path)
+print(trace_path.read_text()[:200], "...")"""),
     md("""TensorFlow 1 programs ask for the same thing with `RunOptions` and `RunMetadata`; that works
 unchanged:"""),
     code("""times = {}  # op name -> its time in each traced run, µs
