@@ -64,8 +64,12 @@ unchanged:"""),
     code("""times = {}  # op name -> its time in each traced run, µs
 for _ in range(5):
     run_metadata = tf.RunMetadata()
-    sess.run(train_step, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-             run_metadata=run_metadata)
+    sess.run(
+        train_step,
+        feed,
+        options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+        run_metadata=run_metadata,
+    )
     for s in run_metadata.step_stats.dev_stats[0].node_stats:
         times.setdefault(s.node_name, []).append(s.op_end_rel_micros - s.op_start_rel_micros)
 median = {name: sorted(t)[len(t) // 2] for name, t in times.items()}
