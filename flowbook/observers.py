@@ -2,14 +2,21 @@
 
 An observer (timings, the live widget, the NaN guard, the stepper's helpers)
 subclasses :class:`Observer` and overrides the hooks it needs: ``on_start``,
-``before_op``, ``on_kernel`` (where and when the kernel ran, timed on the
-thread that ran it), ``after_op``, ``on_timings`` (all of the run's timings
-at once, as flat lists: the cheap way to trace) and ``on_finish``, all
-called on the calling thread.  Which hooks a class overrides is looked up
-once per class (``_overridden``); the executor calls only those, so an
-observed run stays close to an unobserved one, and an observer that wants
-nothing per op (``timings_hooks``) leaves a run on its compiled straight
-line (``flowbook.executor.run_compiled_timed``).
+``before_op``, ``after_op``, ``on_timings`` (all of the run's kernel timings
+at once, as flat lists) and ``on_finish``, all called on the calling
+thread.  Which hooks a class overrides is looked up once per class
+(``_overridden``); the executor calls only those, so an observed run stays
+close to an unobserved one, and an observer that wants nothing per op
+(``timings_hooks``) leaves a run on its compiled straight line
+(``flowbook.executor.run_compiled_timed``).
+
+**Observers from options.**  ``RunOptions(trace_level=FULL_TRACE)``,
+``RunOptions(check_numerics=True)`` and ``ConfigProto(check_numerics=True)``
+ask for observers that live above the session (``flowbook.profiling``,
+``flowbook.debug``).  Those modules register a factory here
+(``observer_factory``, the one late-bound hook of the run path) and the
+session asks ``observers_for(options, config, run_metadata)``; it imports
+neither of them.
 
     >>> class Count(Observer):
     ...     def __init__(self): self.n = 0
@@ -27,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flowbook.plan import Plan
     from flowbook.tensor import Operation
-    from flowbook.timings import KernelTiming, RunTimings
+    from flowbook.timings import RunTimings
 
 
 class Observer:
@@ -56,11 +63,8 @@ class Observer:
     def before_op(self, op: Operation) -> None:
         """``op``'s inputs are ready and its kernel is about to run."""
 
-    def on_kernel(self, op: Operation, timing: KernelTiming) -> None:
-        """``op``'s kernel ran as ``timing`` says (called just before ``after_op``)."""
-
     def on_timings(self, plan: Plan, timings: RunTimings) -> None:
-        """All kernel timings of the run, at its end (before ``on_finish``); cheaper than on_kernel."""
+        """All kernel timings of the run, at its end (before ``on_finish``)."""
 
     def after_op(self, op: Operation, outputs: Sequence[Any]) -> None:
         """``op``'s kernel returned ``outputs`` (one entry per output)."""
@@ -69,7 +73,7 @@ class Observer:
         """The run ended, with ``error`` if it failed."""
 
 
-def _hooks(observers: Sequence[Observer], name: str) -> list[Callable[..., Any]]:
+def hooks_of(observers: Sequence[Observer], name: str) -> list[Callable[..., Any]]:
     """The bound ``name`` hooks of the observers that override it (called after on_start).
 
     Observers usually override one or two hooks; calling only those keeps an
@@ -83,7 +87,7 @@ def _hooks(observers: Sequence[Observer], name: str) -> list[Callable[..., Any]]
     ]
 
 
-_HOOKS = ("on_start", "before_op", "on_kernel", "after_op", "on_timings", "on_finish")
+_HOOKS = ("on_start", "before_op", "after_op", "on_timings", "on_finish")
 
 
 @cache
@@ -112,7 +116,7 @@ def timings_hooks(observers: Sequence[Observer]) -> list[Callable[..., Any]] | N
     return hooks or None
 
 
-_PER_OP = ("before_op", "after_op", "on_kernel")
+_PER_OP = ("before_op", "after_op")
 
 
 @cache
@@ -120,3 +124,52 @@ def _wants(cls: type) -> tuple[bool, bool]:
     """(whether a class of observers overrides a per-op hook, whether it overrides on_timings)."""
     hooks = _overridden(cls)
     return not hooks.isdisjoint(_PER_OP), "on_timings" in hooks
+
+
+def split_for_run(
+    observers: Sequence[Observer], plan: Plan
+) -> tuple[list[Observer], list[Observer]]:
+    """``(whole, per_run)``: who watches this run of ``plan`` whole, and who op by op.
+
+    ``Observer.for_run`` decides: None puts the observer in ``whole`` (only
+    its ``on_start``/``on_finish``), else what it returns watches the run.
+    """
+    whole: list[Observer] = []
+    per_run: list[Observer] = []
+    for o in observers:
+        r = o.for_run(plan)
+        if r is None:
+            whole.append(o)
+        else:
+            per_run.append(r)
+    return whole, per_run
+
+
+# (options, config, run_metadata) -> the observer they ask for, or None
+ObserverFactory = Callable[[Any, Any, Any], "Observer | None"]
+_FACTORIES: list[ObserverFactory] = []  # filled by flowbook.profiling and flowbook.debug
+
+
+def observer_factory(factory: ObserverFactory) -> ObserverFactory:
+    """Register ``factory(options, config, run_metadata)``: an observer a run's options ask for.
+
+    The modules that define such observers sit above the session; they
+    register here when imported (``import flowbook`` imports them all).
+
+    >>> from flowbook.config import ConfigProto, RunOptions
+    >>> asked = observers_for(RunOptions(check_numerics=True), ConfigProto(), None)
+    >>> [type(o).__name__ for o in asked]  # flowbook.debug registered the NaN guard's factory
+    ['NanGuard']
+    """
+    _FACTORIES.append(factory)
+    return factory
+
+
+def observers_for(options: Any, config: Any, run_metadata: Any) -> list[Observer]:
+    """The observers ``options`` (a RunOptions or None) and ``config`` ask for, in order."""
+    out = []
+    for factory in _FACTORIES:
+        o = factory(options, config, run_metadata)
+        if o is not None:
+            out.append(o)
+    return out

@@ -17,16 +17,15 @@ Building it is all the graph work a run does:
    (``pending``); per slot: how many reads it has (``uses``), so the threaded
    executor frees a value after its last use whatever order ops run in; and
    per op in the static order, the slots last read there (``frees``).
-4. **Compile** (from the second run on): when no op is heavy, the ready queue
-   of the threaded executor would only ever run ops inline, one after another,
-   so the plan emits that sequence as one straight-line Python function
-   (``s3 = f2(s1, s0)``...), reusing local names after a value's last read.  It
-   runs a chain of trivial ops at the speed of the equivalent hand-written
-   numpy loop.  A kernel error inside it is traced back to its op through the
-   line number.  Its timed twin (``compile_timed``) reads the clock after
-   each op; where a trace wants output shapes it stores only those that
-   neither the graph nor the fed shapes determine (``timed_twin``, with
-   ``flowbook.run_shapes``).
+4. **Facts for observers**, worked out here once rather than during runs:
+   ``producers`` (the ops each op waits for, for scheduled times and the
+   Stepper) and ``dynamic`` (the ops whose output shapes the graph leaves
+   open, which a trace must record or derive from the feeds).
+
+A Plan is a fixed layout: built once, never changed by a run (its fields
+are slots; nothing is cached on it later).  What runs learn about it (the
+compiled straight line, timed twins, shapes given feeds, inline decisions)
+lives in the session's ``flowbook.compile.RunPath`` beside it.
 
 **Devices.**  ``place(op)`` (the session's ``flowbook.placement.Placer``)
 says where each op runs; ``plan.devices`` holds the answer per op.  Where an
@@ -61,11 +60,16 @@ from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import fmt
 
 DISCARD = 0  # the slot for values nobody reads
-COMPILE_AFTER_RUNS = 1  # compile a plan once it has run this many times
 
 
 class Plan:
-    """The cached, executable form of one run signature.  See the module docstring."""
+    """The fixed, executable layout of one run signature.  See the module docstring."""
+
+    __slots__ = (
+        "any_heavy", "consumers", "copies", "devices", "dynamic", "feed_slots", "fetch_slots",
+        "fns", "frees", "heavy", "inputs", "n_slots", "off_host", "ops", "outputs", "pending",
+        "producers", "ready", "uses", "__weakref__",  # views key their stats by plan, weakly
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.ops: list[Operation] = []  # needed ops, in a topological order
@@ -73,31 +77,21 @@ class Plan:
         self.inputs: list[tuple[int, ...]] = []  # per op: slots of its data inputs
         self.outputs: list[tuple[int, ...]] = []  # per op: slot of each output (DISCARD if unread)
         self.consumers: list[tuple[int, ...]] = []  # per op: ops that wait for it (data or control)
+        self.producers: list[tuple[int, ...]] = []  # per op: ops it waits for (data or control)
         self.pending: list[int] = []  # per op: how many ops it waits for; 0 means ready at start
         self.ready: list[int] = []  # ops ready at start, in order
         self.frees: list[tuple[int, ...]] = []  # per op: slots last read by it in the static order
         self.heavy: list[bool] = []  # per op: may run on the thread pool
-        self.uses: list[
-            int
-        ] = []  # per slot: reads in the run (fetched and fed slots: +1, never freed)
+        self.uses: list[int] = []  # per slot: reads in the run (fetched and fed: +1, never freed)
         self.n_slots = 1  # slot count, DISCARD included
         self.feed_slots: list[int] = []  # slot of each fed tensor, in feed order
         self.fetch_slots: list[int | None] = []  # slot of each fetch; None for an op fetch
         self.any_heavy = False  # whether the threaded executor may use the pool
-        self.runs = 0  # how many times this plan ran (compiles at COMPILE_AFTER_RUNS)
-        self.compiled: Callable[[list[Any]], list[Any]] | None = None  # straight-line form
-        self.line_to_op: dict[int, int] = {}  # compiled source line -> op index
+        # per op: 0 if its outputs' static shapes are fully known, else 1 (one output) or 2
+        self.dynamic: tuple[int, ...] = ()
         self.devices: list[Device] = []  # per op: where it runs (copies included)
         self.copies: list[CopyOp] = []  # the copy nodes between devices, in order (often none)
         self.off_host = False  # whether some op runs off the CPU (its kernels may be device-timed)
-        # timed twins of ``compiled`` by the ops whose shapes they record (``compile_timed``)
-        self.timed: dict[tuple[int, ...] | None, Any] = {}
-        # feed shapes -> (timed twin, its line map, the shapes it need not record, whether it
-        # records any): see timed_twin
-        self.given_feeds: dict[tuple[Any, ...], tuple[Any, dict[int, int], list[Any], bool]] = {}
-        # feed shapes of the last threaded run of a plan with heavy ops, if it sent no kernel
-        # to the pool (then runs with feeds of those shapes may take the straight line)
-        self.inline_feeds: tuple[Any, ...] | None = None
 
 
 def build_plan(
@@ -189,6 +183,17 @@ def build_plan(
             tuple(slot_of.get(t, DISCARD) if t not in fed else DISCARD for t in op.outputs)
         )
     plan.consumers = [tuple(c) for c in consumers]
+    producers: list[list[int]] = [[] for _ in order]
+    for i, cs in enumerate(consumers):
+        for c in cs:
+            producers[c].append(i)
+    plan.producers = [tuple(p) for p in producers]
+    plan.dynamic = tuple(
+        (1 if len(op.outputs) == 1 else 2)
+        if any(t._shape is None or None in t._shape for t in op.outputs)
+        else 0
+        for op in order
+    )
     plan.ready = [i for i, p in enumerate(plan.pending) if p == 0]
     plan.any_heavy = any(plan.heavy)
     plan.frees = _static_frees(plan)
@@ -275,170 +280,3 @@ def _missing_feed(op: Operation) -> InvalidArgumentError:
         f"You must feed a value for placeholder tensor '{op.name}' with dtype {dtype} and shape "
         f"{shape}, created at {op.site.describe()}. Pass it in feed_dict={{{op.name}: value}}.",
     )
-
-
-# ------------------------------------------------------------------- compile
-def compile_plan(plan: Plan) -> None:
-    """Give ``plan`` a straight-line function running its ops in the static order.
-
-    The function takes the fed values (in ``feed_slots`` order) and returns
-    the fetched values (in ``fetch_slots`` order, None for op fetches).
-    """
-    source, plan.line_to_op = _straight_line(plan, timed=False)
-    plan.compiled = _define(plan, source, "run")
-
-
-def compile_timed(
-    plan: Plan, record: tuple[int, ...] | None = None
-) -> tuple[Callable[..., list[Any]], dict[int, int]]:
-    """The timed twin of ``plan.compiled`` and its line map (made once per ``record``).
-
-    ``run_timed(feeds, st, clock, shapes)`` runs the same straight line and
-    sets ``st[0]`` to ``clock()`` before the first kernel and ``st[i + 1]``
-    after kernel i: op i ran from ``st[i]`` to ``st[i + 1]`` (one clock read
-    per op; the little bookkeeping between two kernels counts in the next op;
-    ``st`` comes filled with zeros, so a failed run leaves the rest at 0).
-    ``record`` (see ``shapes_given_feeds``), when given, marks the ops whose
-    output shapes the run stores in ``shapes[i]``: 1 for an op with one
-    output, 2 for one with several.
-    """
-    twin = plan.timed.get(record)
-    if twin is None:
-        if len(plan.timed) >= MAX_SHAPE_SIGNATURES:
-            plan.timed.clear()
-        source, line_to_op = _straight_line(plan, timed=True, record=record)
-        twin = plan.timed[record] = (_define(plan, source, "run_timed"), line_to_op)
-    return twin
-
-
-MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a plan keeps timed twins and shapes for
-
-
-def timed_twin(
-    plan: Plan, feed_shapes: tuple[Any, ...] | None
-) -> tuple[Callable[..., list[Any]], dict[int, int], list[Any] | None, bool]:
-    """``(run_timed, line_to_op, known, records)`` for a timed run fed values of ``feed_shapes``.
-
-    With ``feed_shapes`` (a trace that wants output shapes), the twin records
-    only the shapes the feeds do not determine (``records``: whether there
-    are any) and ``known`` holds the others (``shapes_given_feeds``); with
-    None it records none and ``known`` is None.  Cached per feed-shape
-    signature, so a run pays one dict lookup; past ``MAX_SHAPE_SIGNATURES``
-    signatures a plan stops working shapes out and records all it does not
-    know statically.
-    """
-    if feed_shapes is None:
-        return (*compile_timed(plan), None, False)
-    entry = plan.given_feeds.get(feed_shapes)
-    if entry is None:
-        from flowbook.run_shapes import dynamic_shapes, shapes_given_feeds  # (imports this)
-
-        if len(plan.given_feeds) < MAX_SHAPE_SIGNATURES:
-            record, known = shapes_given_feeds(plan, feed_shapes)
-        else:  # feeds of ever new shapes: record every shape the graph leaves open
-            feed_shapes = ()  # one entry for all of them (a plan with feeds has no empty one)
-            entry = plan.given_feeds.get(feed_shapes)
-            if entry is not None:
-                return entry
-            record, known = tuple(dynamic_shapes(plan)), [None] * len(plan.ops)
-        records = any(record)
-        twin = compile_timed(plan, record if records else None)
-        entry = plan.given_feeds[feed_shapes] = (*twin, known, records)
-    return entry
-
-
-def _define(plan: Plan, source: str, name: str) -> Callable[..., list[Any]]:
-    """The function ``name`` that ``source`` defines, with the plan's kernels as ``f0, f1...``."""
-    namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
-    exec(compile(source, _FILENAME, "exec"), namespace)
-    return namespace[name]
-
-
-def _straight_line(
-    plan: Plan, timed: bool, record: tuple[int, ...] | None = None
-) -> tuple[str, dict[int, int]]:
-    """The source of the straight-line function (``run`` or ``run_timed``) and its line map."""
-    names: dict[int, str] = {}  # live slot -> local variable name
-    free_names: list[str] = []
-    counter = 0
-
-    def new_name() -> str:
-        nonlocal counter
-        if free_names:
-            return free_names.pop()
-        counter += 1
-        return f"v{counter}"
-
-    if timed:
-        lines = ["def run_timed(feeds, st, clock, shapes):"]
-    else:
-        lines = ["def run(feeds):"]
-    if plan.feed_slots:
-        for k, s in enumerate(plan.feed_slots):
-            names[s] = new_name()
-            lines.append(f"    {names[s]} = feeds[{k}]")
-    line_to_op: dict[int, int] = {}
-    if timed:
-        lines.append("    st[0] = clock()")
-    for i in range(len(plan.ops)):
-        args = ", ".join(names[s] for s in plan.inputs[i])
-        released = [names.pop(s) for s in plan.frees[i]]
-        free_names.extend(reversed(released))
-        targets = []
-        for s in plan.outputs[i]:
-            if s == DISCARD:
-                targets.append("_")
-            else:
-                names[s] = new_name()
-                targets.append(names[s])
-        call = f"f{i}({args})"
-        if timed:
-            if len(targets) == 1 and targets[0] != "_":  # the common case: no temporary
-                out = targets[0]
-                lines.append(f"    {out} = {call}; st[{i + 1}] = clock()")
-            else:
-                out = "_r"
-                unpack = ""
-                if targets and not all(t == "_" for t in targets):
-                    comma = "," if len(targets) > 1 else ""
-                    unpack = f"; {', '.join(targets)}{comma} = _r"
-                lines.append(f"    _r = {call}; st[{i + 1}] = clock(){unpack}")
-            line_to_op[len(lines)] = i
-            if record is not None and record[i]:  # the shapes, not the arrays (freed)
-                shape = f"{out}.shape"  # the dtype is the graph's (RunTimings.shapes adds it)
-                if record[i] == 2:
-                    shape = f"[o.shape for o in {out}]"
-                lines.append(f"    try: shapes[{i}] = {shape}")
-                lines.append("    except AttributeError: pass  # not arrays: as the graph says")
-        elif not targets or all(t == "_" for t in targets):
-            lines.append(f"    {call}")
-        elif len(targets) == 1:
-            lines.append(f"    {targets[0]} = {call}")
-        else:
-            lines.append(f"    {', '.join(targets)}, = {call}")
-        if not timed:
-            line_to_op[len(lines)] = i
-        dead = [n for n in released if n in free_names]
-        if dead:
-            lines.append(f"    {' = '.join(dead)} = None")
-    fetched = ", ".join(names[s] if s is not None else "None" for s in plan.fetch_slots)
-    lines.append(f"    return [{fetched}]")
-    return "\n".join(lines), line_to_op
-
-
-_FILENAME = "<flowbook plan>"
-
-
-def op_index_from_traceback(
-    plan: Plan, tb: Any, line_to_op: dict[int, int] | None = None
-) -> int | None:
-    """Which op of a compiled plan raised, from the traceback's line in the plan.
-
-    ``line_to_op``: the line map of the function that ran (default: ``plan.compiled``'s).
-    """
-    lines = plan.line_to_op if line_to_op is None else line_to_op
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == _FILENAME:
-            return lines.get(tb.tb_lineno)
-        tb = tb.tb_next
-    return None

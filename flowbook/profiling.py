@@ -47,13 +47,16 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from flowbook.executor import Observer
+from flowbook.config import RunOptions
+from flowbook.observers import Observer, observer_factory
+from flowbook.session import observe
 from flowbook.step_stats import (
     AllocationDescription,
     DeviceStepStats,
@@ -148,8 +151,8 @@ def _outputs_of(rec: _Recorder, op: Any) -> list[Output]:
     """The recorded (dtype, shape) of each of ``op``'s outputs.
 
     Ops whose static shapes are fully known are not recorded by the run
-    (``run_shapes.dynamic_shapes``; on the straight line, nor are those the fed
-    shapes determine, ``run_shapes.shapes_given_feeds``): (None, None) stands for
+    (``Plan.dynamic``; on the straight line, nor are those the fed
+    shapes determine, ``compile.shapes_given_feeds``): (None, None) stands for
     "as the graph says".
     """
     out = rec.outputs.get(op)
@@ -434,8 +437,6 @@ class Profile:
 
     def chrome_trace(self, show_dataflow: bool = True, show_memory: bool = False) -> str:
         """All runs as one Trace Event Format JSON string (Perfetto, chrome://tracing)."""
-        import json
-
         events = trace_events(self.events(), show_dataflow, show_memory)
         return json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, separators=(",", ":"))
 
@@ -456,11 +457,17 @@ def profile() -> Iterator[Profile]:
     >>> [r["type"] for r in prof.table(by="type", sort="name").rows]
     ['Add', 'Const']
     """
-    from flowbook.session import observe
-
     prof = Profile()
     with observe(_ProfileObserver(prof)):
         yield prof
+
+
+@observer_factory
+def _traced(options: Any, config: Any, run_metadata: Any) -> StepStatsCollector | None:
+    """A StepStatsCollector for a run whose ``RunOptions`` ask for a trace into ``run_metadata``."""
+    if options is None or run_metadata is None or options.trace_level == RunOptions.NO_TRACE:
+        return None
+    return StepStatsCollector(run_metadata)
 
 
 class ProfileTable:

@@ -8,13 +8,13 @@
 2. **feeds** (for any tensor, by object or name) are converted to the
    tensor's dtype and checked against its static shape.
 3. the **plan** for (fetches, feeds, graph version) comes from the cache, or is
-   built once (``flowbook.plan``): a repeated run does no graph work.
-4. an **executor** runs it (``flowbook.executor``): the plan's compiled
-   straight-line form (from its second run; the serial reference the first
-   time) when nothing calls for more, else the threaded scheduler: for a
-   deadline, per-op observers, ops off the CPU, or heavy ops that may go to
-   the thread pool (a plan whose heavy ops all ran inline last time, with
-   feeds of the same shapes, runs straight: see ``_dispatch``).
+   built once (``flowbook.plan``): a repeated run does no graph work.  Beside
+   each plan the session keeps its ``RunPath`` (``flowbook.compile``): what
+   its runs have learnt, such as its compiled straight line.
+4. ``flowbook.executor.execute`` runs it, on the path it chooses, with the
+   observers attached (``observe``, ``Session.observers``) and those the
+   run's options and the session's config ask for
+   (``flowbook.observers.observers_for``: traces, the NaN guard).
 
 The session owns per-op state that kernels are bound to: each variable's
 value (``VarState``) and each random op's generator, and it decides where
@@ -35,7 +35,6 @@ several threads at once.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 import time
 import weakref
@@ -44,23 +43,24 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import executor
+from flowbook.compile import RunPath
 from flowbook.config import ConfigProto, RunOptions
-from flowbook.devices import CPU, Device
+from flowbook.devices import CPU, Device, to_host
+from flowbook.executor import execute
 from flowbook.graph import Graph, get_default_graph
-from flowbook.observers import timings_hooks
+from flowbook.observers import Observer, observers_for
 from flowbook.ops.state_ops import VarState
 from flowbook.placement import Placer, log_placement
-from flowbook.plan import COMPILE_AFTER_RUNS, Plan, build_plan, compile_plan
+from flowbook.plan import Plan, build_plan
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible, fmt
 
 MAX_PLANS = 256  # cached run signatures per session, for one graph version
-_observers: list[executor.Observer] = []  # process-wide observers (fb.observe)
+_observers: list[Observer] = []  # process-wide observers (fb.observe)
 
 
 @contextlib.contextmanager
-def observe(observer: executor.Observer) -> Iterator[executor.Observer]:
+def observe(observer: Observer) -> Iterator[Observer]:
     """Attach ``observer`` to every run inside the ``with`` block, in any session.
 
     >>> import flowbook as fb
@@ -89,6 +89,7 @@ class BaseSession:
         self.config = config or ConfigProto()
         self.target = target
         self._plans: dict[tuple, Plan] = {}  # (fetches, feeds, graph version) -> plan
+        self._paths: dict[Plan, RunPath] = {}  # plan -> what its runs here have learnt
         # VariableV2 op -> its value here; random op -> its generator here.  Weak keys: an op
         # removed from the graph (a re-run notebook cell) takes its state with it.
         self._variables: weakref.WeakKeyDictionary[Operation, VarState] = (
@@ -97,7 +98,7 @@ class BaseSession:
         self._rngs: weakref.WeakKeyDictionary[Operation, Any] = weakref.WeakKeyDictionary()
         self._state_lock = threading.Lock()  # guards creating entries of the two dicts above
         self._closed = False
-        self.observers: list[executor.Observer] = []  # observers of this session's runs
+        self.observers: list[Observer] = []  # observers of this session's runs
         self._placer: Placer | None = None  # op -> device; made on the first plan
         self._logged_mapping = False  # log_device_placement printed the device mapping
 
@@ -133,7 +134,20 @@ class BaseSession:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(elements, feed_tensors, key)
-        values = self._execute(plan, feed_values, options, run_metadata)
+        observers = self.observers + _observers if (self.observers or _observers) else ()
+        deadline = None
+        if options is not None or self.config.check_numerics:
+            observers = [*observers, *observers_for(options, self.config, run_metadata)]
+            if options is not None and options.timeout_in_ms:
+                deadline = time.monotonic() + options.timeout_in_ms / 1000
+        values = execute(
+            plan,
+            self._paths[plan],
+            feed_values,
+            observers,
+            deadline,
+            self.config.inter_op_parallelism_threads,
+        )
         if structure == 0:
             return _to_numpy(values[0])
         return _rebuild(structure, [None if v is None else _to_numpy(v) for v in values])
@@ -146,96 +160,27 @@ class BaseSession:
             log_placement(plan, devices)
         if len(self._plans) >= MAX_PLANS or any(k[-1] != key[-1] for k in list(self._plans)[:1]):
             self._plans.clear()  # plans of an older graph version are never hit again
+            self._paths.clear()
         self._plans[key] = plan
+        self._paths[plan] = RunPath(plan)
         return plan
 
-    def _execute(
-        self, plan: Plan, feed_values: Any, options: RunOptions | None, run_metadata: Any = None
-    ) -> list[Any]:
-        observers = self.observers + _observers if (self.observers or _observers) else ()
-        timeout = 0
-        if options is not None:
-            timeout = options.timeout_in_ms
-            observers = self._option_observers(options, run_metadata, observers)
-        if self.config.check_numerics:
-            from flowbook.debug import NanGuard
+    def prepare(self, fetches: Any, feed_dict: dict | None = None) -> Prepared:
+        """What ``run(fetches, feed_dict)`` would execute, without running it (for the Stepper).
 
-            observers = [*observers, NanGuard()]
-        whole: list[executor.Observer] = []  # observers of this run as a whole (no per-op hooks)
-        if observers:
-            per_op = []
-            for o in observers:
-                r = o.for_run(plan)
-                (whole if r is None else per_op).append(o if r is None else r)
-            observers = per_op
-        if whole:
-            return self._execute_watched(plan, feed_values, observers, timeout, whole)
-        return self._dispatch(plan, feed_values, observers, timeout)
-
-    def _execute_watched(
-        self, plan: Plan, feed_values: Any, observers: Any, timeout: int, whole: list
-    ) -> list[Any]:
-        """Run with ``whole`` seeing only the start and the end (the run keeps its fast path)."""
-        for o in whole:
-            o.on_start(plan)
-        error: BaseException | None = None
-        try:
-            return self._dispatch(plan, feed_values, observers, timeout)
-        except BaseException as e:
-            error = e
-            raise
-        finally:
-            for o in whole:
-                o.on_finish(plan, error)
-
-    def _dispatch(self, plan: Plan, feed_values: Any, observers: Any, timeout: int) -> list[Any]:
-        """Run ``plan`` on the cheapest path that serves the run.
-
-        The compiled straight line (timed when the observers want only timings)
-        serves plans with no heavy op, and plans with heavy ops whose last run
-        on the threaded scheduler, with feeds of the same shapes, ran every
-        kernel inline (too small for the pool): the same order, without the
-        scheduler.  A deadline, per-op hooks, a timed run with ops off the CPU
-        or a run that may use the pool take the threaded scheduler.
+        >>> import flowbook as tf
+        >>> with tf.Graph().as_default(), tf.Session() as s:
+        ...     x = tf.placeholder(tf.float32, name="x")
+        ...     p = s.prepare({"y": x * 2.0}, {x: 3.0})
+        >>> [op.name for op in p.plan.ops], p.unpack([np.float32(6.0)])
+        (['mul/y', 'mul'], {'y': np.float32(6.0)})
         """
-        with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            shapes = None  # the fed values' shapes, where read
-            if timeout:
-                straight = False
-            elif plan.any_heavy:
-                shapes = executor.feed_shapes(feed_values)
-                straight = plan.inline_feeds == shapes
-            else:
-                straight = True
-            # a timed run off the CPU needs the scheduler's device timers (CUDA events)
-            hooks = timings_hooks(observers) if observers and not plan.off_host else None
-            if straight and (not observers or hooks):
-                plan.runs += 1
-                if plan.compiled is None and (plan.runs > COMPILE_AFTER_RUNS or plan.any_heavy):
-                    compile_plan(plan)
-                if plan.compiled is not None:
-                    if hooks:
-                        return executor.run_compiled_timed(
-                            plan, feed_values, observers, hooks, shapes
-                        )
-                    return executor.run_compiled(plan, feed_values)
-                if not observers:
-                    return executor.run_serial(plan, feed_values)
-            deadline = time.monotonic() + timeout / 1000 if timeout else None
-            limit = self.config.inter_op_parallelism_threads
-            return executor.run_threaded(plan, feed_values, observers, deadline, limit)
-
-    @staticmethod
-    def _option_observers(options: RunOptions, run_metadata: Any, observers: Any) -> Any:
-        """Observers one run's options ask for: the step-stats tracer, the NaN guard."""
-        extra: list[executor.Observer] = []
-        if options.trace_level != RunOptions.NO_TRACE and run_metadata is not None:
-            extra.append(_step_stats_collector()(run_metadata))
-        if options.check_numerics:
-            from flowbook.debug import NanGuard
-
-            extra.append(NanGuard())
-        return [*observers, *extra] if extra else observers
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        elements, structure = _flatten(self.graph, fetches)
+        tensors, values = self._feeds(feed_dict) if feed_dict else ((), ())
+        plan = build_plan(self.graph, elements, (), tensors, self._bind)
+        return Prepared(plan, values, dict(zip(tensors, values)), structure)
 
     @property
     def placer(self) -> Placer:
@@ -290,6 +235,7 @@ class BaseSession:
         """Release the session's variables and plans; later runs raise RuntimeError."""
         self._closed = True
         self._plans.clear()
+        self._paths.clear()
         self._variables.clear()
         self._rngs.clear()
 
@@ -372,6 +318,35 @@ class InteractiveSession(BaseSession):
         if _DEFAULT.interactive is self:
             _DEFAULT.interactive = None
         super().close()
+
+
+class Prepared:
+    """A run made ready by ``Session.prepare``: its plan, its converted feeds, and how to
+    shape its fetched values."""
+
+    __slots__ = ("fed", "feeds", "plan", "structure")
+
+    def __init__(self, plan: Plan, feeds: tuple, fed: dict[Tensor, Any], structure: Any) -> None:
+        self.plan = plan  # built as run() builds it: same pruning, kernels, devices
+        self.feeds = feeds  # the fed values, converted, in plan.feed_slots order
+        self.fed = fed  # fed tensor -> its value
+        self.structure = structure  # the fetches' nesting
+
+    def unpack(self, values: list[Any]) -> Any:
+        """Host copies of the fetched ``values`` (fetch order) in the fetches' structure."""
+        return _rebuild(self.structure, [None if v is None else host_value(v) for v in values])
+
+
+def host_value(value: Any) -> Any:
+    """A value as ``Session.run`` returns it, never sharing memory with the run's buffers.
+
+    >>> host_value(np.arange(3)).tolist()
+    [0, 1, 2]
+    """
+    if type(value) is VarState:
+        value = value.read()
+    v = _to_numpy(to_host(value))  # a value on a GPU is copied to the host
+    return v.copy() if isinstance(v, np.ndarray) else v
 
 
 class _Binder:
@@ -563,11 +538,3 @@ def _feed_value(t: Tensor, value: Any) -> Any:
             f"{fmt(t._shape)} ({t.op.type} '{t.op.name}' created at {t.op.site.describe()})"
         )
     return arr
-
-
-@functools.cache
-def _step_stats_collector() -> Any:
-    """``flowbook.profiling.StepStatsCollector``, imported on the first traced run."""
-    from flowbook.profiling import StepStatsCollector
-
-    return StepStatsCollector

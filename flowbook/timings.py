@@ -1,8 +1,12 @@
 """Kernel timings of one run: when each op was scheduled, started and ended, and where.
 
-The executor records as little as it can while a run goes (a tuple per kernel
-on the threaded scheduler, one clock read per op on the straight line) and
-hands a :class:`RunTimings` to the observers that asked; its per-op lists,
+Timing stays out of the executor's loops.  On the threaded scheduler a
+:class:`KernelTimer` hands the run timed wrappers of its kernels (each logs
+one ``(op, start, end, thread)`` tuple on whatever thread ran it, runs a
+kernel off the CPU through its device's timer, and records the output
+shapes the graph leaves open); on the straight line the plan's timed twin
+stores one clock read per op (``flowbook.compile``).  Either way the
+observers that asked get a :class:`RunTimings` at the end; its per-op lists,
 the scheduled times (from the plan's edges) and the output dtypes are built
 only when someone reads them (the profiler, the live widget).
 
@@ -12,10 +16,12 @@ only when someone reads them (the profiler, the live widget).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from flowbook.plan import Plan
+from flowbook.plan import Plan
 
 
 class KernelTiming(NamedTuple):
@@ -115,7 +121,7 @@ class RunTimings:
                 for i, a, b, th in log:
                     starts[i], ends[i], threads[i] = a, b, th
             sched = [t0] * n
-            for i, ps in enumerate(producers(plan)):
+            for i, ps in enumerate(plan.producers):
                 if ps:
                     sched[i] = max(ends[p] for p in ps)
             self._lists, self._log = (order, sched, starts, ends, threads), None
@@ -124,8 +130,8 @@ class RunTimings:
     @property
     def shapes(self) -> list[Any] | None:
         """Per op: (dtype, shape) of its one output, or a list of them, if an observer asked
-        (None for ops whose static shapes are fully known: see ``run_shapes.dynamic_shapes``; a
-        straight-line run gives the shapes its fed shapes determine: ``run_shapes.shapes_given_feeds``)."""
+        (None for ops whose static shapes are fully known: see ``Plan.dynamic``; a straight-line
+        run gives the shapes its fed shapes determine: ``compile.shapes_given_feeds``)."""
         plan = self._shapes_of
         if plan is not None and self._shapes is not None:  # bare shapes: add the dtypes
             self._shapes = [
@@ -170,13 +176,63 @@ class RunTimings:
         return KernelTiming(sched[i], starts[i], ends[i], threads[i])
 
 
-def producers(plan: Plan) -> list[tuple[int, ...]]:
-    """Per op: the ops it waits for (data and control), from ``plan.consumers`` (cached)."""
-    producers = plan.__dict__.get("_producers")
-    if producers is None:
-        acc: list[list[int]] = [[] for _ in plan.ops]
-        for i, cs in enumerate(plan.consumers):
-            for c in cs:
-                acc[c].append(i)
-        producers = plan.__dict__["_producers"] = [tuple(a) for a in acc]
-    return producers
+class KernelTimer:
+    """Times the kernels of one threaded run for the observers' ``on_timings`` hooks.
+
+    ``fns`` replaces the plan's kernels for the run: each wrapper reads the
+    clock around its kernel on the thread that runs it (the pool's too).
+    ``finish()`` waits for the device timers and calls the hooks.
+    """
+
+    def __init__(self, plan: Plan, hooks: Sequence[Callable[..., Any]], keep_shapes: bool) -> None:
+        self.plan = plan
+        self.hooks = hooks  # the observers' on_timings
+        self.log: list[tuple[int, int, int, int]] = []  # (op, start, end, thread), finish order
+        # per op: (dtype, shape) of outputs the graph leaves open, when an observer keeps shapes
+        self.shapes: list[Any] | None = [None] * len(plan.ops) if keep_shapes else None
+        timers = {d: d.timer() for d in set(plan.devices)} if plan.off_host else {}
+        self.timers = [t for t in timers.values() if t is not None]  # device timers (CUDA events)
+        self.fns = [
+            self._timed(i, fn, timers.get(d) if timers else None)
+            for i, (fn, d) in enumerate(zip(plan.fns, plan.devices))
+        ]
+        self.t0 = time.perf_counter_ns()
+
+    def _timed(self, i: int, fn: Callable[..., Any], timer: Any) -> Callable[..., Any]:
+        log, clock, thread = self.log.append, time.perf_counter_ns, threading.get_ident
+        shapes = self.shapes if self.shapes is not None and self.plan.dynamic[i] else None
+        several = len(self.plan.outputs[i]) != 1
+
+        def timed(*args: Any) -> Any:
+            start = clock()
+            result = fn(*args) if timer is None else timer.call(i, fn, args)
+            log((i, start, clock(), thread()))
+            if shapes is not None:  # the shapes, not the arrays (those are freed)
+                shapes[i] = (
+                    [_dtype_shape(o) for o in result or ()] if several else _dtype_shape(result)
+                )
+            return result
+
+        return timed
+
+    def finish(self) -> None:
+        """Hand the run's timings (device times included) to the hooks."""
+        device_ns: dict[int, tuple[int, int]] | None = None
+        if self.timers:
+            device_ns = {}
+            try:
+                for t in self.timers:
+                    device_ns.update(t.finish())
+            except Exception:  # a device left unusable by the run's error: no device lane
+                device_ns = None
+        timings = RunTimings.from_log(self.plan, self.log, self.t0, self.shapes, device_ns)
+        for hook in self.hooks:
+            hook(self.plan, timings)
+
+
+def _dtype_shape(value: Any) -> tuple[Any, Any]:
+    """(dtype, shape) of an output; (None, None) for one that is not an array."""
+    try:
+        return value.dtype, value.shape
+    except AttributeError:
+        return None, None

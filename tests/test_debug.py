@@ -66,13 +66,13 @@ def check_consistent(stepper):
     ran = set(stepper.executed)
     assert len(ran) == len(stepper.executed)
     for i, op in enumerate(stepper.plan.ops):
-        deps = stepper._waits[i]
+        deps = stepper.plan.producers[i]
         waiting = sum(stepper._state[d] != DONE for d in deps)
         if op in ran:
             assert stepper._state[i] == DONE
         else:
             assert stepper._state[i] != DONE
-            assert stepper._pending[i] == waiting
+            assert stepper._sched.pending[i] == waiting
             assert (stepper._state[i] == READY) == (waiting == 0)
     ready = stepper.ready()
     assert len(ready) == len(set(ready))

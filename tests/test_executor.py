@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import flowbook as fb
 from flowbook import executor
-from flowbook.plan import build_plan, compile_plan
+from flowbook.compile import RunPath
+from flowbook.plan import build_plan
 
 BINARY = [fb.add, fb.subtract, fb.multiply, fb.maximum, fb.minimum]
 UNARY = [fb.negative, fb.abs, fb.square, fb.tanh, fb.sigmoid]
@@ -110,9 +111,9 @@ def test_compiled_plan_reuses_locals_and_frees_values():
     with fb.Session() as s:
         s.run(y, {x: 0.0})
         assert s.run(y, {x: 0.0}) == 50.0
-        plan = next(iter(s._plans.values()))
-        assert plan.compiled is not None
-        assert plan.compiled.__code__.co_nlocals < 10  # a chain needs only a few live names
+        path = next(iter(s._paths.values()))
+        assert path.compiled is not None
+        assert path.compiled.__code__.co_nlocals < 10  # a chain needs only a few live names
 
 
 def test_heavy_independent_ops_run_on_the_pool_and_agree():
@@ -225,8 +226,9 @@ def test_serial_reference_and_compile_directly():
     with fb.Session() as s:
         plan = build_plan(s.graph, [y], (), [x], s._bind)
         ref = executor.run_serial(plan, [np.array([1.0, 2.0], np.float32)])
-        compile_plan(plan)
-        fast = executor.run_compiled(plan, [np.array([1.0, 2.0], np.float32)])
+        path = RunPath(plan)
+        path.compile()
+        fast = executor.run_compiled(path, [np.array([1.0, 2.0], np.float32)])
     assert ref[0].tolist() == fast[0].tolist() == [2.0, 6.0]
 
 
@@ -269,9 +271,9 @@ def test_heavy_plans_whose_kernels_ran_inline_take_the_straight_line(monkeypatch
         assert taken[4:] == ["run_threaded", "run_compiled_timed"]
         names = {n.node_name for n in md.step_stats.dev_stats[0].node_stats}
         assert {"left", "right"} <= names
-        plan = next(iter(s._plans.values()))
+        path = next(iter(s._paths.values()))
         s.run(y, {x: big})  # new shapes again: the scheduler, which may use the pool
         assert taken[-1] == "run_threaded"
-        inline = plan.inline_feeds is not None  # whether that run kept every kernel inline
+        inline = path.inline_feeds is not None  # whether that run kept every kernel inline
         s.run(y, {x: big})
         assert taken[-1] == ("run_compiled" if inline else "run_threaded")

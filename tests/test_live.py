@@ -102,8 +102,8 @@ def test_runs_first_timed_then_watched_whole_on_the_compiled_path(view):
         assert first["values"][y.op.name] == "float32 () 21."
         for _ in range(5):
             assert float(s.run(y, {x: 2.0})) == 22.0
-        plan = next(iter(s._plans.values()))
-        assert plan.compiled is not None  # watched whole: still the straight line
+        path = next(iter(s._paths.values()))
+        assert path.compiled is not None  # watched whole: still the straight line
     _flush()
     last = view.last("run")
     assert last["seq"] == 6 and last["done"] == last["pruned"]

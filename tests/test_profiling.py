@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import flowbook as tf
 import flowbook.timeline  # tf.timeline, as TF's `from tensorflow.python.client import timeline`
-from flowbook.plan import MAX_SHAPE_SIGNATURES
+from flowbook.compile import MAX_SHAPE_SIGNATURES
 from flowbook.profiling import CPU_DEVICE, LazyStepStats, StepStatsCollector, profile
 from flowbook.step_stats import StepStats
 from flowbook.timings import RunTimings
@@ -344,8 +344,8 @@ def test_repeated_traced_runs_of_a_cheap_plan_keep_its_straight_line():
         first, nodes1, _, _ = traced(sess, z, feed)  # the threaded scheduler, then compiled
         for _ in range(2):
             value, nodes, (before, after), _ = traced(sess, z, feed)
-        plan = list(sess._plans.values())[-1]
-        assert plan.timed  # the timed straight line ran
+        path = list(sess._paths.values())[-1]
+        assert path.timed  # the timed straight line ran
         assert value == first == sess.run(z, feed)
     assert sorted(n.node_name for n in nodes) == sorted(n.node_name for n in nodes1)
     assert {n.thread_id for n in nodes} == {me}
@@ -412,7 +412,7 @@ def test_traced_shapes_given_the_feeds_match_the_outputs(layers, batches):
             feed = {x: rng.random((batch, 3), dtype=np.float32)}
             for _ in range(3):  # the scheduler, then the compiled straight line, timed
                 _, nodes, _, _ = traced(sess, fetches, feed)
-            plan = next(p for p in sess._plans.values() if p.timed)
+            plan = next(p for p, path in sess._paths.items() if path.timed)
             tensors = [o for op in plan.ops for o in op.outputs]
             actual = dict(zip(tensors, sess.run(tensors, feed)))
             ops = {op.name: op for op in plan.ops}
@@ -432,17 +432,17 @@ def test_feeds_of_ever_new_shapes_fall_back_to_recording_what_the_graph_leaves_o
                 _, nodes, _, _ = traced(sess, y, feed)
             sq = next(n for n in nodes if n.node_name == "sq")
             assert sq.output[0].tensor_description.shape == [batch, 2]
-        plan = next(iter(sess._plans.values()))
-        assert len(plan.given_feeds) == MAX_SHAPE_SIGNATURES + 1  # the last: every new shape
-        assert () in plan.given_feeds
+        path = next(iter(sess._paths.values()))
+        assert len(path.given_feeds) == MAX_SHAPE_SIGNATURES + 1  # the last: every new shape
+        assert () in path.given_feeds
 
 
 def test_compiling_a_timed_straight_line_is_not_counted_in_the_run(monkeypatch):
     """The first traced run of a feed signature works its shapes out and compiles its timed
     line first; the profile's run time is the run's, so the kernels' share stays true."""
-    import flowbook.plan as plan_module
+    import flowbook.compile as compile_module
 
-    define = plan_module._define
+    define = compile_module._define
 
     def slow_define(*args, **kwargs):
         time.sleep(0.2)
@@ -454,8 +454,8 @@ def test_compiling_a_timed_straight_line_is_not_counted_in_the_run(monkeypatch):
     with tf.Session() as sess:
         sess.run(y, feed)  # the serial reference
         sess.run(y, feed)  # compiles the untimed straight line
-        monkeypatch.setattr(plan_module, "_define", slow_define)
+        monkeypatch.setattr(compile_module, "_define", slow_define)
         with profile() as prof:
             sess.run(y, feed)  # compiles the timed twin (slowly), then runs it
-        assert next(iter(sess._plans.values())).timed  # it took the timed straight line
+        assert next(iter(sess._paths.values())).timed  # it took the timed straight line
     assert prof.run_time_us() < 0.1e6

@@ -38,7 +38,7 @@ import numpy as np
 
 from flowbook import errors
 from flowbook.devices import array_module, to_host
-from flowbook.executor import Observer
+from flowbook.observers import Observer, observer_factory
 from flowbook.plan import DISCARD, Plan
 from flowbook.tensor import Operation
 
@@ -167,3 +167,12 @@ def describe_value(value: Any) -> str:
         return head + f" mean={a.mean():.4g}"
     a = a.astype(np.float64)
     return head + f" min={a.min():.4g} max={a.max():.4g} mean={a.mean():.4g}"
+
+
+@observer_factory
+def _asked_for(options: Any, config: Any, run_metadata: Any) -> NanGuard | None:
+    """A NanGuard for a run with ``RunOptions(check_numerics=True)`` or a session whose
+    ``ConfigProto(check_numerics=True)``."""
+    if (options is not None and options.check_numerics) or config.check_numerics:
+        return NanGuard()
+    return None

@@ -1,26 +1,24 @@
 """Stepper: run one ``Session.run`` signature an op at a time, on the calling thread.
 
-``Stepper(sess, fetches, feed_dict)`` builds the same plan ``sess.run`` would
-(``build_plan`` with the session's bound kernels: same pruning, same order,
-the session's variables and random generators) and then executes it under
-the user's control, with its own bookkeeping and no threads.  State, all
-owned by the Stepper:
+``Stepper(sess, fetches, feed_dict)`` takes the plan ``sess.run`` would run
+(``Session.prepare``: same pruning, same order, the session's variables and
+random generators) and drives the executor's own scheduler state
+(``flowbook.executor.Schedule``: pending counts, the ready queue, the
+values) one op at a time on the calling thread, so whatever the scheduler
+can run, the Stepper can step.  State:
 
 - ``plan``: the Plan, built once (``plan.ops`` is a topological order)
+- ``_sched``: the Schedule, keeping every value (nothing is freed, so every
+  computed tensor stays inspectable with ``value()``).  Running an op out of
+  turn (``step(op)``, ``run_to``) leaves its entry in ``_sched.ready``;
+  entries whose op is no longer READY are dropped when they reach the front
 - ``_state[i]``: WAITING, READY or DONE, per op
-- ``_pending[i]``: ops op i still waits for (data or control inputs); 0 means ready
-- ``_ready``: a deque of ready op indices, FIFO.  Running an op out of turn
-  (``step(op)``, ``run_to``) leaves its entry behind; entries whose op is no
-  longer READY are dropped when they reach the front
-- ``_vals[s]``: the value in slot s, feeds included; nothing is ever freed,
-  so every computed tensor stays inspectable with ``value()``
 - ``_outputs[i]``: op i's outputs, also those no op of the plan reads
 - ``_executed``: the ops run so far, in order
 
 The loop (``_run``): gather op i's input values, call its bound kernel, and
-only once it has returned *commit*: store the outputs, mark i DONE, decrement
-its consumers' pending counts and append those that reach 0 to the ready
-deque.  A kernel error (raised as ``executor.op_error``, naming the op and
+only once it has returned *commit*: ``Schedule.finish`` (store the outputs,
+release its consumers), then mark i DONE and the released consumers READY.  A kernel error (raised as ``executor.op_error``, naming the op and
 its cell and line) or a KeyboardInterrupt inside the kernel leaves everything
 as it was: the op stays READY and the stepper and session stay usable.  An
 interrupt landing in the commit itself is repaired by redoing the commit
@@ -52,19 +50,16 @@ runs, so its inputs can be inspected.  ``run_to`` and ``step`` ignore them.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from flowbook.debug.nan_guard import NanGuard
-from flowbook.devices import to_host
-from flowbook.executor import Observer, _as_outputs, op_error
-from flowbook.ops.state_ops import VarState
-from flowbook.plan import DISCARD, build_plan
+from flowbook.executor import Schedule, as_outputs, op_error
+from flowbook.observers import Observer
 from flowbook.registry import OPS
-from flowbook.session import _flatten, _rebuild, _to_numpy
+from flowbook.session import host_value
 from flowbook.tensor import Operation, Tensor
 
 WAITING, READY, DONE = 0, 1, 2  # an op's state in the stepper
@@ -89,21 +84,11 @@ class Stepper:
         feed_dict: dict | None = None,
         observers: Sequence[Observer] = (),
     ) -> None:
-        if sess.closed:
-            raise RuntimeError("Attempted to use a closed Session.")
         self.session = sess  # whose variables, generators and graph the kernels use
         self.graph = sess.graph
-        elements, self._structure = _flatten(self.graph, fetches)
-        feed_tensors, feed_values = sess._feeds(feed_dict) if feed_dict else ((), ())
-        self._feed_values = feed_values  # converted fed values, in plan.feed_slots order
-        self._fed: dict[Tensor, Any] = dict(zip(feed_tensors, feed_values))  # tensor -> value
-        self.plan = build_plan(self.graph, elements, (), feed_tensors, sess._bind)
-        plan = self.plan
+        self._run_of = sess.prepare(fetches, feed_dict)  # the plan, the feeds, the fetches' shape
+        self.plan = plan = self._run_of.plan
         self._index = {op: i for i, op in enumerate(plan.ops)}  # op -> index in the plan
-        self._waits: list[list[int]] = [[] for _ in plan.ops]  # op -> ops it waits for
-        for i, cs in enumerate(plan.consumers):
-            for c in cs:
-                self._waits[c].append(i)
         self.observers = list(observers)
         if sess.config.check_numerics and not any(isinstance(o, NanGuard) for o in observers):
             self.observers.append(NanGuard())
@@ -121,14 +106,10 @@ class Stepper:
         plan's bound kernel).  Breakpoints are kept.
         """
         plan = self.plan
+        self._sched = Schedule(plan, self._run_of.feeds, keep_values=True)
         self._state = [WAITING] * len(plan.ops)  # op -> WAITING / READY / DONE
-        self._pending = list(plan.pending)  # op -> ops it still waits for
-        self._ready: deque[int] = deque(plan.ready)  # ready ops, FIFO (stale entries skipped)
         for i in plan.ready:
             self._state[i] = READY
-        self._vals: list[Any] = [None] * plan.n_slots  # slot -> value; never freed
-        for s, v in zip(plan.feed_slots, self._feed_values):
-            self._vals[s] = v
         self._outputs: list[tuple | None] = [None] * len(plan.ops)  # op -> its outputs
         self._executed: list[Operation] = []  # ops run, in order
         self._stopped: int | None = None  # the op a breakpoint stopped cont() before
@@ -153,7 +134,7 @@ class Stepper:
     def ready(self) -> list[Operation]:
         """The ops whose inputs are all computed, in the order ``step()`` takes them."""
         ops, state = self.plan.ops, self._state
-        return [ops[i] for i in self._ready if state[i] == READY]
+        return [ops[i] for i in self._sched.ready if state[i] == READY]
 
     def remaining(self) -> list[Operation]:
         """The ops not yet run, in the plan's order."""
@@ -182,7 +163,7 @@ class Stepper:
         """Run exactly the not-yet-run ancestors of ``op`` in the plan, then ``op`` itself."""
         self._check_open()
         target = self._op_index(op)
-        state, waits = self._state, self._waits
+        state, waits = self._state, self.plan.producers
         need: set[int] = set()
         stack = [target]
         while stack:
@@ -223,8 +204,8 @@ class Stepper:
     def value(self, tensor: Any) -> Any:
         """A copy of a computed tensor's value (a tensor or a name like ``"add:0"``)."""
         t = self._tensor(tensor)
-        if t in self._fed:
-            return _copy(self._fed[t])
+        if t in self._run_of.fed:
+            return host_value(self._run_of.fed[t])
         i = self._index.get(t.op)
         if i is None:
             raise StepperError(
@@ -237,7 +218,7 @@ class Stepper:
                 f"Tensor '{t.name}' has not been computed yet: {self._not_ready(i)}. "
                 f"run_to('{t.op.name}') computes it."
             )
-        return _copy(outputs[t.value_index])
+        return host_value(outputs[t.value_index])
 
     # ---------------------------------------------------------- breakpoints
     def break_at(self, target: Any) -> None:
@@ -259,20 +240,18 @@ class Stepper:
 
     # ------------------------------------------------------------- internals
     def _head(self) -> int | None:
-        ready, state = self._ready, self._state
+        ready, state = self._sched.ready, self._state
         while ready and state[ready[0]] != READY:
             ready.popleft()  # ran out of turn, or a duplicate
         return ready[0] if ready else None
 
     def _run(self, i: int) -> None:
-        plan = self.plan
-        op, vals = plan.ops[i], self._vals
-        args = [vals[s] for s in plan.inputs[i]]
+        op, args = self.plan.ops[i], self._sched.args(i)
         observers = self.observers
         for o in observers:
             o.before_op(op)
         try:
-            result = plan.fns[i](*args)
+            result = self.plan.fns[i](*args)
         except Exception as e:
             raise op_error(op, e) from e
         try:
@@ -284,34 +263,37 @@ class Stepper:
             self._notify(i, args)
 
     def _commit(self, i: int, result: Any, repair: bool = False) -> None:
-        plan, state, pending, ready = self.plan, self._state, self._pending, self._ready
-        outs = plan.outputs[i]
-        produced = _as_outputs(outs, result)
-        self._outputs[i] = produced
-        for s, v in zip(outs, produced):
-            if s != DISCARD:
-                self._vals[s] = v
+        """Op i ran: finish it in the Schedule, mark it DONE and what it released READY.
+
+        ``repair``: an interrupt landed in a commit; redo it idempotently, the
+        consumers' pending counts recounted from their producers' states.
+        """
+        plan, state, sched = self.plan, self._state, self._sched
         op = plan.ops[i]
+        self._outputs[i] = as_outputs(plan.outputs[i], result)
         if not repair:
+            sched.finish(i, result)
             state[i] = DONE
             self._executed.append(op)
             for c in plan.consumers[i]:
-                pending[c] -= 1
-                if not pending[c]:
+                if not sched.pending[c]:
                     state[c] = READY
-                    ready.append(c)
         else:
+            for s, v in zip(plan.outputs[i], self._outputs[i]):
+                if s:  # not the DISCARD slot
+                    sched.vals[s] = v
             if not self._executed or self._executed[-1] is not op:
                 self._executed.append(op)
             state[i] = DONE
+            sched.remaining = state.count(WAITING) + state.count(READY)
             for c in plan.consumers[i]:
                 if state[c] == DONE:
                     continue
-                pending[c] = sum(state[d] != DONE for d in self._waits[c])
-                if not pending[c]:
+                sched.pending[c] = sum(state[d] != DONE for d in plan.producers[c])
+                if not sched.pending[c]:
                     state[c] = READY
-                    if c not in ready:
-                        ready.append(c)
+                    if c not in sched.ready:
+                        sched.ready.append(c)
         if self._stopped == i:
             self._stopped = None
 
@@ -327,9 +309,7 @@ class Stepper:
                 o.on_finish(self.plan, None)
 
     def _fetched(self) -> Any:
-        vals = self._vals
-        values = [None if s is None else _copy(vals[s]) for s in self.plan.fetch_slots]
-        return _rebuild(self._structure, values)
+        return self._run_of.unpack(self._sched.fetched())
 
     def _check_open(self) -> None:
         if self.session.closed:
@@ -368,7 +348,7 @@ class Stepper:
             return f"{op.describe()} has already run"
         if state == READY:
             return f"{op.describe()} is ready but has not run"
-        waits = [self.plan.ops[d].name for d in self._waits[i] if self._state[d] != DONE]
+        waits = [self.plan.ops[d].name for d in self.plan.producers[i] if self._state[d] != DONE]
         shown = ", ".join(f"'{w}'" for w in waits[:5]) + (" ..." if len(waits) > 5 else "")
         return f"{op.describe()} is not ready: it waits for {len(waits)} op(s) ({shown})"
 
@@ -382,11 +362,3 @@ class Stepper:
         elif self.done:
             text += ", done"
         return text + ">"
-
-
-def _copy(value: Any) -> Any:
-    """A value as ``sess.run`` would return it, never sharing memory with the stepper."""
-    if type(value) is VarState:
-        value = value.read()
-    v = _to_numpy(to_host(value))  # a value on a GPU is copied to the host
-    return v.copy() if isinstance(v, np.ndarray) else v

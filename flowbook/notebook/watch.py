@@ -33,17 +33,18 @@ sending is the LiveGraph's flusher's job, off the run's critical path.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from flowbook import session as session_module
 from flowbook.devices import Device
-from flowbook.executor import Observer
 from flowbook.notebook.snapshot import preview
+from flowbook.observers import Observer
 from flowbook.placement import CopyOp
 from flowbook.plan import Plan
+from flowbook.session import observe
 from flowbook.tensor import Operation
 from flowbook.timings import RunTimings
 
@@ -234,20 +235,25 @@ class Watcher(Observer):
 
     def __init__(self, lookup: Callable[[Any], Any]) -> None:
         self.lookup = lookup  # graph -> its LiveGraph, or None when it is not shown
-        self.attached = False
+        self._attached: contextlib.ExitStack | None = None  # holds the observe() while attached
         self.local = threading.local()  # the record of the run this thread is in (whole runs)
 
     def attach(self) -> None:
         """Watch every run in the process (idempotent)."""
-        if not self.attached:
-            session_module._observers.append(self)
-            self.attached = True
+        if self._attached is None:
+            self._attached = contextlib.ExitStack()
+            self._attached.enter_context(observe(self))
 
     def detach(self) -> None:
         """Stop watching runs."""
-        if self.attached:
-            session_module._observers.remove(self)
-            self.attached = False
+        if self._attached is not None:
+            self._attached.close()
+            self._attached = None
+
+    @property
+    def attached(self) -> bool:
+        """Whether every run in the process is watched."""
+        return self._attached is not None
 
     def for_run(self, plan: Plan) -> Observer | None:
         hub = self.lookup(plan.ops[0].graph) if plan.ops else None
