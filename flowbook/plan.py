@@ -65,11 +65,12 @@ DISCARD = 0  # the slot for values nobody reads
 class Plan:
     """The fixed, executable layout of one run signature.  See the module docstring."""
 
+    # fixed fields; __weakref__: the live views key their stats by plan, weakly
     __slots__ = (
         "__weakref__", "any_heavy", "consumers", "copies", "devices", "dynamic", "feed_slots",
         "fetch_slots", "fns", "frees", "heavy", "inputs", "n_slots", "off_host", "ops", "outputs",
         "pending", "producers", "ready", "uses",
-    )  # fmt: skip  (__weakref__: the live views key their stats by plan, weakly)
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.ops: list[Operation] = []  # needed ops, in a topological order
