@@ -45,8 +45,9 @@ import numpy as np
 
 from flowbook.compile import RunPath
 from flowbook.config import ConfigProto, RunOptions
-from flowbook.devices import CPU, Device, to_host
+from flowbook.devices import CPU, Device
 from flowbook.executor import execute
+from flowbook.fetches import flatten, host_value, rebuild, to_numpy
 from flowbook.graph import Graph, get_default_graph
 from flowbook.observers import Observer, observers_for
 from flowbook.ops.state_ops import VarState
@@ -125,7 +126,7 @@ class BaseSession:
             elements: list[Any] = [fetches]
             structure: Any = 0
         else:
-            elements, structure = _flatten(self.graph, fetches)
+            elements, structure = flatten(self.graph, fetches)
         if feed_dict:
             feed_tensors, feed_values = self._feeds(feed_dict)
         else:
@@ -149,8 +150,8 @@ class BaseSession:
             self.config.inter_op_parallelism_threads,
         )
         if structure == 0:
-            return _to_numpy(values[0])
-        return _rebuild(structure, [None if v is None else _to_numpy(v) for v in values])
+            return to_numpy(values[0])
+        return rebuild(structure, [None if v is None else to_numpy(v) for v in values])
 
     def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> Plan:
         plan = build_plan(self.graph, elements, (), feed_tensors, self._bind)
@@ -177,7 +178,7 @@ class BaseSession:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        elements, structure = _flatten(self.graph, fetches)
+        elements, structure = flatten(self.graph, fetches)
         tensors, values = self._feeds(feed_dict) if feed_dict else ((), ())
         plan = build_plan(self.graph, elements, (), tensors, self._bind)
         return Prepared(plan, values, dict(zip(tensors, values)), structure)
@@ -334,19 +335,7 @@ class Prepared:
 
     def unpack(self, values: list[Any]) -> Any:
         """Host copies of the fetched ``values`` (fetch order) in the fetches' structure."""
-        return _rebuild(self.structure, [None if v is None else host_value(v) for v in values])
-
-
-def host_value(value: Any) -> Any:
-    """A value as ``Session.run`` returns it, never sharing memory with the run's buffers.
-
-    >>> host_value(np.arange(3)).tolist()
-    [0, 1, 2]
-    """
-    if type(value) is VarState:
-        value = value.read()
-    v = _to_numpy(to_host(value))  # a value on a GPU is copied to the host
-    return v.copy() if isinstance(v, np.ndarray) else v
+        return rebuild(self.structure, [None if v is None else host_value(v) for v in values])
 
 
 class _Binder:
@@ -425,81 +414,6 @@ def _session_for(graph: Graph, session: BaseSession | None) -> BaseSession:
             "from the session's graph."
         )
     return session
-
-
-# ------------------------------------------------------------------- fetches
-def _flatten(graph: Graph, fetches: Any) -> tuple[list[Any], Any]:
-    """Unique graph elements of a nested fetch, and a structure of indices into them."""
-    elements: list[Any] = []
-    position: dict[Any, int] = {}
-
-    def walk(f: Any) -> Any:
-        if isinstance(f, list):
-            return [walk(x) for x in f]
-        if isinstance(f, tuple) and not hasattr(f, "_fields"):
-            return tuple(walk(x) for x in f)
-        if hasattr(f, "_fields"):  # namedtuple
-            return type(f)(*[walk(x) for x in f])
-        if isinstance(f, dict):
-            return type(f)((k, walk(v)) for k, v in f.items())
-        if f is None:
-            raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
-        element = _fetch_element(graph, f)
-        i = position.get(element)
-        if i is None:
-            i = position[element] = len(elements)
-            elements.append(element)
-        return _Leaf(i)
-
-    return elements, walk(fetches)
-
-
-class _Leaf:
-    __slots__ = ("i",)
-
-    def __init__(self, i: int) -> None:
-        self.i = i
-
-
-def _rebuild(structure: Any, values: list[Any]) -> Any:
-    if isinstance(structure, _Leaf):
-        return values[structure.i]
-    if isinstance(structure, list):
-        return [_rebuild(s, values) for s in structure]
-    if hasattr(structure, "_fields"):
-        return type(structure)(*[_rebuild(s, values) for s in structure])
-    if isinstance(structure, tuple):
-        return tuple(_rebuild(s, values) for s in structure)
-    return type(structure)((k, _rebuild(v, values)) for k, v in structure.items())
-
-
-def _fetch_element(graph: Graph, f: Any) -> Tensor | Operation:
-    try:
-        element = graph.as_graph_element(f, allow_tensor=True, allow_operation=True)
-    except TypeError as e:
-        raise TypeError(
-            f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or Tensor. ({e})"
-        ) from None
-    except KeyError as e:
-        raise KeyError(
-            f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e.args[0]})"
-        ) from None
-    except ValueError as e:
-        raise ValueError(f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e})") from None
-    return element
-
-
-def _to_numpy(value: Any) -> Any:
-    t = type(value)
-    if t is np.ndarray:
-        if value.ndim == 0:
-            return value[()]
-        return value if value.flags.writeable else value.copy()
-    if isinstance(value, np.generic):
-        return value
-    if t is VarState:  # a fetch of a variable's own output ("W:0") gives its value
-        return _to_numpy(value.read())
-    return np.asarray(value)
 
 
 # --------------------------------------------------------------------- feeds
