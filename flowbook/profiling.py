@@ -46,7 +46,6 @@ ended never shows the other way round.
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import threading
 import time
@@ -65,7 +64,14 @@ from flowbook.step_stats import (
     StepStats,
     TensorDescription,
 )
-from flowbook.timeline import GanttChart, OpEvent, input_names, thread_names, trace_events
+from flowbook.timeline import (
+    GanttChart,
+    OpEvent,
+    ProfileTable,
+    input_names,
+    thread_names,
+    trace_events,
+)
 from flowbook.timings import KernelTiming, RunTimings
 
 __all__ = ["CPU_DEVICE", "Profile", "ProfileTable", "StepStatsCollector", "profile"]
@@ -468,67 +474,3 @@ def _traced(options: Any, config: Any, run_metadata: Any) -> StepStatsCollector 
     if options is None or run_metadata is None or options.trace_level == RunOptions.NO_TRACE:
         return None
     return StepStatsCollector(run_metadata)
-
-
-class ProfileTable:
-    """Rows of a profile table: plain text with ``str()``, a sortable HTML table in Jupyter.
-
-    >>> t = ProfileTable([{"type": "Add", "count": 2, "total_ms": 0.5, "mean_us": 250.0, "share": 0.5}])
-    >>> print(t)
-    type  count  total_ms  mean_us  share
-    Add       2     0.500    250.0  50.0%
-    """
-
-    def __init__(self, rows: list[dict[str, Any]], caption: str = "") -> None:
-        self.rows = rows  # one dict per op or op type
-        self.caption = caption  # the runs' totals
-        self.columns = list(rows[0]) if rows else []
-
-    @staticmethod
-    def _cell(col: str, v: Any) -> str:
-        if col == "share":
-            return f"{v:.1%}"
-        if col == "total_ms":
-            return f"{v:.3f}"
-        if col == "mean_us":
-            return f"{v:.1f}"
-        return str(v)
-
-    def __str__(self) -> str:
-        cells = [self.columns] + [[self._cell(c, r[c]) for c in self.columns] for r in self.rows]
-        widths = [max(len(row[k]) for row in cells) for k in range(len(self.columns))]
-        text = "\n".join(
-            "  ".join(
-                c.ljust(w) if isinstance(self.rows[0][self.columns[k]], str) else c.rjust(w)
-                for k, (c, w) in enumerate(zip(row, widths))
-            ).rstrip()
-            for row in cells
-        )
-        return f"{text}\n{self.caption}" if self.caption else text
-
-    def _repr_html_(self) -> str:
-        sort_js = (
-            "var t=this.closest('table'),b=t.tBodies[0],k=this.cellIndex,"
-            "d=this.dataset.d=this.dataset.d==='1'?'-1':'1',"
-            "r=Array.from(b.rows).sort(function(x,y){var p=x.cells[k].dataset.v,"
-            "q=y.cells[k].dataset.v,n=parseFloat(p)-parseFloat(q);"
-            "return (isNaN(n)?p.localeCompare(q):n)*d;});r.forEach(function(x){b.appendChild(x);});"
-        )
-        head = "".join(
-            f'<th onclick="{sort_js}" style="cursor:pointer" title="sort">{html.escape(c)}</th>'
-            for c in self.columns
-        )
-        body = "".join(
-            "<tr>"
-            + "".join(
-                f'<td data-v="{html.escape(str(r[c]))}">{html.escape(self._cell(c, r[c]))}</td>'
-                for c in self.columns
-            )
-            + "</tr>"
-            for r in self.rows
-        )
-        cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
-        return (
-            f'<table class="flowbook-profile">{cap}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table>"
-        )

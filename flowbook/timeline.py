@@ -23,7 +23,9 @@ string in the Trace Event Format, which Perfetto (ui.perfetto.dev) and
 An op's type and inputs come from ``graph`` when given, otherwise from its
 ``timeline_label`` (``"name = Type(in0, in1:1, ^ctrl)"``), as TF's does.  The
 work is done on a neutral form, lists of :class:`OpEvent` (one list per run),
-which ``flowbook.profiling`` also feeds with nanosecond-precise times.
+which ``flowbook.profiling`` also feeds with nanosecond-precise times.  Its
+other views of the same events live here too: :class:`GanttChart` (one lane
+per thread) and :class:`ProfileTable` (per-op and per-type totals).
 
     >>> import json
     >>> from flowbook.step_stats import StepStats, DeviceStepStats, NodeExecStats
@@ -37,6 +39,7 @@ which ``flowbook.profiling`` also feeds with nanosecond-precise times.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
@@ -44,7 +47,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GanttChart", "OpEvent", "Timeline", "events_from_step_stats", "trace_events"]
+__all__ = [
+    "GanttChart",
+    "OpEvent",
+    "ProfileTable",
+    "Timeline",
+    "events_from_step_stats",
+    "trace_events",
+]
 
 _LABEL = re.compile(r"^(.*?) = (.*?)\((.*)\)$", re.DOTALL)
 
@@ -381,4 +391,68 @@ class GanttChart:
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.WIDTH}" height="{height}" '
             f'font-family="sans-serif">{"".join(parts)}</svg>'
             f'<div style="font-size:11px">{legend}</div></div>'
+        )
+
+
+class ProfileTable:
+    """Rows of a profile table: plain text with ``str()``, a sortable HTML table in Jupyter.
+
+    >>> t = ProfileTable([{"type": "Add", "count": 2, "total_ms": 0.5, "mean_us": 250.0, "share": 0.5}])
+    >>> print(t)
+    type  count  total_ms  mean_us  share
+    Add       2     0.500    250.0  50.0%
+    """
+
+    def __init__(self, rows: list[dict[str, Any]], caption: str = "") -> None:
+        self.rows = rows  # one dict per op or op type
+        self.caption = caption  # the runs' totals
+        self.columns = list(rows[0]) if rows else []
+
+    @staticmethod
+    def _cell(col: str, v: Any) -> str:
+        if col == "share":
+            return f"{v:.1%}"
+        if col == "total_ms":
+            return f"{v:.3f}"
+        if col == "mean_us":
+            return f"{v:.1f}"
+        return str(v)
+
+    def __str__(self) -> str:
+        cells = [self.columns] + [[self._cell(c, r[c]) for c in self.columns] for r in self.rows]
+        widths = [max(len(row[k]) for row in cells) for k in range(len(self.columns))]
+        text = "\n".join(
+            "  ".join(
+                c.ljust(w) if isinstance(self.rows[0][self.columns[k]], str) else c.rjust(w)
+                for k, (c, w) in enumerate(zip(row, widths))
+            ).rstrip()
+            for row in cells
+        )
+        return f"{text}\n{self.caption}" if self.caption else text
+
+    def _repr_html_(self) -> str:
+        sort_js = (
+            "var t=this.closest('table'),b=t.tBodies[0],k=this.cellIndex,"
+            "d=this.dataset.d=this.dataset.d==='1'?'-1':'1',"
+            "r=Array.from(b.rows).sort(function(x,y){var p=x.cells[k].dataset.v,"
+            "q=y.cells[k].dataset.v,n=parseFloat(p)-parseFloat(q);"
+            "return (isNaN(n)?p.localeCompare(q):n)*d;});r.forEach(function(x){b.appendChild(x);});"
+        )
+        head = "".join(
+            f'<th onclick="{sort_js}" style="cursor:pointer" title="sort">{html.escape(c)}</th>'
+            for c in self.columns
+        )
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f'<td data-v="{html.escape(str(r[c]))}">{html.escape(self._cell(c, r[c]))}</td>'
+                for c in self.columns
+            )
+            + "</tr>"
+            for r in self.rows
+        )
+        cap = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
+        return (
+            f'<table class="flowbook-profile">{cap}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>"
         )
