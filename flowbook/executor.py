@@ -94,7 +94,10 @@ def execute(
     Observers that watch this run whole (``Observer.for_run`` gives None) see
     only its start and end, and leave the run on its fast path.
     """
-    whole, watchers = split_for_run(observers, plan) if observers else ((), ())
+    if not observers:  # the common case: nobody watches
+        with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
+            return _choose(plan, path, feeds, (), deadline, max_in_flight)
+    whole, watchers = split_for_run(observers, plan)
     for o in whole:
         o.on_start(plan)
     error: BaseException | None = None
@@ -172,6 +175,15 @@ def run_error(plan: Plan, i: int, exc: BaseException) -> errors.OpError:
     return error
 
 
+def _store(vals: list[Any], outs: tuple[int, ...], result: Any) -> None:
+    """Put a kernel's ``result`` into the output slots ``outs``."""
+    if len(outs) == 1:
+        vals[outs[0]] = result
+    elif outs:
+        for s, v in zip(outs, result):
+            vals[s] = v
+
+
 def as_outputs(outs: tuple[int, ...], result: Any) -> Sequence[Any]:
     """A kernel's ``result`` as one entry per output (a kernel of one output returns it bare)."""
     return (result,) if len(outs) == 1 else (tuple(result) if outs else ())
@@ -217,12 +229,7 @@ class Schedule:
     def finish(self, i: int, result: Any) -> None:
         """Op ``i`` returned ``result``: store it, free dead values, release its consumers."""
         plan, vals = self.plan, self.vals
-        outs = plan.outputs[i]
-        if len(outs) == 1:
-            vals[outs[0]] = result
-        elif outs:
-            for s, v in zip(outs, result):
-                vals[s] = v
+        _store(vals, plan.outputs[i], result)
         vals[DISCARD] = None
         uses = self.uses
         if uses is not None:
@@ -255,9 +262,7 @@ def run_serial(plan: Plan, feeds: Sequence[Any]) -> list[Any]:
             vals.clear()  # the run is over: its buffers go now, not with the traceback
             result = None
             raise run_error(plan, i, e) from e
-        outs = plan.outputs[i]
-        for s, v in zip(outs, as_outputs(outs, result)):
-            vals[s] = v
+        _store(vals, plan.outputs[i], result)
         for s in plan.frees[i]:
             vals[s] = None
         vals[DISCARD] = None
