@@ -288,3 +288,42 @@ def test_panel_follows_the_default_graph_and_closes_cleanly():
         assert "no stepper" in comm.sent[-1]["message"]
         comm.close_cb({})
     assert live.WATCHER not in session_module._observers and not panel._panels
+
+
+def test_the_final_state_of_a_run_wins_over_a_delayed_send(view, monkeypatch):
+    """The flusher thread builds a "running" state and is held up before sending it; the
+    run ends and the cell's flush sends "done".  The view must end on "done", and the
+    update numbers it got must only grow."""
+    import threading
+
+    from flowbook.plan import build_plan
+
+    x = fb.placeholder(fb.float32, [], name="x")
+    y = x + 1.0
+    hub = view.attach(fb.get_default_graph())
+    plan = build_plan(fb.get_default_graph(), [y], [], [x], bind=lambda op: None)
+    built, release = threading.Event(), threading.Event()
+    state = hub.state
+
+    def slow_state(keys):  # the flusher thread's build of "running", then a delay
+        out = state(keys)
+        if threading.current_thread() is live.FLUSHER.thread and "run" in out:
+            if out["run"]["phase"] == "running":
+                built.set()
+                release.wait(5)
+        return out
+
+    monkeypatch.setattr(hub, "state", slow_state)
+    rec = hub.run_started(plan, hub.plan_stats(plan), live=True)  # the flusher picks it up
+    assert built.wait(5)  # the flusher holds a "running" state, not yet sent
+    hub.run_finished(rec, None)
+    cell_end = threading.Thread(target=live.FLUSHER.flush_now)  # the cell's end sends "done"
+    cell_end.start()
+    time.sleep(0.1)
+    release.set()
+    cell_end.join(5)
+    _flush()
+    runs = [st["run"] for st in view.got if "run" in st]
+    assert [r["phase"] for r in runs[-2:]] == ["running", "done"]
+    updates = [part["update"] for st in view.got for part in st.values()]
+    assert updates == sorted(updates)

@@ -19,6 +19,13 @@ record into the LiveGraph and mark it dirty; :data:`FLUSHER`, a daemon
 thread, sends at most ``MAX_PUSHES_PER_S`` updates a second, building the
 state dicts and their JSON off the run's critical path.
 
+**Order.**  Two threads send: the flusher, and the kernel's main thread at
+the end of a cell (``flush_now``).  A state is built and sent under one
+lock per graph (``send_lock``), so a state built later is sent later: an
+older "running" state can never arrive after the run's final "done".  Each
+state also carries ``update``, a number per graph that grows with every
+send, and the front end drops a state older than the one it shows.
+
     >>> LiveGraph.__name__
     'LiveGraph'
 """
@@ -64,6 +71,8 @@ class LiveGraph:
         self.step_values: dict[str, str] = {}  # op name -> preview, from the stepper
         self.dirty: set[str] = set()  # states to send at the next flush
         self.lock = threading.Lock()  # guards views and dirty
+        self.send_lock = threading.Lock()  # held while a state is built and sent: sends in order
+        self.updates = 0  # states sent so far; each sent state carries its number as "update"
 
     # ------------------------------------------------------------- views
     def add_view(self, view: View) -> None:
@@ -71,7 +80,8 @@ class LiveGraph:
         with self.lock:
             self.views.append(view)
         WATCHER.attach()
-        view.push(self.state(("graph", "run", "stepper")))
+        with self.send_lock:
+            view.push(self._numbered(self.state(("graph", "run", "stepper"))))
 
     def remove_view(self, view: View) -> None:
         """Stop sending to ``view``."""
@@ -224,18 +234,24 @@ class LiveGraph:
         FLUSHER.wake(self)
 
     def flush(self) -> None:
-        """Send the changed states to every view now."""
-        with self.lock:
-            keys, self.dirty = self.dirty, set()
-            views = list(self.views)
-        if not keys or not views:
-            return
-        state = self.state(tuple(keys))
-        for view in views:
-            try:
-                view.push(state)
-            except Exception:  # a closed comm or widget: stop sending to it
-                self.remove_view(view)
+        """Send the changed states to every view now (built and sent in order: ``send_lock``)."""
+        with self.send_lock:
+            with self.lock:
+                keys, self.dirty = self.dirty, set()
+                views = list(self.views)
+            if not keys or not views:
+                return
+            state = self._numbered(self.state(tuple(keys)))
+            for view in views:
+                try:
+                    view.push(state)
+                except Exception:  # a closed comm or widget: stop sending to it
+                    self.remove_view(view)
+
+    def _numbered(self, state: dict[str, Any]) -> dict[str, Any]:
+        """``state`` with the next ``update`` number in each of its parts (call under send_lock)."""
+        self.updates += 1
+        return {key: {**part, "update": self.updates} for key, part in state.items()}
 
     # ------------------------------------------------------------- runs
     def plan_stats(self, plan: Plan) -> PlanStats:
