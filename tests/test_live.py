@@ -307,10 +307,10 @@ def test_the_final_state_of_a_run_wins_over_a_delayed_send(view, monkeypatch):
 
     def slow_state(keys):  # the flusher thread's build of "running", then a delay
         out = state(keys)
-        if threading.current_thread() is live.FLUSHER.thread and "run" in out:
-            if out["run"]["phase"] == "running":
-                built.set()
-                release.wait(5)
+        flusher = threading.current_thread() is live.FLUSHER.thread
+        if flusher and "run" in out and out["run"]["phase"] == "running":
+            built.set()
+            release.wait(5)
         return out
 
     monkeypatch.setattr(hub, "state", slow_state)
