@@ -27,7 +27,7 @@ import { Legend, drawBadges } from './badges';
 import { Camera } from './camera';
 import { Search } from './search';
 import { StepBar } from './stepbar';
-import { copyDetails, groupDetails, leafDetails, tooltipContent } from './details';
+import { showDetails, tooltipContent } from './details';
 import { CopySet, EMPTY_COPIES, layoutCopies, type CopyLayout } from './copies';
 import { getViz } from './viz';
 import {
@@ -662,27 +662,15 @@ export class GraphView {
   }
 
   private renderDetails(): void {
-    const pane = this.details;
-    pane.replaceChildren();
     const name = this.selected;
-    const leaf = this.h.leaves.get(name);
-    const group = leaf ? undefined : this.h.groups.get(name);
-    const copy = leaf || group ? undefined : this.copyLayout.byName.get(name) ?? this.copyBox(name);
-    if (!leaf && !group && !copy) {
-      pane.hidden = true;
-      return;
-    }
-    pane.hidden = false;
-    const close = html('button', 'fb-details-close', pane, '\u00D7');
-    close.title = 'Close';
-    close.addEventListener('click', () => this.select(''));
-    if (leaf) {
-      leafDetails(pane, leaf, this.h, this.overlay, n => this.goTo(n));
-    } else if (group) {
-      groupDetails(pane, group, this.overlay);
-    } else if (copy) {
-      copyDetails(pane, copy, this.h, this.overlay, n => this.goTo(n));
-    }
+    const subject =
+      this.h.leaves.get(name) ?? this.h.groups.get(name) ?? this.copyLayout.byName.get(name) ?? this.copyBox(name);
+    showDetails(this.details, subject, {
+      h: this.h,
+      ov: this.overlay,
+      go: n => this.goTo(n),
+      close: () => this.select('')
+    });
   }
 
   /** A drawn box standing for several copies, by its key. */
