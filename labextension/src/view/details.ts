@@ -1,8 +1,9 @@
 /**
- * The details pane and the hover tooltip: plain DOM built with textContent.
+ * The details pane: what the selected op, copy node or group is, and what
+ * the last run said of it. Plain DOM built with textContent.
  */
 
-import type { Group, Hierarchy, Leaf, Visible } from './hierarchy';
+import type { Group, Hierarchy, Leaf } from './hierarchy';
 import { html } from './draw';
 import { deviceColor, formatTime, type Overlay } from './overlay';
 import type { NodeSpec } from './types';
@@ -281,72 +282,5 @@ function groupDetails(pane: HTMLElement, g: Group, ov: Overlay): void {
   const list = html('ul', 'fb-list', pane);
   for (const [op, c] of top) {
     html('li', '', list, `${op} \u00D7${c}`);
-  }
-}
-
-/** The hover tooltip's content for a box. */
-export function tooltipContent(tip: HTMLElement, v: Visible, ov: Overlay): void {
-  tip.replaceChildren();
-  if (v.type === 'more') {
-    html('div', 'fb-tip-title', tip, `${v.hidden} more in ${v.parent.key || 'the graph'}`);
-    html('div', 'fb-tip-line', tip, 'click to show the next ones');
-    return;
-  }
-  if (v.type === 'group') {
-    html('div', 'fb-tip-title', tip, v.key);
-    html(
-      'div',
-      'fb-tip-line',
-      tip,
-      `${v.kind === 'series' ? 'series' : 'name scope'} \u00B7 ${v.opCount} ops \u00B7 click to expand`
-    );
-    return;
-  }
-  const n = v.node;
-  if (v.members) {
-    html('div', 'fb-tip-title', tip, `${v.members.length} copies → ${v.copy?.dst_device ?? '?'}`);
-    for (const m of v.members.slice(0, 8)) {
-      html('div', 'fb-tip-line', tip, m.key);
-    }
-    html('div', 'fb-tip-line', tip, 'click for details');
-    return;
-  }
-  html('div', 'fb-tip-title', tip, `${n.op}  ${n.name}`);
-  const c = v.copy;
-  if (c) {
-    html('div', 'fb-tip-line', tip, `${c.src_device} → ${c.dst_device}: ${c.tensor}`);
-    const to = [...c.readers, ...(c.fetch ? ['the fetch'] : [])];
-    html('div', 'fb-tip-line', tip, `for ${to.slice(0, 4).join(', ')}${to.length > 4 ? ', …' : ''}`);
-  }
-  for (const [i, [dtype, shape]] of n.outputs.entries()) {
-    html('div', 'fb-tip-line', tip, `out ${i}: ${dtype} ${shape}`);
-  }
-  const ranOn = ov.device(n.name);
-  if (ranOn && !c) {
-    html('div', 'fb-tip-line', tip, `ran on: ${ranOn}`);
-  }
-  if (n.device && !c) {
-    html('div', 'fb-tip-line', tip, `${ranOn ? 'asked for' : 'device'}: ${n.device}`);
-  }
-  const o = c ? '' : origin(n);
-  if (o) {
-    html('div', 'fb-tip-line', tip, o);
-  }
-  if (n.code) {
-    html('pre', 'fb-tip-code', tip, n.code);
-  }
-  const t = ov.time(n.name);
-  if (t !== null) {
-    html('div', 'fb-tip-line', tip, `time: ${formatTime(t)}`);
-  }
-  const val = ov.value(n.name);
-  if (val !== null) {
-    html('pre', 'fb-tip-code', tip, val);
-  }
-  if (ov.run.error && ov.run.error.node === n.name) {
-    html('div', 'fb-tip-error', tip, ov.run.error.message);
-  }
-  if (n.stale) {
-    html('div', 'fb-tip-line fb-tip-stale', tip, 'stale: re-run its cell');
   }
 }
