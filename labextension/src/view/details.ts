@@ -1,12 +1,14 @@
 /**
- * The details pane and the hover tooltip: plain DOM built with textContent.
+ * The details pane: what the selected op, copy node or group is, and what
+ * the last run said of it. Plain DOM built with textContent.
  */
 
-import type { Group, Hierarchy, Leaf, Visible } from './hierarchy';
+import type { Group, Hierarchy, Leaf } from './hierarchy';
 import { html } from './draw';
 import { deviceColor, formatTime, type Overlay } from './overlay';
 import type { NodeSpec } from './types';
 
+/** Where an op was created: "cell [3], line 2". */
 export function origin(n: NodeSpec): string {
   const parts: string[] = [];
   if (n.count !== null) {
@@ -50,14 +52,39 @@ const STATUS_TEXT: Record<string, string> = {
   error: 'error'
 };
 
-/** Fill the details pane for an op. `go` selects another op (clickable input names). */
-export function leafDetails(
-  pane: HTMLElement,
-  leaf: Leaf,
-  h: Hierarchy,
-  ov: Overlay,
-  go: (name: string) => void
-): void {
+/** What the pane needs besides what it shows. */
+export interface DetailsContext {
+  h: Hierarchy;
+  ov: Overlay;
+  go: (name: string) => void; // select another op or copy (the pane's links)
+  close: () => void; // the pane's close button
+}
+
+/**
+ * Fill the details pane for an op, a copy node (copies.ts: a leaf with
+ * `copy`) or a group; hide it for none.
+ */
+export function showDetails(pane: HTMLElement, subject: Leaf | Group | undefined, ctx: DetailsContext): void {
+  pane.replaceChildren();
+  if (!subject) {
+    pane.hidden = true;
+    return;
+  }
+  pane.hidden = false;
+  const close = html('button', 'fb-details-close', pane, '\u00D7');
+  close.title = 'Close';
+  close.addEventListener('click', () => ctx.close());
+  if (subject.type === 'group') {
+    groupDetails(pane, subject, ctx.ov);
+  } else if (subject.copy) {
+    copyDetails(pane, subject, ctx);
+  } else {
+    leafDetails(pane, subject, ctx);
+  }
+}
+
+/** An op: what it is, its last run, its inputs and outputs, where it was created. */
+function leafDetails(pane: HTMLElement, leaf: Leaf, { h, ov, go }: DetailsContext): void {
   const n = leaf.node;
   const head = html('div', 'fb-details-head', pane);
   html('span', `fb-kind-badge fb-kind-${n.kind}`, head, n.kind === 'op' ? n.op : `${n.kind} \u00B7 ${n.op}`);
@@ -89,13 +116,7 @@ export function leafDetails(
     for (const tensor of n.inputs) {
       const li = html('li', '', list);
       const colon = tensor.lastIndexOf(':');
-      const name = colon > 0 ? tensor.slice(0, colon) : tensor;
-      if (h.leaves.has(name)) {
-        const a = html('a', 'fb-link', li, tensor);
-        a.addEventListener('click', () => go(name));
-      } else {
-        html('span', '', li, tensor);
-      }
+      opLink(li, colon > 0 ? tensor.slice(0, colon) : tensor, h, go, tensor);
       const s = shapeOf(h, tensor);
       if (s) {
         html('span', 'fb-shape-text', li, ' ' + s);
@@ -106,12 +127,7 @@ export function leafDetails(
     html('div', 'fb-section', pane, 'control inputs');
     const list = html('ul', 'fb-list', pane);
     for (const c of n.control) {
-      const li = html('li', '', list);
-      if (h.leaves.has(c)) {
-        html('a', 'fb-link', li, c).addEventListener('click', () => go(c));
-      } else {
-        html('span', '', li, c);
-      }
+      opLink(html('li', '', list), c, h, go);
     }
   }
   if (n.outputs.length > 0) {
@@ -135,7 +151,6 @@ export function leafDetails(
   }
 }
 
-/** A device name on its badge colour. */
 /** The last run's rows for one op or copy: its status, kernel time and value preview. */
 function runRows(pane: HTMLElement, ov: Overlay, name: string, status: string): void {
   if (STATUS_TEXT[status]) {
@@ -151,17 +166,19 @@ function runRows(pane: HTMLElement, ov: Overlay, name: string, status: string): 
   }
 }
 
+/** A device name on its badge colour. */
 function deviceChip(device: string): HTMLElement {
   const chip = html('span', 'fb-device-chip', undefined, device);
   chip.style.background = deviceColor(device);
   return chip;
 }
 
-function opLink(parent: HTMLElement, name: string, h: Hierarchy, go: (name: string) => void): void {
+/** `text` (default: the name) linking to op `name`; plain text when `name` is not an op of the graph. */
+function opLink(parent: HTMLElement, name: string, h: Hierarchy, go: (name: string) => void, text = name): void {
   if (h.leaves.has(name)) {
-    html('a', 'fb-link', parent, name).addEventListener('click', () => go(name));
+    html('a', 'fb-link', parent, text).addEventListener('click', () => go(name));
   } else {
-    html('span', '', parent, name);
+    html('span', '', parent, text);
   }
 }
 
@@ -171,17 +188,8 @@ const COPY_TEXT: Record<string, string> = {
   _CopyDeviceToDevice: 'device to device'
 };
 
-/**
- * Fill the details pane for a copy node (copies.ts): what it copied, between
- * which devices, for whom. `go` selects an op or another copy.
- */
-export function copyDetails(
-  pane: HTMLElement,
-  leaf: Leaf,
-  h: Hierarchy,
-  ov: Overlay,
-  go: (name: string) => void
-): void {
+/** A copy node: what it copied, between which devices, for whom (a box of several: each of them). */
+function copyDetails(pane: HTMLElement, leaf: Leaf, { h, ov, go }: DetailsContext): void {
   const c = leaf.copy!;
   const head = html('div', 'fb-details-head', pane);
   html('span', 'fb-kind-badge fb-kind-copy', head, `copy · ${c.op}`);
@@ -234,7 +242,8 @@ export function copyDetails(
   }
 }
 
-export function groupDetails(pane: HTMLElement, g: Group, ov: Overlay): void {
+/** A name scope or series: its ops, their time and devices, the commonest op types. */
+function groupDetails(pane: HTMLElement, g: Group, ov: Overlay): void {
   const head = html('div', 'fb-details-head', pane);
   html('span', 'fb-kind-badge fb-kind-scope', head, g.kind === 'series' ? 'series' : 'name scope');
   html('div', 'fb-details-name', head, g.key);
@@ -273,72 +282,5 @@ export function groupDetails(pane: HTMLElement, g: Group, ov: Overlay): void {
   const list = html('ul', 'fb-list', pane);
   for (const [op, c] of top) {
     html('li', '', list, `${op} \u00D7${c}`);
-  }
-}
-
-/** The hover tooltip's content for a box. */
-export function tooltipContent(tip: HTMLElement, v: Visible, ov: Overlay): void {
-  tip.replaceChildren();
-  if (v.type === 'more') {
-    html('div', 'fb-tip-title', tip, `${v.hidden} more in ${v.parent.key || 'the graph'}`);
-    html('div', 'fb-tip-line', tip, 'click to show the next ones');
-    return;
-  }
-  if (v.type === 'group') {
-    html('div', 'fb-tip-title', tip, v.key);
-    html(
-      'div',
-      'fb-tip-line',
-      tip,
-      `${v.kind === 'series' ? 'series' : 'name scope'} \u00B7 ${v.opCount} ops \u00B7 click to expand`
-    );
-    return;
-  }
-  const n = v.node;
-  if (v.members) {
-    html('div', 'fb-tip-title', tip, `${v.members.length} copies → ${v.copy?.dst_device ?? '?'}`);
-    for (const m of v.members.slice(0, 8)) {
-      html('div', 'fb-tip-line', tip, m.key);
-    }
-    html('div', 'fb-tip-line', tip, 'click for details');
-    return;
-  }
-  html('div', 'fb-tip-title', tip, `${n.op}  ${n.name}`);
-  const c = v.copy;
-  if (c) {
-    html('div', 'fb-tip-line', tip, `${c.src_device} → ${c.dst_device}: ${c.tensor}`);
-    const to = [...c.readers, ...(c.fetch ? ['the fetch'] : [])];
-    html('div', 'fb-tip-line', tip, `for ${to.slice(0, 4).join(', ')}${to.length > 4 ? ', …' : ''}`);
-  }
-  for (const [i, [dtype, shape]] of n.outputs.entries()) {
-    html('div', 'fb-tip-line', tip, `out ${i}: ${dtype} ${shape}`);
-  }
-  const ranOn = ov.device(n.name);
-  if (ranOn && !c) {
-    html('div', 'fb-tip-line', tip, `ran on: ${ranOn}`);
-  }
-  if (n.device && !c) {
-    html('div', 'fb-tip-line', tip, `${ranOn ? 'asked for' : 'device'}: ${n.device}`);
-  }
-  const o = c ? '' : origin(n);
-  if (o) {
-    html('div', 'fb-tip-line', tip, o);
-  }
-  if (n.code) {
-    html('pre', 'fb-tip-code', tip, n.code);
-  }
-  const t = ov.time(n.name);
-  if (t !== null) {
-    html('div', 'fb-tip-line', tip, `time: ${formatTime(t)}`);
-  }
-  const val = ov.value(n.name);
-  if (val !== null) {
-    html('pre', 'fb-tip-code', tip, val);
-  }
-  if (ov.run.error && ov.run.error.node === n.name) {
-    html('div', 'fb-tip-error', tip, ov.run.error.message);
-  }
-  if (n.stale) {
-    html('div', 'fb-tip-line fb-tip-stale', tip, 'stale: re-run its cell');
   }
 }

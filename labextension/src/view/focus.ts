@@ -1,0 +1,125 @@
+/**
+ * Focus: where the view looks, after a relayout and on request.
+ *
+ * State it owns: the `camera` (camera.ts), and what the next layout should
+ * show: a new graph (or everything collapsed) is fitted, once the viewport
+ * has a size; a group opened or closed by a click stays where it was on
+ * screen (the anchor); a search match, a link followed or the stepper's op
+ * is centred (the target).
+ */
+
+import { Camera } from './camera';
+import type { Group, Visible } from './hierarchy';
+import type { Scene } from './scene';
+
+/** A point of the graph kept at its place on screen across a relayout. */
+interface Anchor {
+  key: string; // the box or cluster's key
+  sx: number; // screen position inside the viewport
+  sy: number;
+}
+
+/** What focus asks of the view: the box standing for a name, the group with a key. */
+export interface FocusHost {
+  boxFor(name: string): Visible | undefined;
+  groupOf(key: string): Group | undefined;
+}
+
+export class Focus {
+  readonly camera: Camera;
+  private anchor: Anchor | null = null;
+  private target: string | null = null;
+  private readonly resizeObserver: ResizeObserver | null;
+
+  constructor(
+    viewport: HTMLElement,
+    private readonly scene: Scene,
+    private readonly host: FocusHost
+  ) {
+    this.camera = new Camera(scene.svg, scene.el, viewport);
+    this.resizeObserver =
+      typeof ResizeObserver === 'undefined'
+        ? null
+        : new ResizeObserver(() => {
+            if (this.camera.needsFit && this.scene.layout && viewport.clientWidth > 0) {
+              this.fit(true);
+            }
+          });
+    this.resizeObserver?.observe(viewport);
+  }
+
+  /** Fit the next layout in view. */
+  fitNext(): void {
+    this.camera.needsFit = true;
+  }
+
+  /** Fit the whole graph in view (`readable`: not below a legible scale; then show its top). */
+  fit(readable = false): void {
+    const l = this.scene.layout;
+    if (l) {
+      this.camera.fit(l.width, l.height, readable);
+    } else {
+      this.camera.needsFit = true;
+    }
+  }
+
+  /** Keep the box or cluster with key `key` where it is on screen now across the next layout. */
+  hold(key: string): void {
+    const pt = this.scene.anchorPoint(key, this.host.groupOf(key));
+    if (pt) {
+      this.anchor = { key, ...this.camera.toScreen(pt.x, pt.y) };
+    }
+  }
+
+  /** Center `name` once the next layout is drawn. */
+  centerNext(name: string | null): void {
+    this.target = name;
+  }
+
+  /** A layout was drawn: fit it, or keep the anchor in place, or keep the view; then center the target. */
+  drawn(): void {
+    const anchor = this.anchor;
+    this.anchor = null;
+    const target = this.target;
+    this.target = null;
+    if (this.camera.needsFit) {
+      this.fit(true);
+    } else if (anchor && this.keep(anchor)) {
+      // done
+    } else {
+      this.camera.apply();
+    }
+    if (target) {
+      this.centerOn(target);
+    }
+  }
+
+  private keep(a: Anchor): boolean {
+    const pt = this.scene.anchorPoint(a.key, this.host.groupOf(a.key));
+    if (!pt) {
+      return false;
+    }
+    this.camera.pin(pt.x, pt.y, a.sx, a.sy);
+    return true;
+  }
+
+  /** Center the box standing for an op or group; zoom in if the view is far out. */
+  centerOn(name: string): void {
+    const p = this.scene.placed(this.host.boxFor(name));
+    if (p) {
+      this.camera.centerOn(p.x, p.y);
+    }
+  }
+
+  /** Center the box standing for an op if it is off screen. */
+  showIfOffscreen(name: string): void {
+    const p = this.scene.placed(this.host.boxFor(name));
+    if (p && this.camera.isOffscreen(p.x, p.y)) {
+      this.camera.centerOn(p.x, p.y);
+    }
+  }
+
+  dispose(): void {
+    this.resizeObserver?.disconnect();
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * One layout pass: the part of the hierarchy that is open (hierarchy.ts),
+ * the copy nodes of the runs shown beside it (copies.ts), the edges between
+ * them, and where Graphviz puts it all (layout.ts). The view draws the Frame
+ * a pass returns (scene.ts) and keeps it until the next one.
+ *
+ * Passes are requested through a LayoutQueue: one runs on the next tick,
+ * once the layout engine has loaded (viz.ts), and the latest request wins.
+ */
+
+import type { Viz } from '@viz-js/viz';
+import { VisibleGraph, type Expansion, type Hierarchy, type Visible } from './hierarchy';
+import { readLayout, toDot, visibleEdges, type Edge, type Layout, type LayoutInput } from './layout';
+import { clusterTitleWidth, sizeOf } from './draw';
+import { EMPTY_COPIES, layoutCopies, type CopyLayout, type CopySet } from './copies';
+import { getViz } from './viz';
+
+export interface Frame {
+  vis: VisibleGraph;
+  boxes: Visible[]; // laid out: the visible graph's boxes, then the copy boxes
+  copies: CopyLayout;
+  edges: Edge[];
+  layout: Layout | null; // null when nothing is visible
+}
+
+/** A pass: its frame, and when (performance.now()) it started, had the visible part, had Graphviz's layout. */
+export interface Pass {
+  frame: Frame;
+  startedAt: number;
+  visibleAt: number;
+  dotAt: number;
+}
+
+/** Lay out what `expansion` opens of `h`, with the copy nodes of `copySet`. */
+export function layOut(viz: Viz, h: Hierarchy, expansion: Expansion, copySet: CopySet): Pass | { error: string } {
+  const startedAt = performance.now();
+  const vis = new VisibleGraph(h, expansion);
+  const copies = copySet.size > 0 ? layoutCopies(vis, copySet.values()) : EMPTY_COPIES;
+  const edges = visibleEdges(vis, copies.diverted);
+  for (const e of copies.edges) {
+    e.id = `e${edges.length}`;
+    edges.push(e);
+  }
+  const input: LayoutInput = {
+    boxes: copies.boxes.length > 0 ? [...vis.boxes, ...copies.boxes] : vis.boxes,
+    clusters: vis.clusters
+  };
+  const visibleAt = performance.now();
+  let layout: Layout | null = null;
+  if (vis.boxes.length > 0) {
+    const dot = toDot(input, edges, sizeOf, clusterTitleWidth);
+    const result = viz.render(dot, { format: 'json0', yInvert: true });
+    if (result.status !== 'success' || !result.output) {
+      return { error: result.errors.map(e => e.message).join('; ') };
+    }
+    layout = readLayout(input, edges, JSON.parse(result.output));
+  }
+  const dotAt = performance.now();
+  return { frame: { vis, boxes: input.boxes, copies, edges, layout }, startedAt, visibleAt, dotAt };
+}
+
+/**
+ * What a pass requested at `requestedAt` and drawn at `drawnAt` spent (ms):
+ * waiting, on the visible part, in Graphviz, drawing; and what it laid out.
+ */
+export function passTiming(pass: Pass, requestedAt: number, drawnAt: number): string {
+  const { frame } = pass;
+  return JSON.stringify({
+    wait: Math.round(pass.startedAt - requestedAt),
+    visible: Math.round(pass.visibleAt - pass.startedAt),
+    dot: Math.round(pass.dotAt - pass.visibleAt),
+    draw: Math.round(drawnAt - pass.dotAt),
+    boxes: frame.boxes.length,
+    copies: frame.copies.boxes.length,
+    edges: frame.edges.length
+  });
+}
+
+/** Runs layout passes on the next tick; only the latest request runs, and none after `dispose`. */
+export class LayoutQueue {
+  private token = 0; // the newest request
+  private disposed = false;
+
+  /** `run` gets the engine and when its request came; `failed`, why the engine did not load. */
+  constructor(
+    private readonly run: (viz: Viz, requestedAt: number) => void,
+    private readonly failed: (err: unknown) => void
+  ) {}
+
+  request(): void {
+    const token = ++this.token;
+    const requestedAt = performance.now();
+    window.setTimeout(() => {
+      getViz().then(
+        viz => {
+          if (token === this.token && !this.disposed) {
+            this.run(viz, requestedAt);
+          }
+        },
+        err => this.failed(err)
+      );
+    }, 0);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.token++;
+  }
+}
