@@ -23,8 +23,8 @@ state dicts and their JSON off the run's critical path.
 the end of a cell (``flush_now``).  A state is built and sent under one
 lock per graph (``send_lock``), so a state built later is sent later: an
 older "running" state can never arrive after the run's final "done".  Each
-state also carries ``update``, a number per graph that grows with every
-send, and the front end drops a state older than the one it shows.
+state also carries ``update``, a number that grows with every send, and the
+front end drops a state older than the one it shows.
 
     >>> LiveGraph.__name__
     'LiveGraph'
@@ -33,6 +33,7 @@ send, and the front end drops a state older than the one it shows.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 import weakref
@@ -45,6 +46,7 @@ from flowbook.notebook.watch import PlanStats, Record, Watcher
 from flowbook.plan import Plan
 from flowbook.tensor import Operation
 
+_UPDATES = itertools.count(1)  # the number of each state sent, in every graph (see "Order")
 MAX_PUSHES_PER_S = 20  # updates sent to the views, per second at most
 SEND_ALL_VALUES = 100  # runs of at most this many ops send every value preview
 
@@ -72,7 +74,6 @@ class LiveGraph:
         self.dirty: set[str] = set()  # states to send at the next flush
         self.lock = threading.Lock()  # guards views and dirty
         self.send_lock = threading.Lock()  # held while a state is built and sent: sends in order
-        self.updates = 0  # states sent so far; each sent state carries its number as "update"
 
     # ------------------------------------------------------------- views
     def add_view(self, view: View) -> None:
@@ -249,9 +250,12 @@ class LiveGraph:
                     self.remove_view(view)
 
     def _numbered(self, state: dict[str, Any]) -> dict[str, Any]:
-        """``state`` with the next ``update`` number in each of its parts (call under send_lock)."""
-        self.updates += 1
-        return {key: {**part, "update": self.updates} for key, part in state.items()}
+        """``state`` with the next ``update`` number in each of its parts (call under send_lock).
+
+        The numbers are process-wide, so they also grow for a view that moves to another
+        graph (a widget following the default graph after ``reset_default_graph``)."""
+        n = next(_UPDATES)
+        return {key: {**part, "update": n} for key, part in state.items()}
 
     # ------------------------------------------------------------- runs
     def plan_stats(self, plan: Plan) -> PlanStats:

@@ -74,6 +74,7 @@ export class GraphView {
   private selected = ''; // op name or group key shown in the details pane
   private layouts = 0; // layouts done (data-flowbook-layouts: tests check runs do not relayout)
   private lastStepCurrent: string | null = null;
+  private readonly updates = { graph: 0, run: 0, stepper: 0 }; // newest `update` shown, per state
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
     this.cb = callbacks;
@@ -127,6 +128,9 @@ export class GraphView {
 
   // ------------------------------------------------------------ host API
   setGraph(g: unknown): void {
+    if (!this.fresh('graph', g)) {
+      return;
+    }
     const graph = normalizeGraph(g);
     const newId = graph.id !== this.graph.id;
     this.graph = graph;
@@ -142,6 +146,9 @@ export class GraphView {
   }
 
   setRun(r: unknown): void {
+    if (!this.fresh('run', r)) {
+      return;
+    }
     this.overlay.setRun(normalizeRun(r));
     if (this.copies.fold(this.overlay.run, this.overlay.stepper)) {
       this.requestLayout();
@@ -150,6 +157,9 @@ export class GraphView {
   }
 
   setStepper(s: unknown): void {
+    if (!this.fresh('stepper', s)) {
+      return;
+    }
     const st = normalizeStepper(s);
     this.overlay.setStepper(st);
     this.updateStepBar(st);
@@ -224,6 +234,20 @@ export class GraphView {
   }
 
   // ------------------------------------------------------------- lookups
+  /** Whether a state is at least as new as the one shown: the kernel numbers every state it
+   * sends (`update`), so one that arrives late is dropped, never drawn over a newer one. */
+  private fresh(key: 'graph' | 'run' | 'stepper', state: unknown): boolean {
+    const n = (state as { update?: unknown } | null)?.update;
+    if (typeof n !== 'number') {
+      return true; // a state made in the browser or by Python directly (show_times)
+    }
+    if (n < this.updates[key]) {
+      return false;
+    }
+    this.updates[key] = n;
+    return true;
+  }
+
   private get copyLayout(): CopyLayout {
     return this.frame?.copies ?? EMPTY_COPIES;
   }
