@@ -33,7 +33,7 @@ from flowbook.errors import InvalidArgumentError
 from flowbook.ops import array_ops
 from flowbook.ops._builder import make1, operands, same_dtype, tensor
 from flowbook.ops.constant_op import partial_shape_value
-from flowbook.ops.math_ops import FLOAT, NUMBER, check_dtype
+from flowbook.ops.elementwise import FLOAT, NUMBER, check_dtype
 from flowbook.ops.pool_ops import (
     Geometry,
     check_padding,

@@ -32,7 +32,7 @@ from flowbook.errors import InvalidArgumentError
 from flowbook.ops import array_ops
 from flowbook.ops._builder import make1, same_dtype, tensor
 from flowbook.ops.constant_op import partial_shape_value
-from flowbook.ops.math_ops import FLOAT, REAL, check_dtype
+from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
 from flowbook.ops.slicing import check_int, host_ints
 from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Tensor
