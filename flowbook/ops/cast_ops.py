@@ -25,6 +25,8 @@ from flowbook.ops.elementwise import INEXACT
 from flowbook.registry import OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
 
+__all__ = ["cast", "saturate_cast", "to_double", "to_float", "to_int32", "to_int64"]
+
 
 def _cast_infer(x: Tensor, SrcT: DType, DstT: DType, **_: Any) -> Out:
     if (x.dtype is dtypes.string) != (DstT is dtypes.string):
@@ -92,45 +94,25 @@ def saturate_cast(value: Any, dtype: Any, name: str | None = None) -> Tensor:
         return cast(x, to)
 
 
-def to_float(x: Any, name: str = "ToFloat") -> Tensor:
-    """``cast(x, float32)``.
+def _cast_to(fn: str, dtype: DType, op_name: str, example: str) -> Callable[..., Tensor]:
+    """TF1's ``to_<dtype>(x, name)``: ``cast`` to one fixed dtype, named ``op_name``."""
+
+    def to(x: Any, name: str = op_name) -> Tensor:
+        return cast(x, dtype, name=name)
+
+    to.__name__ = to.__qualname__ = fn
+    to.__doc__ = f"""``cast(x, {dtype.name})``.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default():
-    ...     fb.to_float(fb.constant([1, 2])).dtype
-    tf.float32
+    ...     fb.{fn}(fb.constant({example})).dtype
+    tf.{dtype.name}
     """
-    return cast(x, dtypes.float32, name=name)
+    return to
 
 
-def to_double(x: Any, name: str = "ToDouble") -> Tensor:
-    """``cast(x, float64)``.
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default():
-    ...     fb.to_double(fb.constant([1, 2])).dtype
-    tf.float64
-    """
-    return cast(x, dtypes.float64, name=name)
-
-
-def to_int32(x: Any, name: str = "ToInt32") -> Tensor:
-    """``cast(x, int32)``.
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default():
-    ...     fb.to_int32(fb.constant([1.5])).dtype
-    tf.int32
-    """
-    return cast(x, dtypes.int32, name=name)
-
-
-def to_int64(x: Any, name: str = "ToInt64") -> Tensor:
-    """``cast(x, int64)``.
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default():
-    ...     fb.to_int64(fb.constant([1.5])).dtype
-    tf.int64
-    """
-    return cast(x, dtypes.int64, name=name)
+to_float = _cast_to("to_float", dtypes.float32, "ToFloat", "[1, 2]")
+to_double = _cast_to("to_double", dtypes.float64, "ToDouble", "[1, 2]")
+to_int32 = _cast_to("to_int32", dtypes.int32, "ToInt32", "[1.5]")
+to_int64 = _cast_to("to_int64", dtypes.int64, "ToInt64", "[1.5]")
+__test__ = {f.__name__: f.__doc__ for f in (to_float, to_double, to_int32, to_int64)}

@@ -126,47 +126,36 @@ def _named(wrapper: Callable[..., Tensor], row: Elementwise) -> Callable[..., Te
 
 
 def binary(
-    op_type: str,
-    fn: str | Callable[..., Any],
-    allowed: frozenset[DType],
-    wrappers: tuple[str, ...],
-    *,
-    grad: Any,
-    doc: tuple[str, str, str],
-    out: DType | None = None,
+    op_type: str, fn: Any, allowed: frozenset[DType], wrappers: tuple[str, ...], **row: Any
 ) -> Callable[..., Tensor]:
-    """Declare a binary element-wise op from its row; returns its public wrapper."""
-    row = Elementwise(op_type, fn, wrappers, allowed, out, grad, doc)
-    _declare(row, BINARY, binary_infer(row), ("x", "y"))
+    """Declare a binary element-wise op from its row; returns its public wrapper.
+
+    ``row`` holds the row's keywords: ``grad``, ``doc`` and ``out`` (see :class:`Elementwise`).
+    """
+    r = Elementwise(op_type, fn, wrappers, allowed, **row)
+    _declare(r, BINARY, binary_infer(r), ("x", "y"))
 
     def wrapper(x: Any, y: Any, name: str | None = None) -> Tensor:
         return make1(op_type, operands(x, y), name=name)
 
-    return _named(wrapper, row)
+    return _named(wrapper, r)
 
 
 def unary(
-    op_type: str,
-    fn: str | Callable[..., Any],
-    allowed: frozenset[DType],
-    wrappers: tuple[str, ...],
-    *,
-    grad: Any,
-    doc: tuple[str, str, str] | None,
-    out: DType | None = None,
+    op_type: str, fn: Any, allowed: frozenset[DType], wrappers: tuple[str, ...], **row: Any
 ) -> Callable[..., Tensor]:
     """Declare a unary element-wise op from its row; returns its public wrapper.
 
     A row with no ``wrappers`` (Round, Conj: their TF1 functions do more
     than build the op) still returns a plain builder, unnamed and undocumented.
     """
-    row = Elementwise(op_type, fn, wrappers, allowed, out, grad, doc)
-    _declare(row, UNARY, _unary_infer(row), ("x",))
+    r = Elementwise(op_type, fn, wrappers, allowed, **row)
+    _declare(r, UNARY, _unary_infer(r), ("x",))
 
     def wrapper(x: Any, name: str | None = None) -> Tensor:
         return make1(op_type, (tensor(x),), name=name)
 
-    return _named(wrapper, row) if wrappers else wrapper
+    return _named(wrapper, r) if wrappers else wrapper
 
 
 def doctests(*wrappers: Callable[..., Tensor]) -> dict[str, str]:

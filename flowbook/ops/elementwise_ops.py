@@ -51,6 +51,15 @@ from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, register
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import fmt
 
+__all__ = [
+    "abs", "add", "ceil", "conj", "cos", "div", "divide", "equal", "exp", "floor", "floordiv",
+    "floormod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
+    "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
+    "maximum", "minimum", "mod", "mul", "multiply", "neg", "negative", "not_equal", "pow",
+    "realdiv", "reciprocal", "round", "rsqrt", "scalar_mul", "sigmoid", "sign", "sin", "sqrt",
+    "square", "squared_difference", "sub", "subtract", "tanh", "truediv",
+]  # fmt: skip
+
 Grads = tuple[Tensor | None, ...]
 _B = dtypes.bool
 _NO = NOT_DIFFERENTIABLE
