@@ -183,18 +183,18 @@ def _backprop_infer(op_type: str) -> Any:
     return infer
 
 
+def _backprop_op(op_type: str, inputs: tuple[str, ...]) -> Any:
+    """Register the decorated kernel as a conv backprop; its ``*_sizes`` input stays on the host."""
+    sizes = next(i for i, name in enumerate(inputs) if name.endswith("_sizes"))
+    infer = _backprop_infer(op_type)
+    return register_op(op_type, inputs, infer, _CONV_ATTRS, heavy=True, host_inputs=(sizes,))
+
+
 def _check_dy(dy: Any, x_shape: tuple[int, ...], g: win.Geometry, o: int) -> None:
     win.check_runtime("out_backprop", dy, (x_shape[0], g.oh, g.ow, o), "the forward output")
 
 
-@register_op(
-    "Conv2DBackpropInput",
-    ("input_sizes", "filter", "out_backprop"),
-    _backprop_infer("Conv2DBackpropInput"),
-    _CONV_ATTRS,
-    heavy=True,
-    host_inputs=(0,),
-)
+@_backprop_op("Conv2DBackpropInput", ("input_sizes", "filter", "out_backprop"))
 def _conv2d_backprop_input(
     xp: Any, input_sizes: Any, f: Any, dy: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -219,14 +219,7 @@ def _conv2d_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
 
 
 # ------------------------------------------------------------ Conv2DBackpropFilter
-@register_op(
-    "Conv2DBackpropFilter",
-    ("input", "filter_sizes", "out_backprop"),
-    _backprop_infer("Conv2DBackpropFilter"),
-    _CONV_ATTRS,
-    heavy=True,
-    host_inputs=(1,),
-)
+@_backprop_op("Conv2DBackpropFilter", ("input", "filter_sizes", "out_backprop"))
 def _conv2d_backprop_filter(
     xp: Any, x: Any, filter_sizes: Any, dy: Any, strides: Any, padding: str, **_: Any
 ) -> Any:

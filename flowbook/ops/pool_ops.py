@@ -155,13 +155,13 @@ def _max_pool_backprop_infer(op_type: str) -> Any:
     return infer
 
 
-@register_op(
-    "MaxPoolGrad",
-    ("orig_input", "orig_output", "grad"),
-    _max_pool_backprop_infer("MaxPoolGrad"),
-    _POOL_ATTRS,
-    heavy=_pool_heavy,
-)
+def _max_pool_backprop(op_type: str) -> Any:
+    """Register the decorated kernel as MaxPoolGrad or MaxPoolGradGrad (one set of inputs)."""
+    inputs, infer = ("orig_input", "orig_output", "grad"), _max_pool_backprop_infer(op_type)
+    return register_op(op_type, inputs, infer, _POOL_ATTRS, heavy=_pool_heavy)
+
+
+@_max_pool_backprop("MaxPoolGrad")
 def _max_pool_grad_kernel(
     xp: Any, x: Any, y: Any, grad: Any, ksize: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -181,13 +181,7 @@ def _max_pool_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
     return [array_ops.zeros_like(x), array_ops.zeros_like(y), gg]
 
 
-@register_op(
-    "MaxPoolGradGrad",
-    ("orig_input", "orig_output", "grad"),
-    _max_pool_backprop_infer("MaxPoolGradGrad"),
-    _POOL_ATTRS,
-    heavy=_pool_heavy,
-)
+@_max_pool_backprop("MaxPoolGradGrad")
 def _max_pool_grad_grad_kernel(
     xp: Any, x: Any, y: Any, grad: Any, ksize: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
