@@ -23,8 +23,8 @@ import numpy as np
 
 from flowbook.devices import to_host
 from flowbook.graph import Graph
-from flowbook.ops.state_ops import VarState
 from flowbook.tensor import Operation, Tensor
+from flowbook.var_state import VarState
 
 
 def flatten(graph: Graph, fetches: Any) -> tuple[list[Any], Any]:

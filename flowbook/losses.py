@@ -21,12 +21,18 @@ computed in float32 and cast back to the input's dtype.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flowbook import dtypes
 from flowbook.graph import GraphKeys, add_to_collection, get_collection, name_scope
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops.constant_op import convert_to_tensor
+from flowbook.ops.loss_ops import (
+    sigmoid_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2,
+    sparse_softmax_cross_entropy_with_logits,
+)
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import fmt, num_elements
 
@@ -199,22 +205,44 @@ def _rank(t: Any) -> int | None:
     return None if shape is None else len(shape)
 
 
+def _weighted(
+    name: str,
+    inputs: dict[str, Any],
+    per_element: Callable[..., Tensor],
+    weights: Any,
+    scope: str | None,
+    loss_collection: str | None,
+    reduction: str,
+) -> Tensor:
+    """Every loss's skeleton: check ``inputs``, then per-element losses weighted and reduced.
+
+    ``per_element(*inputs)`` builds the losses inside the loss's name scope and
+    returns them with the weights to use (some losses squeeze the weights).
+    """
+    _check_not_none(**inputs)
+    with name_scope(scope, name) as scope:
+        losses, weights = per_element(*inputs.values(), weights)
+        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+
+_SUM_NZ = Reduction.SUM_BY_NONZERO_WEIGHTS  # TF1's default reduction
+_LOSSES = GraphKeys.LOSSES
+
+
 def sparse_softmax_cross_entropy(
     labels: Any,
     logits: Any,
     weights: Any = 1.0,
     scope: str | None = None,
-    loss_collection: str | None = GraphKeys.LOSSES,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    loss_collection: str | None = _LOSSES,
+    reduction: str = _SUM_NZ,
 ) -> Tensor:
     """Cross-entropy of ``logits`` [batch, classes] against integer class ``labels`` [batch].
 
     Labels shaped [batch, 1] (and weights shaped [batch, 1]) are squeezed, as in TF.
     """
-    from flowbook import nn
 
-    _check_not_none(labels=labels, logits=logits)
-    with name_scope(scope, "sparse_softmax_cross_entropy_loss") as scope:
+    def per_element(labels: Any, logits: Any, weights: Any) -> tuple[Tensor, Any]:
         logits = convert_to_tensor(logits)
         labels = convert_to_tensor(labels)
         lr, gr = _rank(labels), _rank(logits)
@@ -226,10 +254,14 @@ def sparse_softmax_cross_entropy(
             wr = _rank(weights)
             if lr is not None and wr is not None and wr - lr == 1:
                 weights = _squeeze_last(weights)
-        losses = nn.sparse_softmax_cross_entropy_with_logits(
+        xent = sparse_softmax_cross_entropy_with_logits(
             labels=labels, logits=logits, name="xentropy"
         )
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return xent, weights
+
+    inputs = {"labels": labels, "logits": logits}
+    name = "sparse_softmax_cross_entropy_loss"
+    return _weighted(name, inputs, per_element, weights, scope, loss_collection, reduction)
 
 
 def softmax_cross_entropy(
@@ -238,17 +270,15 @@ def softmax_cross_entropy(
     weights: Any = 1.0,
     label_smoothing: float = 0,
     scope: str | None = None,
-    loss_collection: str | None = GraphKeys.LOSSES,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    loss_collection: str | None = _LOSSES,
+    reduction: str = _SUM_NZ,
 ) -> Tensor:
     """Cross-entropy of ``logits`` against one-hot (or probability) labels, both [batch, classes].
 
     ``label_smoothing`` s replaces the labels by ``labels * (1 - s) + s / classes``.
     """
-    from flowbook import nn
 
-    _check_not_none(onehot_labels=onehot_labels, logits=logits)
-    with name_scope(scope, "softmax_cross_entropy_loss") as scope:
+    def per_element(onehot_labels: Any, logits: Any, weights: Any) -> tuple[Tensor, Any]:
         logits = convert_to_tensor(logits)
         onehot_labels = math_ops.cast(convert_to_tensor(onehot_labels), logits.dtype)
         logits.get_shape().assert_is_compatible_with(onehot_labels.get_shape())
@@ -258,10 +288,14 @@ def softmax_cross_entropy(
             smooth_negatives = convert_to_tensor(label_smoothing, dtype=logits.dtype) / classes
             onehot_labels = onehot_labels * smooth_positives + smooth_negatives
         onehot_labels = array_ops.stop_gradient(onehot_labels, name="labels_stop_gradient")
-        losses = nn.softmax_cross_entropy_with_logits_v2(
+        xent = softmax_cross_entropy_with_logits_v2(
             labels=onehot_labels, logits=logits, name="xentropy"
         )
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        return xent, weights
+
+    inputs = {"onehot_labels": onehot_labels, "logits": logits}
+    name = "softmax_cross_entropy_loss"
+    return _weighted(name, inputs, per_element, weights, scope, loss_collection, reduction)
 
 
 def sigmoid_cross_entropy(
@@ -270,21 +304,42 @@ def sigmoid_cross_entropy(
     weights: Any = 1.0,
     label_smoothing: float = 0,
     scope: str | None = None,
-    loss_collection: str | None = GraphKeys.LOSSES,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    loss_collection: str | None = _LOSSES,
+    reduction: str = _SUM_NZ,
 ) -> Tensor:
     """Element-wise logistic loss of ``logits`` against 0/1 labels of the same shape."""
-    from flowbook import nn
 
-    _check_not_none(multi_class_labels=multi_class_labels, logits=logits)
-    with name_scope(scope, "sigmoid_cross_entropy_loss") as scope:
+    def per_element(labels: Any, logits: Any, weights: Any) -> tuple[Tensor, Any]:
         logits = convert_to_tensor(logits)
-        labels = math_ops.cast(convert_to_tensor(multi_class_labels), logits.dtype)
+        labels = math_ops.cast(convert_to_tensor(labels), logits.dtype)
         logits.get_shape().assert_is_compatible_with(labels.get_shape())
         if label_smoothing > 0:
             labels = labels * (1 - label_smoothing) + 0.5 * label_smoothing
-        losses = nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+        xent = sigmoid_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
+        return xent, weights
+
+    inputs = {"multi_class_labels": multi_class_labels, "logits": logits}
+    name = "sigmoid_cross_entropy_loss"
+    return _weighted(name, inputs, per_element, weights, scope, loss_collection, reduction)
+
+
+def _regression(
+    name: str, f: Callable[[Tensor, Tensor], Tensor], labels: Any, predictions: Any, *rest: Any
+) -> Tensor:
+    """A loss ``f(labels, predictions)`` of the two as float32, through the skeleton."""
+
+    def per_element(labels: Any, predictions: Any, weights: Any) -> tuple[Tensor, Any]:
+        return f(*_float_pair(labels, predictions)), weights
+
+    return _weighted(name, {"labels": labels, "predictions": predictions}, per_element, *rest)
+
+
+def _squared_error(y: Tensor, p: Tensor) -> Tensor:
+    return math_ops.squared_difference(p, y)
+
+
+def _absolute_error(y: Tensor, p: Tensor) -> Tensor:
+    return math_ops.abs(math_ops.subtract(p, y))
 
 
 def mean_squared_error(
@@ -292,15 +347,12 @@ def mean_squared_error(
     predictions: Any,
     weights: Any = 1.0,
     scope: str | None = None,
-    loss_collection: str | None = GraphKeys.LOSSES,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    loss_collection: str | None = _LOSSES,
+    reduction: str = _SUM_NZ,
 ) -> Tensor:
     """``(predictions - labels) ** 2``, weighted and reduced (by default: the mean)."""
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "mean_squared_error") as scope:
-        labels, predictions = _float_pair(labels, predictions)
-        losses = math_ops.squared_difference(predictions, labels)
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+    rest = (weights, scope, loss_collection, reduction)
+    return _regression("mean_squared_error", _squared_error, labels, predictions, *rest)
 
 
 def absolute_difference(
@@ -308,15 +360,12 @@ def absolute_difference(
     predictions: Any,
     weights: Any = 1.0,
     scope: str | None = None,
-    loss_collection: str | None = GraphKeys.LOSSES,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    loss_collection: str | None = _LOSSES,
+    reduction: str = _SUM_NZ,
 ) -> Tensor:
     """``|predictions - labels|``, weighted and reduced (by default: the mean)."""
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "absolute_difference") as scope:
-        labels, predictions = _float_pair(labels, predictions)
-        losses = math_ops.abs(math_ops.subtract(predictions, labels))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+    rest = (weights, scope, loss_collection, reduction)
+    return _regression("absolute_difference", _absolute_error, labels, predictions, *rest)
 
 
 def log_loss(
@@ -325,17 +374,17 @@ def log_loss(
     weights: Any = 1.0,
     epsilon: float = 1e-7,
     scope: str | None = None,
-    loss_collection: str | None = GraphKeys.LOSSES,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    loss_collection: str | None = _LOSSES,
+    reduction: str = _SUM_NZ,
 ) -> Tensor:
     """Binary cross-entropy of probabilities: ``-y log(p + eps) - (1 - y) log(1 - p + eps)``."""
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "log_loss") as scope:
-        labels, predictions = _float_pair(labels, predictions)
-        losses = -math_ops.multiply(
-            labels, math_ops.log(predictions + epsilon)
-        ) - math_ops.multiply((1 - labels), math_ops.log(1 - predictions + epsilon))
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+    def f(y: Tensor, p: Tensor) -> Tensor:
+        positive = math_ops.multiply(y, math_ops.log(p + epsilon))
+        return -positive - math_ops.multiply((1 - y), math_ops.log(1 - p + epsilon))
+
+    rest = (weights, scope, loss_collection, reduction)
+    return _regression("log_loss", f, labels, predictions, *rest)
 
 
 def huber_loss(
@@ -344,21 +393,22 @@ def huber_loss(
     weights: Any = 1.0,
     delta: float = 1.0,
     scope: str | None = None,
-    loss_collection: str | None = GraphKeys.LOSSES,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    loss_collection: str | None = _LOSSES,
+    reduction: str = _SUM_NZ,
 ) -> Tensor:
     """Quadratic for errors up to ``delta``, linear beyond: ``0.5 q**2 + delta (|e| - q)``."""
-    _check_not_none(labels=labels, predictions=predictions)
-    with name_scope(scope, "huber_loss") as scope:
-        labels, predictions = _float_pair(labels, predictions)
-        abs_error = math_ops.abs(math_ops.subtract(predictions, labels))
+
+    def f(y: Tensor, p: Tensor) -> Tensor:
+        abs_error = math_ops.abs(math_ops.subtract(p, y))
         quadratic = math_ops.minimum(abs_error, delta)
         linear = math_ops.subtract(abs_error, quadratic)
-        losses = math_ops.add(
+        return math_ops.add(
             math_ops.multiply(0.5, math_ops.multiply(quadratic, quadratic)),
             math_ops.multiply(delta, linear),
         )
-        return compute_weighted_loss(losses, weights, scope, loss_collection, reduction)
+
+    rest = (weights, scope, loss_collection, reduction)
+    return _regression("huber_loss", f, labels, predictions, *rest)
 
 
 # ------------------------------------------------------------ collections

@@ -50,11 +50,11 @@ from flowbook.executor import execute
 from flowbook.fetches import flatten, host_value, rebuild, to_numpy
 from flowbook.graph import Graph, get_default_graph
 from flowbook.observers import Observer, observers_for
-from flowbook.ops.state_ops import VarState
 from flowbook.placement import Placer, log_placement
 from flowbook.plan import Plan, build_plan
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible, fmt
+from flowbook.var_state import VarState
 
 MAX_PLANS = 256  # cached run signatures per session, for one graph version
 _observers: list[Observer] = []  # process-wide observers (fb.observe)

@@ -15,13 +15,24 @@ import pytest
 import flowbook as fb
 from flowbook import dtypes
 from flowbook.gradient_checker import compute_gradient_error
-from flowbook.ops import linalg_ops, math_grad, math_ops, nn_ops, reduction_ops
+from flowbook.ops import (
+    cast_ops,
+    elementwise,
+    elementwise_ops,
+    linalg_ops,
+    math_ops,
+    nn_ops,
+    reduction_ops,
+)
 from flowbook.registry import NOT_DIFFERENTIABLE, OPS
 
 RNG = np.random.default_rng(7)
 TOL = 1e-6
 F64 = fb.float64
-MODULES = {m.__name__ for m in (math_ops, math_grad, reduction_ops, linalg_ops, nn_ops)}
+MODULES = {
+    m.__name__
+    for m in (math_ops, elementwise, elementwise_ops, cast_ops, reduction_ops, linalg_ops, nn_ops)
+}
 
 
 def _uniform(lo: float, hi: float, shape: tuple) -> np.ndarray:

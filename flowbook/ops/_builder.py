@@ -3,7 +3,7 @@
 >>> import flowbook as fb
 >>> from flowbook.ops._builder import make1
 >>> with fb.Graph().as_default():
-...     make1("NoOp" if False else "Identity", [fb.constant(1.0)]).op.type
+...     make1("Identity", [fb.constant(1.0)]).op.type
 'Identity'
 """
 
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from flowbook.dtypes import DType
 from flowbook.graph import get_default_graph
 from flowbook.ops.constant_op import convert_to_tensor
 from flowbook.registry import Out
 from flowbook.tensor import Operation, Tensor
-from flowbook.tensor_shape import broadcast
 
 
 def make(
@@ -65,8 +66,6 @@ def operands(x: Any, y: Any) -> tuple[Tensor, Tensor]:
 def _convert_like(value: Any, dtype: DType) -> Tensor:
     if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
         return tensor(value)
-    import numpy as np
-
     if isinstance(value, np.ndarray | np.generic):  # numpy values keep their own dtype
         return tensor(value)
     return tensor(value, dtype=dtype)
@@ -87,13 +86,3 @@ def same_dtype(op_type: str, names: tuple[str, ...], *tensors: Tensor) -> DType:
 def same_as_input(x: Tensor, **_: Any) -> Out:
     """``infer`` for ops whose output looks exactly like their first input."""
     return Out(x.dtype, x._shape)
-
-
-def broadcast_infer(op_type: str, out_dtype: DType | None = None) -> Any:
-    """An ``infer`` for binary element-wise ops: same dtypes, numpy broadcasting."""
-
-    def infer(x: Tensor, y: Tensor) -> Out:
-        dt = same_dtype(op_type, ("x", "y"), x, y)
-        return Out(out_dtype or dt, broadcast(x._shape, y._shape))
-
-    return infer

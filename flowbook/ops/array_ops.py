@@ -41,7 +41,9 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph import name_scope
+from flowbook.ops import slicing
 from flowbook.ops._builder import make1, same_as_input
+from flowbook.ops.cast_ops import cast
 from flowbook.ops.constant_op import constant_value, convert_to_tensor, partial_shape_value
 from flowbook.ops.joining_ops import *  # noqa: F403  (re-exported: fb.concat, fb.zeros...)
 from flowbook.ops.joining_ops import __all__ as _joining_all
@@ -50,17 +52,7 @@ from flowbook.ops.selection_ops import __all__ as _selection_all
 from flowbook.ops.selection_ops import reverse
 from flowbook.ops.slicing import *  # noqa: F403  (re-exported: fb.slice, fb.newaxis...)
 from flowbook.ops.slicing import __all__ as _slicing_all
-from flowbook.ops.slicing import (
-    check_int,
-    const_int,
-    const_ints,
-    host_ints,
-    int_input,
-    is_tensor,
-    norm_axis,
-    per_dim_ints,
-    slice_helper,  # noqa: F401  (becomes Tensor.__getitem__)
-)
+from flowbook.ops.slicing import slice_helper  # noqa: F401  (becomes Tensor.__getitem__)
 from flowbook.registry import NOT_DIFFERENTIABLE, Out, register_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import Shape, fmt, num_elements
@@ -211,10 +203,10 @@ def _reshape_static(in_shape: Shape, dims: list[int]) -> Shape:
 
 
 def _reshape_infer(tensor: Tensor, shape: Tensor) -> Out:
-    check_int("Reshape", "shape", shape)
+    slicing.check_int("Reshape", "shape", shape)
     if shape._shape is not None and len(shape._shape) != 1:
         raise ValueError(f"shape must be a 1-D tensor, got one of shape {fmt(shape._shape)}")
-    dims = const_ints(shape)
+    dims = slicing.const_ints(shape)
     if dims is None:
         return Out(tensor.dtype, partial_shape_value(shape))
     return Out(tensor.dtype, _reshape_static(tensor._shape, dims))
@@ -222,7 +214,7 @@ def _reshape_infer(tensor: Tensor, shape: Tensor) -> Out:
 
 @register_op("Reshape", ("tensor", "shape"), infer=_reshape_infer, host_inputs=(1,))
 def _reshape_kernel(xp: Any, tensor: Any, shape: Any) -> Any:
-    dims = host_ints(shape)
+    dims = slicing.host_ints(shape)
     try:
         return xp.reshape(tensor, dims)
     except ValueError:
@@ -249,12 +241,12 @@ def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
     """
     with name_scope(name, "Reshape") as scope:
         x = convert_to_tensor(tensor, name="tensor")
-        return make1("Reshape", [x, int_input(shape, "shape")], name=scope)
+        return make1("Reshape", [x, slicing.int_input(shape, "shape")], name=scope)
 
 
 # ----------------------------------------------------------------- Transpose
 def _transpose_infer(x: Tensor, perm: Tensor) -> Out:
-    p, unknown = per_dim_ints("Transpose", "perm", x, perm)
+    p, unknown = slicing.per_dim_ints("Transpose", "perm", x, perm)
     if p is None:
         return Out(x.dtype, unknown)
     shape = x._shape
@@ -271,7 +263,7 @@ def _transpose_infer(x: Tensor, perm: Tensor) -> Out:
 @register_op("Transpose", ("x", "perm"), infer=_transpose_infer, host_inputs=(1,))
 def _transpose_kernel(xp: Any, x: Any, perm: Any) -> Any:
     try:
-        return xp.transpose(x, host_ints(perm))
+        return xp.transpose(x, slicing.host_ints(perm))
     except ValueError as err:
         raise InvalidArgumentError(
             None, None, f"transpose of shape {list(x.shape)}: {err}"
@@ -300,24 +292,24 @@ def transpose(a: Any, perm: Any = None, name: str = "transpose", conjugate: bool
             perm = list(builtins.range(len(x._shape) - 1, -1, -1))
         elif perm is None:
             perm = reverse(range(0, rank(x)), [0])
-        return make1("Transpose", [x, int_input(perm, "perm")], name=scope)
+        return make1("Transpose", [x, slicing.int_input(perm, "perm")], name=scope)
 
 
 # ---------------------------------------------------------- ExpandDims, Squeeze
 def _expand_dims_infer(x: Tensor, dim: Tensor) -> Out:
-    check_int("ExpandDims", "dim", dim)
-    d, shape = const_int(dim), x._shape
+    slicing.check_int("ExpandDims", "dim", dim)
+    d, shape = slicing.const_int(dim), x._shape
     if shape is None:
         return Out(x.dtype, None)
     if d is None:
         return Out(x.dtype, (None,) * (len(shape) + 1))
-    d = norm_axis(d, len(shape) + 1, "dim")
+    d = slicing.norm_axis(d, len(shape) + 1, "dim")
     return Out(x.dtype, (*shape[:d], 1, *shape[d:]))
 
 
 @register_op("ExpandDims", ("input", "dim"), infer=_expand_dims_infer, host_inputs=(1,))
 def _expand_dims_kernel(xp: Any, x: Any, dim: Any) -> Any:
-    d, n = host_ints(dim)[0], x.ndim + 1  # dim: a scalar, or TF's 1-element vector
+    d, n = slicing.host_ints(dim)[0], x.ndim + 1  # dim: a scalar, or TF's 1-element vector
     if not -n <= d < n:
         raise ValueError(f"dim {d} is out of range for an input of rank {x.ndim}")
     d %= n
@@ -344,7 +336,7 @@ def expand_dims(input: Any, axis: Any = None, name: str | None = None, dim: Any 
         raise ValueError("Must specify an axis argument to expand_dims()")
     with name_scope(name, "ExpandDims") as scope:
         x = convert_to_tensor(input, name="input")
-        return make1("ExpandDims", [x, int_input(axis, "dim")], name=scope)
+        return make1("ExpandDims", [x, slicing.int_input(axis, "dim")], name=scope)
 
 
 def _squeeze_infer(x: Tensor, squeeze_dims: list[int]) -> Out:
@@ -353,7 +345,7 @@ def _squeeze_infer(x: Tensor, squeeze_dims: list[int]) -> Out:
         return Out(x.dtype, None)
     if not squeeze_dims:
         return Out(x.dtype, None if None in shape else tuple(d for d in shape if d != 1))
-    dims = {norm_axis(d, len(shape), "squeeze dim") for d in squeeze_dims}
+    dims = {slicing.norm_axis(d, len(shape), "squeeze dim") for d in squeeze_dims}
     for d in sorted(dims):
         if shape[d] not in (1, None):
             raise ValueError(
@@ -446,14 +438,12 @@ def _range_kernel(xp: Any, start: Any, limit: Any, delta: Any, Tidx: dtypes.DTyp
 
 
 def _as_dtype_tensor(value: Any, dtype: dtypes.DType, name: str) -> Tensor:
-    if not is_tensor(value):
+    if not slicing.is_tensor(value):
         return convert_to_tensor(value, dtype=dtype, name=name)
     t = convert_to_tensor(value)
     if t.dtype is dtype:
         return t
-    from flowbook.ops import math_ops
-
-    return math_ops.cast(t, dtype)  # type: ignore[attr-defined]
+    return cast(t, dtype)
 
 
 def range(
@@ -475,7 +465,8 @@ def range(
         args = (start, limit, delta)
         if dtype is None:
             kinds = [
-                convert_to_tensor(a).dtype if is_tensor(a) else dtypes.of_value(a) for a in args
+                convert_to_tensor(a).dtype if slicing.is_tensor(a) else dtypes.of_value(a)
+                for a in args
             ]
             dt = max(kinds, key=lambda k: _RANGE_TYPES.index(k) if k in _RANGE_TYPES else -1)
         else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.graph import _as_operation, get_default_graph
+from flowbook.ops._builder import make1
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, register
 from flowbook.tensor import Operation, Tensor
 
@@ -49,8 +50,6 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
 
 def with_dependencies(dependencies: Any, output_tensor: Tensor, name: str | None = None) -> Tensor:
     """``output_tensor``'s value, produced only after ``dependencies`` have run."""
-    from flowbook.ops._builder import make1
-
     graph = output_tensor.graph
     with graph.name_scope(name or "control_dependency"), graph.control_dependencies(dependencies):
         return make1("Identity", (output_tensor,))
@@ -65,8 +64,6 @@ def tuple(tensors: Any, name: str | None = None, control_inputs: Any = None) -> 
     ...     a.op.type, len(a.op.control_inputs)
     ('Identity', 1)
     """
-    from flowbook.ops._builder import make1
-
     tensors = list(tensors)
     graph = get_default_graph()
     with graph.name_scope(name or "tuple"):

@@ -2,12 +2,12 @@
 
 Layout is TF1's default: images NHWC, filters HWIO, ``strides`` and
 ``ksize`` 4-lists whose batch and depth entries are 1.  ``SAME`` padding is
-TensorFlow's arithmetic (``pool_ops.out_size``): ``out = ceil(in / stride)``
+TensorFlow's arithmetic (``windows.out_size``): ``out = ceil(in / stride)``
 and the ``max((out - 1) * stride + k - in, 0)`` padded cells split with the
 smaller half before.  ``VALID`` takes ``(in - k) // stride + 1`` windows.
 
 One kernel body serves numpy and CuPy, on the window machinery of
-``pool_ops``: ``windows`` is an ``as_strided`` view ``[N, OH, OW, KH, KW, C]``
+``windows``: ``windows`` is an ``as_strided`` view ``[N, OH, OW, KH, KW, C]``
 of the padded input; copied once into the ``[N*OH*OW, KH*KW*C]`` matrix
 (:func:`im2col`), the forward conv is one matmul with the filter and the
 filter gradient one matmul of its transpose with the output gradient.  The
@@ -31,22 +31,10 @@ from typing import Any
 
 from flowbook.errors import InvalidArgumentError
 from flowbook.ops import array_ops
+from flowbook.ops import windows as win
 from flowbook.ops._builder import make1, operands, same_dtype, tensor
 from flowbook.ops.constant_op import partial_shape_value
-from flowbook.ops.math_ops import FLOAT, NUMBER, check_dtype
-from flowbook.ops.pool_ops import (
-    Geometry,
-    check_padding,
-    check_window_attr,
-    pad_nhwc,
-    padding_str,
-    rank4,
-    scatter_windows,
-    static_out,
-    window_geometry,
-    window_list,
-    windows,
-)
+from flowbook.ops.elementwise import FLOAT, NUMBER, check_dtype
 from flowbook.ops.slicing import check_int, host_ints, int_input
 from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Tensor
@@ -63,37 +51,32 @@ __all__ = [
 
 def _conv_shapes(x: Shape, f: Shape, strides: Any, padding: str) -> Shape:
     """The output shape of Conv2D(x, f); checks channels and window sizes."""
-    xs, fs = rank4("input", x), rank4("filter", f)
+    xs, fs = win.rank4("input", x), win.rank4("filter", f)
     if xs[3] is not None and fs[2] is not None and xs[3] != fs[2]:
         raise ValueError(
             f"input depth {xs[3]} does not match the filter's in_channels {fs[2]}: "
             f"input{fmt(xs)}, filter{fmt(fs)} (HWIO)"
         )
     shapes = f"input{fmt(xs)}, filter{fmt(fs)}"
-    oh = static_out(xs[1], fs[0], strides[1], padding, shapes)
-    ow = static_out(xs[2], fs[1], strides[2], padding, shapes)
+    oh = win.static_out(xs[1], fs[0], strides[1], padding, shapes)
+    ow = win.static_out(xs[2], fs[1], strides[2], padding, shapes)
     return (xs[0], oh, ow, fs[3])
 
 
 def _check_conv_attrs(
-    op_type: str, strides: Any, padding: str, data_format: str, dilations: Any
+    op_type: str,
+    strides: Any,
+    padding: str,
+    data_format: str = "NHWC",
+    dilations: Any = None,
+    **_: Any,
 ) -> Any:
-    check_padding(op_type, padding)
+    win.check_padding(op_type, padding)
     if dilations is not None and tuple(int(d) for d in dilations) != (1, 1, 1, 1):
         raise ValueError(
             f"dilations other than [1, 1, 1, 1] are not supported, got {list(dilations)}"
         )
-    return check_window_attr("strides", strides, data_format)
-
-
-def _check_backprop(op_type: str, dy: Shape, want: Shape) -> None:
-    dys = rank4("out_backprop", dy)
-    for d, (a, b) in enumerate(zip(dys, want)):  # type: ignore[arg-type]
-        if a is not None and b is not None and a != b:
-            raise ValueError(
-                f"{op_type}: out_backprop{fmt(dys)} does not match the forward output "
-                f"{fmt(want)} in dimension {d}"
-            )
+    return win.check_window_attr("strides", strides, data_format)
 
 
 # ------------------------------------------------------------ Conv2D
@@ -117,7 +100,7 @@ def _conv2d_infer(
 
 def _geometry_for(
     x_shape: tuple[int, ...], f_shape: tuple[int, ...], strides: Any, padding: str
-) -> Geometry:
+) -> win.Geometry:
     if x_shape[3] != f_shape[2]:
         raise InvalidArgumentError(
             None,
@@ -125,7 +108,7 @@ def _geometry_for(
             f"input depth {x_shape[3]} does not match filter in_channels {f_shape[2]}: "
             f"input{fmt(x_shape)}, filter{fmt(f_shape)}",
         )
-    return window_geometry(x_shape[1:3], f_shape[:2], (strides[1], strides[2]), padding)
+    return win.window_geometry(x_shape[1:3], f_shape[:2], (strides[1], strides[2]), padding)
 
 
 @register_op("Conv2D", ("input", "filter"), _conv2d_infer, _CONV_ATTRS, heavy=True)
@@ -135,14 +118,14 @@ def _conv2d(xp: Any, x: Any, f: Any, strides: Any, padding: str, **_: Any) -> An
     return (cols @ f.reshape(-1, f.shape[3])).reshape(x.shape[0], g.oh, g.ow, f.shape[3])
 
 
-def im2col(xp: Any, x: Any, g: Geometry, k: tuple[int, int], strides: Any) -> Any:
+def im2col(xp: Any, x: Any, g: win.Geometry, k: tuple[int, int], strides: Any) -> Any:
     """The ``[N*OH*OW, KH*KW*C]`` matrix of windows (one copy of the strided view)."""
-    cols = windows(xp, pad_nhwc(xp, x, g), g, k, (strides[1], strides[2]))
+    cols = win.windows(xp, win.pad_nhwc(xp, x, g), g, k, (strides[1], strides[2]))
     return cols.reshape(x.shape[0] * g.oh * g.ow, k[0] * k[1] * x.shape[3])
 
 
 def _conv_attrs(op: Any) -> dict[str, Any]:
-    return {a: op.attrs[a] for a in _CONV_ATTRS if a in op.attrs}
+    return win.attrs_of(op, _CONV_ATTRS)
 
 
 @register_gradient("Conv2D")
@@ -165,47 +148,53 @@ def _sizes(op_type: str, sizes: Tensor, what: str) -> Shape:
     return partial_shape_value(sizes) or (None,) * 4
 
 
-def _backprop_input_infer(
-    input_sizes: Tensor,
-    filter: Tensor,
-    out_backprop: Tensor,
-    strides: Any,
-    padding: str,
-    data_format: str = "NHWC",
-    dilations: Any = None,
-    **_: Any,
-) -> Out:
-    dt = same_dtype("Conv2DBackpropInput", ("filter", "out_backprop"), filter, out_backprop)
-    check_dtype(dt, FLOAT, "filter")
-    st = _check_conv_attrs("Conv2DBackpropInput", strides, padding, data_format, dilations)
-    xs = rank4("input_sizes", _sizes("Conv2DBackpropInput", input_sizes, "input_sizes"))
-    _check_backprop(
-        "Conv2DBackpropInput", out_backprop._shape, _conv_shapes(xs, filter._shape, st, padding)
-    )
-    batch, depth = rank4("out_backprop", out_backprop._shape)[0], rank4("filter", filter._shape)[2]
-    return Out(
-        dt, (xs[0] if xs[0] is not None else batch, xs[1], xs[2], depth if xs[3] is None else xs[3])
-    )
+def _backprop_infer(op_type: str) -> Any:
+    """``infer`` of Conv2DBackpropInput or Conv2DBackpropFilter: one of x and the filter is
+    given by its sizes (the op's result), the other as a tensor; both must fit ``out_backprop``.
+    """
+    sizes_name = "input_sizes" if op_type == "Conv2DBackpropInput" else "filter_sizes"
 
-
-def _check_dy(dy: Any, x_shape: tuple[int, ...], g: Geometry, o: int) -> None:
-    want = (x_shape[0], g.oh, g.ow, o)
-    if tuple(dy.shape) != want:
-        raise InvalidArgumentError(
-            None,
-            None,
-            f"out_backprop{fmt(tuple(dy.shape))} does not match the forward output {fmt(want)}",
+    def infer(a: Tensor, b: Tensor, out_backprop: Tensor, **attrs: Any) -> Out:
+        sizes, given, given_name = (
+            (a, b, "filter") if sizes_name == "input_sizes" else (b, a, "input")
+        )
+        dt = same_dtype(op_type, (given_name, "out_backprop"), given, out_backprop)
+        check_dtype(dt, FLOAT, given_name)
+        st, padding = _check_conv_attrs(op_type, **attrs), attrs["padding"]
+        out = win.rank4(sizes_name, _sizes(op_type, sizes, sizes_name))
+        xs, fs = (out, given._shape) if given_name == "filter" else (given._shape, out)
+        forward = _conv_shapes(xs, fs, st, padding)
+        win.check_static(
+            op_type, "out_backprop", out_backprop._shape, forward, "the forward output"
+        )
+        if given_name == "input":
+            return Out(dt, out)
+        batch, depth = win.rank4("out_backprop", out_backprop._shape)[0], win.rank4("filter", fs)[2]
+        return Out(
+            dt,
+            (
+                out[0] if out[0] is not None else batch,
+                out[1],
+                out[2],
+                depth if out[3] is None else out[3],
+            ),
         )
 
+    return infer
 
-@register_op(
-    "Conv2DBackpropInput",
-    ("input_sizes", "filter", "out_backprop"),
-    _backprop_input_infer,
-    _CONV_ATTRS,
-    heavy=True,
-    host_inputs=(0,),
-)
+
+def _backprop_op(op_type: str, inputs: tuple[str, ...]) -> Any:
+    """Register the decorated kernel as a conv backprop; its ``*_sizes`` input stays on the host."""
+    sizes = next(i for i, name in enumerate(inputs) if name.endswith("_sizes"))
+    infer = _backprop_infer(op_type)
+    return register_op(op_type, inputs, infer, _CONV_ATTRS, heavy=True, host_inputs=(sizes,))
+
+
+def _check_dy(dy: Any, x_shape: tuple[int, ...], g: win.Geometry, o: int) -> None:
+    win.check_runtime("out_backprop", dy, (x_shape[0], g.oh, g.ow, o), "the forward output")
+
+
+@_backprop_op("Conv2DBackpropInput", ("input_sizes", "filter", "out_backprop"))
 def _conv2d_backprop_input(
     xp: Any, input_sizes: Any, f: Any, dy: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -213,7 +202,7 @@ def _conv2d_backprop_input(
     g = _geometry_for(shape, f.shape, strides, padding)
     _check_dy(dy, shape, g, f.shape[3])
     k, s = f.shape[:2], (strides[1], strides[2])
-    return scatter_windows(
+    return win.scatter_windows(
         xp, shape, g, k, s, lambda i, j: xp.tensordot(dy, f[i, j], axes=((3,), (1,)))
     )
 
@@ -230,34 +219,7 @@ def _conv2d_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
 
 
 # ------------------------------------------------------------ Conv2DBackpropFilter
-def _backprop_filter_infer(
-    input: Tensor,
-    filter_sizes: Tensor,
-    out_backprop: Tensor,
-    strides: Any,
-    padding: str,
-    data_format: str = "NHWC",
-    dilations: Any = None,
-    **_: Any,
-) -> Out:
-    dt = same_dtype("Conv2DBackpropFilter", ("input", "out_backprop"), input, out_backprop)
-    check_dtype(dt, FLOAT, "input")
-    st = _check_conv_attrs("Conv2DBackpropFilter", strides, padding, data_format, dilations)
-    fs = rank4("filter_sizes", _sizes("Conv2DBackpropFilter", filter_sizes, "filter_sizes"))
-    _check_backprop(
-        "Conv2DBackpropFilter", out_backprop._shape, _conv_shapes(input._shape, fs, st, padding)
-    )
-    return Out(dt, fs)
-
-
-@register_op(
-    "Conv2DBackpropFilter",
-    ("input", "filter_sizes", "out_backprop"),
-    _backprop_filter_infer,
-    _CONV_ATTRS,
-    heavy=True,
-    host_inputs=(1,),
-)
+@_backprop_op("Conv2DBackpropFilter", ("input", "filter_sizes", "out_backprop"))
 def _conv2d_backprop_filter(
     xp: Any, x: Any, filter_sizes: Any, dy: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -357,10 +319,10 @@ def _bias_add_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
 def _attrs(
     strides: Any, padding: Any, data_format: str, dilations: Any, cudnn: bool
 ) -> dict[str, Any]:
-    dil = (1, 1, 1, 1) if dilations is None else tuple(window_list(dilations, "dilations"))
+    dil = (1, 1, 1, 1) if dilations is None else tuple(win.window_list(dilations, "dilations"))
     return {
-        "strides": tuple(window_list(strides, "strides")),
-        "padding": padding_str(padding),
+        "strides": tuple(win.window_list(strides, "strides")),
+        "padding": win.padding_str(padding),
         "data_format": data_format,
         "dilations": dil,
         "use_cudnn_on_gpu": bool(cudnn),
@@ -461,7 +423,7 @@ def conv2d_transpose(
     [1, 8, 8, 2]
     """
     x, f = operands(value, filter)
-    cx, cf = rank4("value", x._shape)[3], rank4("filter", f._shape)[3]
+    cx, cf = win.rank4("value", x._shape)[3], win.rank4("filter", f._shape)[3]
     if cx is not None and cf is not None and cx != cf:
         raise ValueError(f"input channels does not match filter's input channels, {cx} != {cf}")
     sizes = int_input(output_shape, "output_shape")

@@ -37,6 +37,7 @@ import numpy as np
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph import get_default_graph
 from flowbook.ops._builder import make, make1, tensor
+from flowbook.ops.control_flow_ops import group
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register, register_op
 from flowbook.tensor import Operation, Tensor
 
@@ -97,8 +98,6 @@ def add_check_numerics_ops() -> Operation:
     ...     [op.type for op in fb.get_default_graph().get_operations()][-2:]
     ['CheckNumerics', 'NoOp']
     """
-    from flowbook.ops.control_flow_ops import group
-
     graph = get_default_graph()
     checks: list[Tensor] = []
     for op in graph.get_operations():

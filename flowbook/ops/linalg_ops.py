@@ -23,9 +23,11 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.dtypes import DType
 from flowbook.errors import InvalidArgumentError
-from flowbook.ops import array_ops, math_ops
+from flowbook.ops import array_ops
 from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
-from flowbook.ops.math_ops import INEXACT, NUMBER, check_dtype, conj
+from flowbook.ops.elementwise import INEXACT, NUMBER, check_dtype
+from flowbook.ops.elementwise_ops import conj, multiply, negative
+from flowbook.ops.reduction_ops import reduce_sum
 from flowbook.registry import OpDef, Out, register, register_gradient
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Shape, broadcast, fmt, num_elements
@@ -174,12 +176,12 @@ def _batch_sum(grad: Tensor, x: Tensor, other: Tensor, which: int) -> Tensor:
         lead = len(gs) - len(xs)
         axes = list(range(lead))
         axes += [lead + i for i, d in enumerate(xs[:-2]) if d == 1 and gs[lead + i] != 1]
-        summed = math_ops.reduce_sum(grad, axis=axes) if axes else grad
+        summed = reduce_sum(grad, axis=axes) if axes else grad
         return summed if summed._shape == xs else array_ops.reshape(summed, list(xs))
     sx, so = array_ops.shape(x), array_ops.shape(other)
     pair = (sx[:-2], so[:-2]) if which == 0 else (so[:-2], sx[:-2])
     axes = make("BroadcastGradientArgs", pair).outputs[which]
-    return array_ops.reshape(math_ops.reduce_sum(grad, axis=axes), sx)
+    return array_ops.reshape(reduce_sum(grad, axis=axes), sx)
 
 
 def matmul(
@@ -259,15 +261,15 @@ def _matrix_inverse_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's: -A^-H g A^-H (adjoints swapped for adjoint=True)."""
     ainv, adj = op.outputs[0], bool(op.attrs.get("adjoint"))
     inner = matmul(g, ainv, adjoint_a=adj, adjoint_b=not adj)
-    return math_ops.negative(matmul(ainv, inner, adjoint_a=not adj))
+    return negative(matmul(ainv, inner, adjoint_a=not adj))
 
 
 @register_gradient("MatrixDeterminant")
 def _matrix_determinant_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's: g * det(A) * A^-H, per matrix."""
     a, det = op.inputs[0], op.outputs[0]
-    multipliers = array_ops.expand_dims(array_ops.expand_dims(math_ops.multiply(g, det), -1), -1)
-    return math_ops.multiply(multipliers, matrix_inverse(a, adjoint=True))
+    multipliers = array_ops.expand_dims(array_ops.expand_dims(multiply(g, det), -1), -1)
+    return multiply(multipliers, matrix_inverse(a, adjoint=True))
 
 
 def matrix_inverse(input: Any, adjoint: bool = False, name: str | None = None) -> Tensor:

@@ -32,7 +32,7 @@ from flowbook.graph import name_scope
 from flowbook.ops import array_ops, math_ops, nn_ops, random_ops
 from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
 from flowbook.ops.constant_op import constant_value
-from flowbook.ops.math_ops import FLOAT, check_dtype
+from flowbook.ops.elementwise import FLOAT, check_dtype
 from flowbook.ops.slicing import host_ints
 from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Tensor

@@ -24,7 +24,7 @@ from typing import Any
 
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import make1, tensor
-from flowbook.ops.math_ops import FLOAT, REAL, check_dtype
+from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
 from flowbook.registry import OpDef, Out, register, register_gradient
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import fmt

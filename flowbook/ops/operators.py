@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import tensor
 from flowbook.tensor import Tensor
@@ -69,8 +71,6 @@ def _binary(module: Any, fn_name: str, op_name: str, reflected: bool) -> Any:
 
 
 def _keeps_dtype(value: Any) -> bool:
-    import numpy as np
-
     return isinstance(value, np.ndarray | np.generic)
 
 

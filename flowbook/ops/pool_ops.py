@@ -1,15 +1,8 @@
-"""Sliding windows over NHWC images, and the pooling ops built on them.
+"""Pooling over NHWC images: MaxPool, AvgPool and their gradients.
 
-The first half is the window machinery that ``conv_ops`` shares:
-:func:`out_size` is TensorFlow's padding arithmetic (``SAME``: ``out =
-ceil(in / stride)``, the ``max((out - 1) * stride + k - in, 0)`` padded cells
-split with the smaller half before; ``VALID``: ``(in - k) // stride + 1``),
-:func:`windows` is im2col without a loop (an ``as_strided`` view
-``[N, OH, OW, KH, KW, C]`` of the padded input, which numpy and CuPy both
-have) and :func:`scatter_windows` its transpose, col2im, as KH*KW slice-adds
-(a loop over the window, never over pixels or images).
-
-The second half declares MaxPool, AvgPool and their gradients:
+The windows are :mod:`flowbook.ops.windows`' (an ``as_strided`` view per
+output cell, scattered back window cell by window cell), shared with the
+convolutions.  Each op's gradient is declared beside it:
 
 - MaxPool pads with the lowest value, so padding never wins; MaxPoolGrad
   routes each gradient to the first maximum of its window (row-major, as
@@ -26,170 +19,34 @@ The second half declares MaxPool, AvgPool and their gradients:
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-from flowbook.errors import InvalidArgumentError
 from flowbook.ops import array_ops
 from flowbook.ops._builder import make1, same_dtype, tensor
 from flowbook.ops.constant_op import partial_shape_value
-from flowbook.ops.math_ops import FLOAT, REAL, check_dtype
+from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
 from flowbook.ops.slicing import check_int, host_ints
+from flowbook.ops.windows import (
+    Geometry,
+    attrs_of,
+    check_padding,
+    check_runtime,
+    check_static,
+    check_window_attr,
+    pad_nhwc,
+    padding_str,
+    rank4,
+    scatter_windows,
+    static_out,
+    window_geometry,
+    window_list,
+    windows,
+)
 from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import Shape, fmt, num_elements
 
 __all__ = ["avg_pool", "max_pool"]
-
-PADDINGS = ("SAME", "VALID")
-
-
-# ------------------------------------------------------------ window geometry
-class Geometry(NamedTuple):
-    """Where the windows of one spatial layout fall: output size and padding."""
-
-    oh: int  # output rows
-    ow: int  # output columns
-    top: int  # padded rows before the first input row
-    bottom: int
-    left: int
-    right: int
-
-
-def out_size(size: int, k: int, stride: int, padding: str) -> tuple[int, int, int]:
-    """(output size, pad before, pad after) of one dimension, TensorFlow's arithmetic.
-
-    >>> out_size(5, 3, 2, "SAME"), out_size(4, 3, 2, "SAME"), out_size(5, 3, 2, "VALID")
-    ((3, 1, 1), (2, 0, 1), (2, 0, 0))
-    """
-    if padding == "VALID":
-        return (size - k) // stride + 1, 0, 0
-    out = -(-size // stride)
-    total = max((out - 1) * stride + k - size, 0)
-    return out, total // 2, total - total // 2
-
-
-def window_geometry(
-    hw: tuple[int, int], k: tuple[int, int], s: tuple[int, int], padding: str
-) -> Geometry:
-    """The Geometry of ``hw`` windowed by ``k`` with strides ``s``; InvalidArgumentError if empty."""
-    if padding == "VALID" and (hw[0] < k[0] or hw[1] < k[1]):
-        raise InvalidArgumentError(
-            None, None, f"window {list(k)} is larger than the VALID-padded input {list(hw)}"
-        )
-    oh, top, bottom = out_size(hw[0], k[0], s[0], padding)
-    ow, left, right = out_size(hw[1], k[1], s[1], padding)
-    return Geometry(oh, ow, top, bottom, left, right)
-
-
-def pad_nhwc(xp: Any, x: Any, g: Geometry, value: Any = 0) -> Any:
-    """``x`` with ``g``'s padding around its rows and columns (``x`` itself when none)."""
-    if not (g.top or g.bottom or g.left or g.right):
-        return x
-    pads = ((0, 0), (g.top, g.bottom), (g.left, g.right), (0, 0))
-    return xp.pad(x, pads, mode="constant", constant_values=value)
-
-
-def windows(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Any:
-    """A strided view ``[N, OH, OW, KH, KW, C]`` of every window (no copy: im2col on demand)."""
-    n, _, _, c = padded.shape
-    s0, s1, s2, s3 = padded.strides
-    return xp.lib.stride_tricks.as_strided(
-        padded,
-        shape=(n, g.oh, g.ow, k[0], k[1], c),
-        strides=(s0, s1 * s[0], s2 * s[1], s1, s2, s3),
-    )
-
-
-def scatter_windows(
-    xp: Any, shape: tuple[int, ...], g: Geometry, k: tuple[int, int], s: tuple[int, int], part: Any
-) -> Any:
-    """Sum window contributions back onto an NHWC array of ``shape`` (col2im, KH*KW slice-adds).
-
-    ``part(i, j)`` gives the ``[N, OH, OW, C]`` values that window cell (i, j) sends back.
-    """
-    n, h, w, c = shape
-    out = None
-    for i in range(k[0]):
-        for j in range(k[1]):
-            v = part(i, j)
-            if out is None:
-                full = (n, h + g.top + g.bottom, w + g.left + g.right, c)
-                out = xp.zeros(full, dtype=v.dtype)
-            rows = slice(i, i + s[0] * (g.oh - 1) + 1, s[0])
-            cols = slice(j, j + s[1] * (g.ow - 1) + 1, s[1])
-            out[:, rows, cols, :] += v
-    if not (g.top or g.bottom or g.left or g.right):
-        return out
-    return xp.ascontiguousarray(out[:, g.top : g.top + h, g.left : g.left + w, :])
-
-
-# ------------------------------------------------------------ static checks
-def check_padding(op_type: str, padding: Any) -> str:
-    """The padding attr, or TensorFlow's ValueError naming the allowed values."""
-    if padding not in PADDINGS:
-        raise ValueError(
-            f"Attr 'padding' of '{op_type}' Op passed string '{padding}' not in: \"SAME\", \"VALID\"."
-        )
-    return padding
-
-
-def check_window_attr(what: str, values: Any, data_format: str = "NHWC") -> tuple[int, ...]:
-    """A ``strides``/``ksize`` attr: 4 positive ints with 1 for batch and depth."""
-    if data_format != "NHWC":
-        raise ValueError(
-            f"data_format must be 'NHWC' (flowbook has no NCHW kernels), got {data_format!r}"
-        )
-    v = tuple(int(d) for d in values)
-    if len(v) != 4:
-        raise ValueError(f"{what} must have 4 elements ([1, rows, cols, 1]), got {list(v)}")
-    if v[0] != 1 or v[3] != 1:
-        raise ValueError(
-            f"{what} {list(v)}: windows and strides over the batch and depth dimensions are "
-            "not supported (use [1, rows, cols, 1])"
-        )
-    if v[1] < 1 or v[2] < 1:
-        raise ValueError(f"{what} must be positive, got {list(v)}")
-    return v
-
-
-def rank4(what: str, shape: Shape) -> tuple[int | None, ...]:
-    """``shape`` as 4 dims (all unknown for an unknown rank); ValueError for another rank."""
-    if shape is None:
-        return (None,) * 4
-    if len(shape) != 4:
-        raise ValueError(f"Shape must be rank 4 but is rank {len(shape)} for {what}{fmt(shape)}")
-    return shape
-
-
-def static_out(
-    size: int | None, k: int | None, stride: int, padding: str, shapes: str
-) -> int | None:
-    """One output dim when known; TensorFlow's ValueError for an empty VALID window."""
-    if size is None or (k is None and padding == "VALID"):
-        return None
-    if padding == "SAME":
-        return -(-size // stride)
-    if size < k:  # type: ignore[operator]
-        raise ValueError(
-            f"Negative dimension size caused by subtracting {k} from {size} ({shapes})"
-        )
-    return (size - k) // stride + 1  # type: ignore[operator]
-
-
-def window_list(values: Any, what: str) -> list[int]:
-    """TF's ``_get_sequence``: an int or 1-, 2- or 4-list as the 4-list ``[1, rows, cols, 1]``."""
-    v = [int(values)] if isinstance(values, int) else [int(d) for d in values]
-    if len(v) == 1:
-        return [1, v[0], v[0], 1]
-    if len(v) == 2:
-        return [1, v[0], v[1], 1]
-    if len(v) == 4:
-        return v
-    raise ValueError(f"{what} should be of length 1, 2 or 4 but was {len(v)}: {v}")
-
-
-def padding_str(padding: Any) -> Any:
-    return padding.decode() if isinstance(padding, bytes) else padding
 
 
 # ------------------------------------------------------------ pool ops
@@ -202,7 +59,9 @@ def _pool_heavy(op: Any) -> bool:
     return n is None or n >= _HEAVY_ELEMENTS
 
 
-def _pool_attrs(op_type: str, ksize: Any, strides: Any, padding: str, data_format: str) -> tuple:
+def _pool_attrs(
+    op_type: str, ksize: Any, strides: Any, padding: str, data_format: str = "NHWC"
+) -> tuple:
     check_padding(op_type, padding)
     return check_window_attr("ksize", ksize, data_format), check_window_attr(
         "strides", strides, data_format
@@ -233,11 +92,7 @@ def _geometry(shape: tuple[int, ...], ksize: Any, strides: Any, padding: str) ->
 
 
 def _check_grad(grad: Any, shape: tuple[int, ...], g: Geometry) -> None:
-    want = (shape[0], g.oh, g.ow, shape[3])
-    if tuple(grad.shape) != want:
-        raise InvalidArgumentError(
-            None, None, f"grad{fmt(tuple(grad.shape))} does not match the pooled shape {fmt(want)}"
-        )
+    check_runtime("grad", grad, (shape[0], g.oh, g.ow, shape[3]), "the pooled shape")
 
 
 def _lowest(xp: Any, dtype: Any) -> Any:
@@ -245,7 +100,7 @@ def _lowest(xp: Any, dtype: Any) -> Any:
 
 
 def _pool_grad_attrs(op: Any) -> dict[str, Any]:
-    return {a: op.attrs[a] for a in _POOL_ATTRS if a in op.attrs}
+    return attrs_of(op, _POOL_ATTRS)
 
 
 # ------------------------------------------------------------ MaxPool
@@ -275,35 +130,38 @@ def _max_pool_grad(op: Any, grad: Tensor) -> Tensor:
     return make1("MaxPoolGrad", (x, y, grad), _pool_grad_attrs(op))
 
 
-def _max_pool_grad_infer(
-    orig_input: Tensor,
-    orig_output: Tensor,
-    grad: Tensor,
-    ksize: Any,
-    strides: Any,
-    padding: str,
-    data_format: str = "NHWC",
-) -> Out:
-    dt = same_dtype(
-        "MaxPoolGrad", ("orig_input", "orig_output", "grad"), orig_input, orig_output, grad
-    )
-    check_dtype(dt, REAL, "orig_input")
-    k, s = _pool_attrs("MaxPoolGrad", ksize, strides, padding, data_format)
-    pooled = _pool_shape(orig_input._shape, k, s, padding)
-    for what, t in (("orig_output", orig_output), ("grad", grad)):
-        got = rank4(what, t._shape)
-        if any(a is not None and b is not None and a != b for a, b in zip(got, pooled)):
-            raise ValueError(f"{what}{fmt(got)} does not match the pooled shape {fmt(pooled)}")
-    return Out(dt, rank4("orig_input", orig_input._shape))
+def _max_pool_backprop_infer(op_type: str) -> Any:
+    """``infer`` of MaxPoolGrad or MaxPoolGradGrad: the same inputs, checked the same way.
+
+    MaxPoolGrad's grad is pooled and its result shaped like x; MaxPoolGradGrad's
+    the other way round.
+    """
+    grad_grad = op_type == "MaxPoolGradGrad"
+
+    def infer(orig_input: Tensor, orig_output: Tensor, grad: Tensor, **attrs: Any) -> Out:
+        names = ("orig_input", "orig_output", "grad")
+        dt = same_dtype(op_type, names, orig_input, orig_output, grad)
+        check_dtype(dt, REAL, "orig_input")
+        k, s = _pool_attrs(op_type, **attrs)
+        xs = rank4("orig_input", orig_input._shape)
+        pooled = _pool_shape(xs, k, s, attrs["padding"])
+        check_static(op_type, "orig_output", orig_output._shape, pooled, "the pooled shape")
+        if grad_grad:
+            check_static(op_type, "grad", grad._shape, xs, "orig_input")
+            return Out(dt, pooled)
+        check_static(op_type, "grad", grad._shape, pooled, "the pooled shape")
+        return Out(dt, xs)
+
+    return infer
 
 
-@register_op(
-    "MaxPoolGrad",
-    ("orig_input", "orig_output", "grad"),
-    _max_pool_grad_infer,
-    _POOL_ATTRS,
-    heavy=_pool_heavy,
-)
+def _max_pool_backprop(op_type: str) -> Any:
+    """Register the decorated kernel as MaxPoolGrad or MaxPoolGradGrad (one set of inputs)."""
+    inputs, infer = ("orig_input", "orig_output", "grad"), _max_pool_backprop_infer(op_type)
+    return register_op(op_type, inputs, infer, _POOL_ATTRS, heavy=_pool_heavy)
+
+
+@_max_pool_backprop("MaxPoolGrad")
 def _max_pool_grad_kernel(
     xp: Any, x: Any, y: Any, grad: Any, ksize: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -323,42 +181,12 @@ def _max_pool_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
     return [array_ops.zeros_like(x), array_ops.zeros_like(y), gg]
 
 
-def _max_pool_grad_grad_infer(
-    orig_input: Tensor,
-    orig_output: Tensor,
-    grad: Tensor,
-    ksize: Any,
-    strides: Any,
-    padding: str,
-    data_format: str = "NHWC",
-) -> Out:
-    dt = same_dtype(
-        "MaxPoolGradGrad", ("orig_input", "orig_output", "grad"), orig_input, orig_output, grad
-    )
-    check_dtype(dt, REAL, "orig_input")
-    k, s = _pool_attrs("MaxPoolGradGrad", ksize, strides, padding, data_format)
-    xs = rank4("orig_input", orig_input._shape)
-    gs = rank4("grad", grad._shape)
-    if any(a is not None and b is not None and a != b for a, b in zip(xs, gs)):
-        raise ValueError(f"grad{fmt(gs)} must have the shape of orig_input{fmt(xs)}")
-    return Out(dt, _pool_shape(xs, k, s, padding))
-
-
-@register_op(
-    "MaxPoolGradGrad",
-    ("orig_input", "orig_output", "grad"),
-    _max_pool_grad_grad_infer,
-    _POOL_ATTRS,
-    heavy=_pool_heavy,
-)
+@_max_pool_backprop("MaxPoolGradGrad")
 def _max_pool_grad_grad_kernel(
     xp: Any, x: Any, y: Any, grad: Any, ksize: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
     g, k, s = _geometry(x.shape, ksize, strides, padding)
-    if tuple(grad.shape) != tuple(x.shape):
-        raise InvalidArgumentError(
-            None, None, f"grad{fmt(grad.shape)} must match orig_input{fmt(x.shape)}"
-        )
+    check_runtime("grad", grad, tuple(x.shape), "orig_input")
     arg = _argmax(xp, x, g, k, s)
     n, _, _, c = x.shape
     gw = windows(xp, pad_nhwc(xp, grad, g), g, k, s).reshape(n, g.oh, g.ow, k[0] * k[1], c)
@@ -409,9 +237,9 @@ def _avg_pool_grad_infer(
     check_dtype(grad.dtype, FLOAT, "grad")
     k, s = _pool_attrs("AvgPoolGrad", ksize, strides, padding, data_format)
     xs = rank4("orig_input_shape", partial_shape_value(orig_input_shape) or (None,) * 4)
-    pooled, gs = _pool_shape(xs, k, s, padding), rank4("grad", grad._shape)
-    if any(a is not None and b is not None and a != b for a, b in zip(gs, pooled)):
-        raise ValueError(f"grad{fmt(gs)} does not match the pooled shape {fmt(pooled)}")
+    check_static(
+        "AvgPoolGrad", "grad", grad._shape, _pool_shape(xs, k, s, padding), "the pooled shape"
+    )
     return Out(grad.dtype, xs)
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from flowbook import dtypes
+from flowbook.errors import InvalidArgumentError
 from flowbook.graph import get_default_graph, name_scope
 from flowbook.ops import math_ops
 from flowbook.ops._builder import make1
@@ -173,8 +174,6 @@ def _random_uniform_int_kernel(
 ) -> Any:
     lo, hi = int(minval), int(maxval)
     if not lo < hi:
-        from flowbook.errors import InvalidArgumentError
-
         raise InvalidArgumentError(None, None, f"Need minval < maxval: {lo} >= {hi}")
     return rng.integers(lo, hi, host_ints(shape), dtype=Tout.np)
 
@@ -245,44 +244,45 @@ def _scaled_normal(
         return math_ops.add(math_ops.multiply(rnd, stddev_t, name="mul"), mean_t, name=scope)
 
 
-def random_normal(
-    shape: Any,
-    mean: Any = 0.0,
-    stddev: Any = 1.0,
-    dtype: Any = dtypes.float32,
-    seed: int | None = None,
-    name: str | None = None,
-) -> Tensor:
-    """Values drawn from a normal distribution with ``mean`` and ``stddev``.
+def _normal_sampler(op_type: str, fn: str, summary: str, example: str, value: str) -> Any:
+    """TF1's ``random_normal`` or ``truncated_normal``: ``op_type``'s standard draws, scaled."""
+
+    def sample(
+        shape: Any,
+        mean: Any = 0.0,
+        stddev: Any = 1.0,
+        dtype: Any = dtypes.float32,
+        seed: int | None = None,
+        name: str | None = None,
+    ) -> Tensor:
+        return _scaled_normal(op_type, fn, shape, mean, stddev, dtype, seed, name)
+
+    sample.__name__ = sample.__qualname__ = fn
+    sample.__doc__ = f"""{summary}
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default():
-    ...     fb.random_normal([3], dtype=fb.float64).dtype
-    tf.float64
+    ...     fb.{example}
+    {value}
     """
-    return _scaled_normal(
-        "RandomStandardNormal", "random_normal", shape, mean, stddev, dtype, seed, name
-    )
+    return sample
 
 
-def truncated_normal(
-    shape: Any,
-    mean: Any = 0.0,
-    stddev: Any = 1.0,
-    dtype: Any = dtypes.float32,
-    seed: int | None = None,
-    name: str | None = None,
-) -> Tensor:
-    """Normal values more than 2 ``stddev`` from ``mean`` are drawn again.
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default():
-    ...     fb.truncated_normal([784, 10], stddev=0.1).shape.as_list()
-    [784, 10]
-    """
-    return _scaled_normal(
-        "TruncatedNormal", "truncated_normal", shape, mean, stddev, dtype, seed, name
-    )
+random_normal = _normal_sampler(
+    "RandomStandardNormal",
+    "random_normal",
+    "Values drawn from a normal distribution with ``mean`` and ``stddev``.",
+    "random_normal([3], dtype=fb.float64).dtype",
+    "tf.float64",
+)
+truncated_normal = _normal_sampler(
+    "TruncatedNormal",
+    "truncated_normal",
+    "Normal values more than 2 ``stddev`` from ``mean`` are drawn again.",
+    "truncated_normal([784, 10], stddev=0.1).shape.as_list()",
+    "[784, 10]",
+)
+__test__ = {f.__name__: f.__doc__ for f in (random_normal, truncated_normal)}
 
 
 def random_shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:

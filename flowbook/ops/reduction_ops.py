@@ -5,12 +5,15 @@ As TensorFlow declares them, a reduction takes the axes as its second INPUT
 and ``keep_dims`` as an attr.  ``infer`` reads the axes with
 ``constant_value``: when they are known the static shape is exact, otherwise
 the result has unknown rank (or, with ``keep_dims``, the input's rank with
-unknown dims).  ``REDUCTIONS`` is the table the loop registers, public for
-tests.  ``math_ops`` re-exports the wrappers.  The gradients (TF's formulas)
-follow the table: Sum tiles the gradient back over the reduced dims, Mean
-divides that by the count, Max/Min share it equally among ties, Prod gives
-each element the product of the others (exact at zeros); the kept-dims
-shape is static when the graph knows it, else computed from ``shape(x)``.
+unknown dims).  Each reduction is one row, ``reduction(...)``: op type,
+wrapper name, kernel, dtypes, gradient and docstring; the row registers the
+op, is recorded in ``REDUCTIONS`` (public for tests) and returns the wrapper,
+bound below by plain assignment.  ``math_ops`` re-exports the wrappers.  The
+gradients (TF's formulas) come before the rows: Sum tiles the gradient back
+over the reduced dims, Mean divides that by the count, Max/Min share it
+equally among ties, Prod gives each element the product of the others (exact
+at zeros); the kept-dims shape is static when the graph knows it, else
+computed from ``shape(x)``.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default():
@@ -26,14 +29,37 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from flowbook import dtypes
-from flowbook.ops import array_ops, math_ops
+from flowbook.ops import array_ops
 from flowbook.ops._builder import make1, tensor
-from flowbook.ops.math_ops import BOOL, NUMBER, REAL, check_dtype
-from flowbook.registry import OpDef, Out, no_gradient, register, register_gradient
+from flowbook.ops.cast_ops import cast
+from flowbook.ops.constant_op import constant_value
+from flowbook.ops.elementwise import BOOL, NUMBER, REAL, check_dtype, doctests
+from flowbook.ops.elementwise_ops import (
+    add,
+    conj,
+    equal,
+    floordiv,
+    floormod,
+    maximum,
+    multiply,
+    realdiv,
+)
+from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Shape, fmt, merge, num_elements
 
-__all__ = ["add_n", "argmax", "argmin"]  # the reduce_* wrappers are appended below
+__all__ = [
+    "add_n",
+    "argmax",
+    "argmin",
+    "reduce_all",
+    "reduce_any",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_sum",
+]
 
 _INDEX = frozenset({dtypes.int32, dtypes.int64})
 
@@ -45,6 +71,7 @@ class Reduction(NamedTuple):
     wrapper: str  # the public TF1 function
     fn: Callable[..., Any]  # fn(xp, x, axes: tuple, keepdims: bool) -> array of x's dtype
     dtypes: frozenset  # input dtypes the op takes
+    grad: Any  # grad(op, g) -> (input gradient, None), or NOT_DIFFERENTIABLE
     doc: tuple[str, str, str]  # summary, example call, its value (a doctest)
 
 
@@ -54,34 +81,7 @@ def _mean(xp: Any, x: Any, axes: tuple, keepdims: bool) -> Any:
     return xp.mean(x, axis=axes, keepdims=keepdims, dtype=x.dtype)  # ints: truncated, as TF
 
 
-# fmt: off
-REDUCTIONS: list[Reduction] = [
-    Reduction("Sum", "reduce_sum",
-              lambda xp, x, ax, kd: xp.sum(x, axis=ax, keepdims=kd, dtype=x.dtype), NUMBER,
-              ("The sum of elements across axes.", "reduce_sum([[1, 2], [3, 4]], axis=1)",
-               "[3, 7]")),
-    Reduction("Mean", "reduce_mean", _mean, NUMBER,
-              ("The mean across axes; integer means truncate, as in TensorFlow.",
-               "reduce_mean([[1.0, 2.0], [3.0, 4.0]], axis=0)", "[2.0, 3.0]")),
-    Reduction("Max", "reduce_max",
-              lambda xp, x, ax, kd: xp.max(x, axis=ax, keepdims=kd), REAL,
-              ("The maximum across axes.", "reduce_max([[1, 5], [3, 4]], axis=0)", "[3, 5]")),
-    Reduction("Min", "reduce_min",
-              lambda xp, x, ax, kd: xp.min(x, axis=ax, keepdims=kd), REAL,
-              ("The minimum across axes.", "reduce_min([[1, 5], [3, 4]], axis=0)", "[1, 4]")),
-    Reduction("Prod", "reduce_prod",
-              lambda xp, x, ax, kd: xp.prod(x, axis=ax, keepdims=kd, dtype=x.dtype), NUMBER,
-              ("The product across axes.", "reduce_prod([[1, 2], [3, 4]], axis=1)", "[2, 12]")),
-    Reduction("All", "reduce_all",
-              lambda xp, x, ax, kd: xp.all(x, axis=ax, keepdims=kd), BOOL,
-              ("Logical AND across axes.", "reduce_all([[True, False], [True, True]], axis=1)",
-               "[False, True]")),
-    Reduction("Any", "reduce_any",
-              lambda xp, x, ax, kd: xp.any(x, axis=ax, keepdims=kd), BOOL,
-              ("Logical OR across axes.", "reduce_any([[True, False], [False, False]], axis=1)",
-               "[True, False]")),
-]
-# fmt: on
+REDUCTIONS: list[Reduction] = []  # the rows below, in declaration order
 
 _EXAMPLE = """{summary}
 
@@ -128,8 +128,6 @@ def _reduction_infer(row: Reduction) -> Callable[..., Out]:
     def infer(x: Tensor, axis: Tensor, keep_dims: bool = False, **_: Any) -> Out:
         check_dtype(x.dtype, row.dtypes, "input")
         check_dtype(axis.dtype, _INDEX, "reduction_indices")
-        from flowbook.ops.constant_op import constant_value
-
         return Out(x.dtype, reduced_shape(x._shape, constant_value(axis), keep_dims))
 
     return infer
@@ -178,24 +176,26 @@ def _reduction_wrapper(op_type: str) -> Callable[..., Tensor]:
     return wrapper
 
 
-for _row in REDUCTIONS:
-    register(
-        OpDef(
-            _row.op_type,
-            ("input", "reduction_indices"),
-            ("keep_dims",),
-            _reduction_infer(_row),
-            _reduction_kernel(_row.fn),
-            host_inputs=(1,),  # the axes
-        )
-    )
-    _wrapper = _reduction_wrapper(_row.op_type)
-    _wrapper.__name__ = _wrapper.__qualname__ = _row.wrapper
-    _wrapper.__module__ = __name__
-    _summary, _call, _value = _row.doc
-    _wrapper.__doc__ = _EXAMPLE.format(summary=_summary, call=_call, value=_value)
-    globals()[_row.wrapper] = _wrapper
-    __all__.append(_row.wrapper)
+def reduction(
+    op_type: str,
+    wrapper: str,
+    fn: Callable[..., Any],
+    allowed: frozenset,
+    *,
+    grad: Any,
+    doc: tuple[str, str, str],
+) -> Callable[..., Tensor]:
+    """Declare a reduction from its row: register the op, record the row, return the wrapper."""
+    row = Reduction(op_type, wrapper, fn, allowed, grad, doc)
+    infer, kernel = _reduction_infer(row), _reduction_kernel(fn)
+    inputs = ("input", "reduction_indices")  # the axes are read on the host as Python ints
+    register(OpDef(op_type, inputs, ("keep_dims",), infer, kernel, host_inputs=(1,), grad=grad))
+    REDUCTIONS.append(row)
+    built = _reduction_wrapper(op_type)
+    built.__name__ = built.__qualname__ = wrapper
+    summary, call, value = doc
+    built.__doc__ = _EXAMPLE.format(summary=summary, call=call, value=value)
+    return built
 
 
 # ------------------------------------------------------ reduction gradients
@@ -206,8 +206,6 @@ def _kept_dims(op: Operation) -> tuple[Any, Any]:
     else int32 tensors computed from ``shape(x)`` (TF's ``reduced_shape``).
     """
     x, axes = op.inputs
-    from flowbook.ops.constant_op import constant_value
-
     shape, ax = x._shape, constant_value(axes)
     if shape is not None and None not in shape and ax is not None:
         dims = {a % len(shape) for a in np.ravel(ax).tolist()} if shape else set()
@@ -215,9 +213,9 @@ def _kept_dims(op: Operation) -> tuple[Any, Any]:
         return kept, [d if i in dims else 1 for i, d in enumerate(shape)]
     sx = array_ops.shape(x)
     rank = array_ops.size(sx)
-    ax = math_ops.floormod(math_ops.cast(array_ops.reshape(axes, [-1]), dtypes.int32), rank)
+    ax = floormod(cast(array_ops.reshape(axes, [-1]), dtypes.int32), rank)
     dim = array_ops.expand_dims(array_ops.range(0, rank, 1), 1)
-    reduced = math_ops.reduce_any(math_ops.equal(dim, array_ops.expand_dims(ax, 0)), axis=1)
+    reduced = reduce_any(equal(dim, array_ops.expand_dims(ax, 0)), axis=1)
     ones = array_ops.ones_like(sx)
     return array_ops.where(reduced, ones, sx), array_ops.where(reduced, sx, ones)
 
@@ -228,7 +226,6 @@ def _reshape(t: Tensor, shape: Any) -> Tensor:
     return array_ops.reshape(t, shape)
 
 
-@register_gradient("Sum")
 def _sum_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     """TF's: the gradient reshaped to the kept dims and tiled over the reduced ones."""
     kept, multiples = _kept_dims(op)
@@ -238,7 +235,6 @@ def _sum_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     return array_ops.tile(g, multiples), None
 
 
-@register_gradient("Mean")
 def _mean_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     """Sum's gradient divided by the number of elements averaged."""
     sum_grad = _sum_grad(op, g)[0]
@@ -247,13 +243,11 @@ def _mean_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
         factor = tensor(n_in // max(n_out, 1), dtype=sum_grad.dtype)
     else:
         size_in, size_out = array_ops.size(op.inputs[0]), array_ops.size(op.outputs[0])
-        count = math_ops.floordiv(size_in, math_ops.maximum(size_out, 1))
-        factor = math_ops.cast(count, sum_grad.dtype)
-    return math_ops.realdiv(sum_grad, factor), None
+        count = floordiv(size_in, maximum(size_out, 1))
+        factor = cast(count, sum_grad.dtype)
+    return realdiv(sum_grad, factor), None
 
 
-@register_gradient("Max")
-@register_gradient("Min")
 def _min_or_max_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     """TF's: the gradient goes to the extreme elements, divided equally among ties."""
     x, axes = op.inputs
@@ -261,12 +255,11 @@ def _min_or_max_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     if not op.attrs.get("keep_dims"):
         kept = _kept_dims(op)[0]
         y, g = _reshape(y, kept), _reshape(g, kept)
-    indicators = math_ops.cast(math_ops.equal(y, x), g.dtype)
-    num_selected = math_ops.reduce_sum(indicators, axes, keepdims=True)
-    return math_ops.multiply(math_ops.realdiv(indicators, num_selected), g), None
+    indicators = cast(equal(y, x), g.dtype)
+    num_selected = reduce_sum(indicators, axes, keepdims=True)
+    return multiply(realdiv(indicators, num_selected), g), None
 
 
-@register_gradient("Prod")
 def _prod_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     """The product of the other elements of each group, exact where x has zeros.
 
@@ -276,20 +269,54 @@ def _prod_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     x, axes = op.inputs
     if not op.attrs.get("keep_dims"):
         g = _reshape(g, _kept_dims(op)[0])
-    is_zero = math_ops.equal(x, 0)
+    is_zero = equal(x, 0)
     safe_x = array_ops.where(is_zero, array_ops.ones_like(x), x)
-    prod = math_ops.reduce_prod(safe_x, axes, keepdims=True)
-    n_zeros = math_ops.reduce_sum(math_ops.cast(is_zero, x.dtype), axes, keepdims=True)
-    no_zero = math_ops.cast(math_ops.equal(n_zeros, 0), x.dtype)
-    one_zero = math_ops.cast(math_ops.equal(n_zeros, 1), x.dtype)
-    others = math_ops.add(
-        math_ops.multiply(math_ops.realdiv(prod, safe_x), no_zero),
-        math_ops.multiply(math_ops.multiply(prod, one_zero), math_ops.cast(is_zero, x.dtype)),
+    prod = reduce_prod(safe_x, axes, keepdims=True)
+    n_zeros = reduce_sum(cast(is_zero, x.dtype), axes, keepdims=True)
+    no_zero = cast(equal(n_zeros, 0), x.dtype)
+    one_zero = cast(equal(n_zeros, 1), x.dtype)
+    others = add(
+        multiply(realdiv(prod, safe_x), no_zero),
+        multiply(multiply(prod, one_zero), cast(is_zero, x.dtype)),
     )
-    return math_ops.multiply(g, math_ops.conj(others)), None
+    return multiply(g, conj(others)), None
 
 
-no_gradient("All", "Any")
+# fmt: off
+reduce_sum = reduction("Sum", "reduce_sum",
+                       lambda xp, x, ax, kd: xp.sum(x, axis=ax, keepdims=kd, dtype=x.dtype),
+                       NUMBER, grad=_sum_grad,
+                       doc=("The sum of elements across axes.",
+                            "reduce_sum([[1, 2], [3, 4]], axis=1)", "[3, 7]"))
+reduce_mean = reduction("Mean", "reduce_mean", _mean, NUMBER, grad=_mean_grad,
+                        doc=("The mean across axes; integer means truncate, as in TensorFlow.",
+                             "reduce_mean([[1.0, 2.0], [3.0, 4.0]], axis=0)", "[2.0, 3.0]"))
+reduce_max = reduction("Max", "reduce_max", lambda xp, x, ax, kd: xp.max(x, axis=ax, keepdims=kd),
+                       REAL, grad=_min_or_max_grad,
+                       doc=("The maximum across axes.", "reduce_max([[1, 5], [3, 4]], axis=0)",
+                            "[3, 5]"))
+reduce_min = reduction("Min", "reduce_min", lambda xp, x, ax, kd: xp.min(x, axis=ax, keepdims=kd),
+                       REAL, grad=_min_or_max_grad,
+                       doc=("The minimum across axes.", "reduce_min([[1, 5], [3, 4]], axis=0)",
+                            "[1, 4]"))
+reduce_prod = reduction("Prod", "reduce_prod",
+                        lambda xp, x, ax, kd: xp.prod(x, axis=ax, keepdims=kd, dtype=x.dtype),
+                        NUMBER, grad=_prod_grad,
+                        doc=("The product across axes.", "reduce_prod([[1, 2], [3, 4]], axis=1)",
+                             "[2, 12]"))
+reduce_all = reduction("All", "reduce_all", lambda xp, x, ax, kd: xp.all(x, axis=ax, keepdims=kd),
+                       BOOL, grad=NOT_DIFFERENTIABLE,
+                       doc=("Logical AND across axes.",
+                            "reduce_all([[True, False], [True, True]], axis=1)", "[False, True]"))
+reduce_any = reduction("Any", "reduce_any", lambda xp, x, ax, kd: xp.any(x, axis=ax, keepdims=kd),
+                       BOOL, grad=NOT_DIFFERENTIABLE,
+                       doc=("Logical OR across axes.",
+                            "reduce_any([[True, False], [False, False]], axis=1)",
+                            "[True, False]"))
+# fmt: on
+__test__ = doctests(
+    reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, reduce_all, reduce_any
+)
 
 
 # ------------------------------------------------------------- ArgMax/ArgMin
@@ -297,8 +324,6 @@ def _arg_infer(x: Tensor, dimension: Tensor, output_type: Any = dtypes.int64, **
     check_dtype(x.dtype, REAL, "input")
     check_dtype(dimension.dtype, _INDEX, "dimension")
     check_dtype(output_type, _INDEX, "output_type")
-    from flowbook.ops.constant_op import constant_value
-
     d = constant_value(dimension)
     if d is not None and np.ndim(d) != 0:
         raise ValueError(f"dimension must be a scalar, got shape {fmt(np.shape(d))}")
@@ -317,59 +342,42 @@ def _arg_kernel(fn: str) -> Callable[..., Any]:
     return kernel
 
 
-for _op_type, _fn in (("ArgMax", "argmax"), ("ArgMin", "argmin")):
+def _arg_reduction(op_type: str, fn: str, extreme: str, example: str) -> Callable[..., Tensor]:
+    """Declare ArgMax or ArgMin (``xp.<fn>`` along one axis); returns TF1's wrapper."""
+    kernel, inputs = _arg_kernel(fn), ("input", "dimension")
+    no_grad = NOT_DIFFERENTIABLE  # an index does not vary smoothly with x
     register(
-        OpDef(
-            _op_type,
-            ("input", "dimension"),
-            ("output_type",),
-            _arg_infer,
-            _arg_kernel(_fn),
-            host_inputs=(1,),
-        )
+        OpDef(op_type, inputs, ("output_type",), _arg_infer, kernel, host_inputs=(1,), grad=no_grad)
     )
-no_gradient("ArgMax", "ArgMin")
+
+    def wrapper(
+        input: Any,
+        axis: Any = None,
+        name: str | None = None,
+        dimension: Any = None,
+        output_type: Any = dtypes.int64,
+    ) -> Tensor:
+        x = tensor(input)
+        axis = _pick("axis", axis, "dimension", dimension)
+        axis = _reduction_axes(x, 0 if axis is None else axis)
+        attrs = {"output_type": dtypes.as_dtype(output_type)}
+        return make1(op_type, (x, axis), attrs, name=name)
+
+    wrapper.__name__ = wrapper.__qualname__ = fn
+    wrapper.__doc__ = _ARG_EXAMPLE.format(extreme=extreme, fn=fn, value=example)
+    return wrapper
 
 
-def argmax(
-    input: Any,
-    axis: Any = None,
-    name: str | None = None,
-    dimension: Any = None,
-    output_type: Any = dtypes.int64,
-) -> Tensor:
-    """The index of the largest value along ``axis`` (0 when None, as in TF1).
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default(), fb.Session() as s:
-    ...     s.run(fb.argmax([[1, 9], [8, 2]], axis=1)).tolist()
-    [1, 0]
-    """
-    return _arg("ArgMax", input, _pick("axis", axis, "dimension", dimension), output_type, name)
-
-
-def argmin(
-    input: Any,
-    axis: Any = None,
-    name: str | None = None,
-    dimension: Any = None,
-    output_type: Any = dtypes.int64,
-) -> Tensor:
-    """The index of the smallest value along ``axis`` (0 when None, as in TF1).
+_ARG_EXAMPLE = """The index of the {extreme} value along ``axis`` (0 when None, as in TF1).
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
-    ...     s.run(fb.argmin([[1, 9], [8, 2]], axis=1)).tolist()
-    [0, 1]
-    """
-    return _arg("ArgMin", input, _pick("axis", axis, "dimension", dimension), output_type, name)
-
-
-def _arg(op_type: str, x: Any, axis: Any, output_type: Any, name: str | None) -> Tensor:
-    x = tensor(x)
-    axis = _reduction_axes(x, 0 if axis is None else axis)
-    attrs = {"output_type": dtypes.as_dtype(output_type)}
-    return make1(op_type, (x, axis), attrs, name=name)
+    ...     s.run(fb.{fn}([[1, 9], [8, 2]], axis=1)).tolist()
+    {value}
+"""
+argmax = _arg_reduction("ArgMax", "argmax", "largest", "[1, 0]")
+argmin = _arg_reduction("ArgMin", "argmin", "smallest", "[0, 1]")
+__test__.update(doctests(argmax, argmin))
 
 
 # ---------------------------------------------------------------------- AddN

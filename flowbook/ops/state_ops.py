@@ -1,13 +1,13 @@
 """Variable ops: VariableV2, Assign, AssignAdd, AssignSub, IsVariableInitialized.
 
-A variable's value lives in the Session (``VarState``), not in the graph: two
-sessions on one graph hold two values, as in TensorFlow.  The session binds
-each VariableV2 kernel to its variable's state (the ``var=`` keyword); the op
-outputs that state, the update ops take it as their ref input, and the plan
-reads the value for every other consumer when the consumer runs.  Updates take the variable's lock, so
-concurrent ``run`` calls on one session lose no ``assign_add``; stored values
-are read-only arrays (a fetch hands out a copy), so nothing outside can change
-a variable behind the session's back.
+A variable's value lives in the Session (a :class:`~flowbook.var_state.VarState`),
+not in the graph: two sessions on one graph hold two values, as in TensorFlow.
+The session binds each VariableV2 kernel to its variable's state (the ``var=``
+keyword); the op outputs that state, the update ops take it as their ref input,
+and the plan reads the value for every other consumer when the consumer runs.
+Updates take the variable's lock, so concurrent ``run`` calls on one session
+lose no ``assign_add``; stored values are read-only arrays (a fetch hands out a
+copy), so nothing outside can change a variable behind the session's back.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default():
@@ -19,62 +19,15 @@ a variable behind the session's back.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any
 
-import numpy as np
-
-from flowbook.errors import FailedPreconditionError, InvalidArgumentError
+from flowbook import dtypes
+from flowbook.errors import InvalidArgumentError
 from flowbook.ops._builder import make1, same_dtype, tensor
 from flowbook.registry import OpDef, Out, no_gradient, register
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import compatible, fmt, merge
-
-
-class VarState:
-    """One variable's value in one session, and the lock that serialises updates.
-
-    The VariableV2 op outputs this object itself (TF1's "ref"); update ops
-    take it as their first input, and every other consumer receives the value,
-    read when that consumer runs, so a read placed after an update sees it.
-
-    >>> s = VarState(None); s.value is None
-    True
-    """
-
-    __slots__ = ("_op", "lock", "value")
-
-    def __init__(self, op: Any) -> None:
-        # the VariableV2 op, for messages; weak, so the session's op -> state map can let go
-        # of a variable whose op left the graph (a re-run notebook cell)
-        self._op = weakref.ref(op) if op is not None else lambda: None
-        self.value: Any = None  # the current array (read-only), None until initialised
-        self.lock = threading.Lock()  # held while an update reads and writes value
-
-    @property
-    def op(self) -> Any:
-        """The variable's op (None once it has left the graph and been collected)."""
-        return self._op()
-
-    def read(self) -> Any:
-        """The current value; FailedPreconditionError naming the variable if it has none."""
-        value = self.value
-        if value is None:
-            op = self.op
-            where = f"{op.describe()}: " if op is not None else ""
-            name = op.name if op is not None else "variable"
-            raise FailedPreconditionError(
-                None, op, f"{where}Attempting to use uninitialized value {name}"
-            )
-        return value
-
-    def store(self, xp: Any, value: Any) -> Any:
-        value = xp.array(value, copy=True)
-        if type(value) is np.ndarray:  # CuPy arrays have no writeable flag
-            value.flags.writeable = False
-        self.value = value
-        return value
+from flowbook.var_state import VarState
 
 
 def _variable_kernel(xp: Any, *, var: VarState, shape: Any, dtype: Any) -> VarState:
@@ -140,8 +93,6 @@ def _is_initialized_kernel(xp: Any, ref: VarState, *, dtype: Any) -> Any:
 
 
 def _initialized_infer(ref: Tensor, dtype: Any) -> Out:
-    from flowbook import dtypes
-
     return Out(dtypes.bool, ())
 
 
