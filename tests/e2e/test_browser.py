@@ -293,3 +293,39 @@ def test_a_run_on_a_gpu_shows_its_copy_nodes_and_devices(open_notebook):
     w.locator('.fb-node[data-name="x/_copy_to_GPU_0"]').click()
     assert "host to device" in w.locator(".fb-details").inner_text()
     nb.shot("15-gpu-copies-in-lab")
+
+
+REPEAT = [
+    "import numpy as np\nimport flowbook as tf\ntf.show()",
+    'x = tf.placeholder(tf.float32, [None, 3], name="x")\n'
+    'W = tf.Variable(np.ones((3, 2), np.float32), name="W")\n'
+    'loss = tf.reduce_sum(tf.nn.relu(tf.matmul(x, W)), name="loss")\n'
+    "sess = tf.Session()\nsess.run(tf.global_variables_initializer())",
+    "print(sess.run(loss, {x: np.ones((4, 3), np.float32)}))",
+]
+
+
+def test_no_widget_is_left_running_after_its_cell_finished(open_notebook):
+    """The same cell run 50 times: after each, the in-cell widget and the side panel both
+    say that run is done (a late "running" update must never win over the final one)."""
+    nb = open_notebook("repeat.ipynb", REPEAT)
+    nb.run(0)
+    nb.run(1)
+    nb.page.evaluate("() => window.jupyterapp.commands.execute('flowbook:open-graph-panel')")
+    nb.page.locator("#flowbook-graph-panel").wait_for(timeout=30_000)
+    summaries = """(want) => {
+        const cell = document.querySelectorAll('.jp-Notebook .jp-Cell')[0]
+                             .querySelector('.fb-summary');
+        const side = document.querySelector('#flowbook-graph-panel .fb-summary');
+        return [cell, side].every(s => s && s.dataset.phase === 'done'
+                                          && s.textContent.includes(`run ${want}:`));
+    }"""
+    first = None
+    for k in range(50):
+        nb.run(2)
+        if first is None:  # the run number the views show for this graph's first run
+            text = nb.cell(0).locator(".fb-summary").inner_text()
+            first = int(text.split("run ")[1].split(":")[0]) if "run " in text else 1
+        nb.page.wait_for_function(summaries, arg=first + k, timeout=10_000)
+    nb.shot("16-fifty-runs-all-done")
+    assert "24" in nb.cell(2).locator(".jp-OutputArea-output").last.inner_text()  # 4 x 2 of 3
