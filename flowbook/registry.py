@@ -41,6 +41,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from flowbook.dtypes import DType
+from flowbook.errors import NotFoundError
 from flowbook.tensor_shape import Shape
 
 
@@ -169,6 +170,4 @@ def get(op_type: str) -> OpDef:
     try:
         return OPS[op_type]
     except KeyError:
-        from flowbook.errors import NotFoundError
-
         raise NotFoundError(None, None, f"Op type not registered '{op_type}'") from None
