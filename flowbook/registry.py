@@ -83,7 +83,7 @@ class OpDef:
     # inputs read on the host as Python ints, kept in host memory on a GPU (negative: from the end)
     host_inputs: tuple[int, ...] = ()
     meta_inputs: tuple[int, ...] = ()  # inputs whose shape/dtype only is read: never copied
-    grad: Any = None  # gradient builder (the training issue fills it) or NOT_DIFFERENTIABLE
+    grad: Any = None  # gradient builder (see flowbook.gradients) or NOT_DIFFERENTIABLE
     doc: str = field(default="", repr=False)
 
     def bound_kernel(self, xp: Any, attrs: dict[str, Any]) -> Callable[..., Any]:

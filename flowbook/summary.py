@@ -100,7 +100,7 @@ def merge_all(key: str = GraphKeys.SUMMARIES, scope: str | None = None) -> Tenso
     return merge(items) if items else None
 
 
-# Seed-era names (TF 0.x): no scoping of the tag, which is given in full.
+# TF 0.x names: no scoping of the tag, which is given in full.
 def scalar_summary(
     tags: Any, values: Any, collections: list[str] | None = None, name: str | None = None
 ) -> Tensor:
@@ -236,7 +236,7 @@ class FileWriter:
         self.close()
 
 
-SummaryWriter = FileWriter  # the seed-era name (tf.train.SummaryWriter)
+SummaryWriter = FileWriter  # TF 0.x's name (tf.train.SummaryWriter)
 
 
 def _scalar_proto(tag: str, value: float) -> Any:

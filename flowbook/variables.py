@@ -229,7 +229,7 @@ def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables(), name="init_1")
 
 
-all_variables = global_variables  # TF 0.x names, as the seeds use them
+all_variables = global_variables  # TF 0.x names, still accepted
 initialize_all_variables = global_variables_initializer
 initialize_local_variables = local_variables_initializer
 
