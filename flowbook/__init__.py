@@ -20,11 +20,15 @@ from flowbook import (
     dtypes,
     errors,
     executor,
+    gpu,  # fills hooks.find_gpus
     gradient_checker,
+    graph_def_import,  # fills hooks.import_graph_def
+    hooks,
     io,
     losses,
     nn,
     profiling,
+    session,
     summary,
     timeline,
     train,
@@ -104,7 +108,7 @@ def show(target: _typing.Any = None, height: int = 520) -> _typing.Any:
 
     See :func:`flowbook.widget.show`.  ``fb.show()`` as a cell's last line shows one widget.
     """
-    from flowbook.widget import show as _show
+    from flowbook.widget import show as _show  # lazy: anywidget is slow to import
 
     return _show(target, height)
 
@@ -117,6 +121,8 @@ def __getattr__(name: str) -> _typing.Any:
     raise AttributeError(f"module 'flowbook' has no attribute {name!r}")
 
 
+# flowbook.session does not fill its hook itself: it is filled here (see flowbook.hooks)
+hooks.session_for.fill(session._session_for)
 operators.attach(Tensor)
 operators.attach(Variable)
 

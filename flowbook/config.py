@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowbook.step_stats import StepStats
+
 
 @dataclass
 class GPUOptions:
@@ -59,16 +61,10 @@ class RunOptions:
     check_numerics: bool = False  # flowbook: stop at the first op producing NaN/Inf
 
 
-def _step_stats() -> Any:
-    from flowbook.step_stats import StepStats
-
-    return StepStats()
-
-
 @dataclass
 class RunMetadata:
     """What a run reports back when asked (per-node step stats when traced)."""
 
-    step_stats: Any = field(default_factory=lambda: _step_stats())
+    step_stats: StepStats = field(default_factory=StepStats)
     partition_graphs: list[Any] = field(default_factory=list)
     cost_graph: Any = None

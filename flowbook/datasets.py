@@ -147,7 +147,7 @@ def load_digits(
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
     try:
-        from sklearn.datasets import load_digits as sk_load_digits
+        from sklearn.datasets import load_digits as sk_load_digits  # lazy: optional, and slow
     except ImportError as e:
         raise ImportError("load_digits needs scikit-learn: pip install scikit-learn") from e
     data = sk_load_digits()

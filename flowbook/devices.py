@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from flowbook import hooks
+
 _FIELD = re.compile(r"^(job|replica|task|device):(.+)$")
 _SHORT = re.compile(r"^(cpu|gpu|CPU|GPU):(\d+|\*)$")
 LOCAL = "/job:localhost/replica:0/task:0"  # the one process flowbook runs in, as TF names it
@@ -212,9 +214,7 @@ def _real_gpus() -> list[Device]:
     """CuPy's GPUs, unless a registered device stands in for them (a simulated GPU does)."""
     if any(d.hides_real_gpus for d in _registered):
         return []
-    from flowbook.gpu import find_gpus
-
-    return find_gpus()
+    return hooks.find_gpus()  # flowbook.gpu, which is above this module, fills it
 
 
 def gpus() -> list[Device]:

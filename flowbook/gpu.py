@@ -5,6 +5,8 @@ without a GPU, :func:`find_gpus` returns ``[]`` and flowbook runs on the CPU.
 It is looked for lazily, the first time a session places ops, so
 ``import flowbook`` never pays for ``import cupy``.  Set
 ``FLOWBOOK_NO_GPU=1`` (or ``CUDA_VISIBLE_DEVICES=""``) to hide the GPUs.
+``flowbook.devices``, below this module, reaches :func:`find_gpus` through
+``flowbook.hooks.find_gpus``, filled when this module is imported.
 
 A :class:`CuPyGPU` is a ``flowbook.devices.Device`` whose ``xp`` is CuPy:
 
@@ -38,6 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from flowbook import hooks
 from flowbook.devices import Device
 
 _found: list[Device] | None = None  # the GPUs CuPy found, once looked for
@@ -59,7 +62,7 @@ def _look_for_gpus() -> list[Device]:
     if os.environ.get("FLOWBOOK_NO_GPU") or importlib.util.find_spec("cupy") is None:
         return []
     try:
-        import cupy
+        import cupy  # lazy: optional, and slow to import
 
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception:  # CuPy without a driver or a device: no GPU
@@ -163,3 +166,6 @@ class _EventTimer:
             i: (base + int(elapsed(o, s) * 1e6), base + int(elapsed(o, e) * 1e6))
             for i, s, e in self.events
         }
+
+
+hooks.find_gpus.fill(find_gpus)

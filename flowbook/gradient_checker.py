@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.gradients import gradients
+from flowbook.ops.constant_op import placeholder
 from flowbook.session import Session
 from flowbook.tensor import Tensor
 
@@ -45,8 +46,6 @@ def compute_gradient(
     nx, ny = int(np.prod(x_shape)), int(np.prod(y_shape))
     grad_y = y.graph.as_default()
     with grad_y:
-        from flowbook.ops.constant_op import placeholder
-
         dy = placeholder(y.dtype, y_shape, name="grad_y")
         (dx,) = gradients(y, [x], grad_ys=dy)
     own = session is None

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.graph import get_default_graph
+from flowbook.ops import array_ops, constant_op, math_ops
 from flowbook.ops._builder import make, tensor
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
@@ -46,9 +47,7 @@ __all__ = ["gradients", "unbroadcast"]
 
 
 def _bga_infer(s0: Tensor, s1: Tensor) -> list[Out]:
-    from flowbook.ops.constant_op import constant_value
-
-    a, b = constant_value(s0), constant_value(s1)
+    a, b = constant_op.constant_value(s0), constant_op.constant_value(s1)
     if a is None or b is None:  # the axes depend on shapes known only when the run comes
         return [Out(s0.dtype, (None,)), Out(s0.dtype, (None,))]
     r0, r1 = _bga_kernel(np, a, b)  # shapes that do not broadcast: ValueError, named
@@ -110,8 +109,6 @@ def unbroadcast(grad: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _sum_to(grad: Tensor, x: Tensor, other: Tensor, which: int) -> Tensor:
-    from flowbook.ops import array_ops, math_ops
-
     gs, xs, os_ = grad._shape, x._shape, other._shape
     if gs is not None and xs is not None and None not in gs and None not in xs:
         if gs == xs:
@@ -159,8 +156,6 @@ def gradients(
     ...     s.run(ga).tolist(), float(s.run(gb))
     ([5.0, 5.0], 3.0)
     """
-    from flowbook.ops import array_ops
-
     ys = [tensor(y) for y in (ys if isinstance(ys, list | tuple) else [ys])]
     xs = [_as_x(x) for x in (xs if isinstance(xs, list | tuple) else [xs])]
     stops = {tensor(t) for t in (stop_gradients or [])}
@@ -200,8 +195,6 @@ def gradients(
 
 
 def _total(grads: list[Tensor] | None) -> Tensor | None:
-    from flowbook.ops import math_ops
-
     if not grads:
         return None
     if len(grads) == 1:
@@ -210,8 +203,6 @@ def _total(grads: list[Tensor] | None) -> Tensor | None:
 
 
 def _apply(op: Operation, out_grads: list[Tensor | None]) -> list[Tensor | None]:
-    from flowbook.ops import array_ops
-
     grad_fn = op._opdef.grad
     if grad_fn is NOT_DIFFERENTIABLE:
         return [None] * len(op.inputs)

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from flowbook import graph_def, graph_edit, registry
+from flowbook import graph_edit, hooks, registry
 from flowbook.devices import DeviceSpec
 from flowbook.graph_keys import GraphKeys  # noqa: F401  (re-exported: flowbook.graph.GraphKeys)
 from flowbook.registry import Out
@@ -142,19 +142,13 @@ class Graph:
                 raise type(e)(f"{op_type} '{full_name}' ({site.describe()}): {e}") from None
             self._names_in_use.update(claims)  # infer passed: now take the name
             controllers = state.controllers
-            op = Operation(
-                self,
-                opdef,
-                full_name,
-                inputs,
-                attrs,
+            ctrl = (
                 self._control_inputs_for(inputs, control_inputs)
                 if controllers or control_inputs
-                else [],
-                self._device_for_new_op() if state.devices else "",
-                site,
-                self._next_id,
+                else []
             )
+            dev = self._device_for_new_op() if state.devices else ""
+            op = Operation(self, opdef, full_name, inputs, attrs, ctrl, dev, site, self._next_id)
             if type(outs) is Out:
                 op.outputs = (Tensor(op, 0, outs.dtype, outs.shape),)
             else:
@@ -294,7 +288,10 @@ class Graph:
 
     _remove_ops = graph_edit.remove_ops  # (ops, by=None): a re-run cell's old ops out, see there
     stale_ops = graph_edit.stale_ops  # () -> ops built on a removed op, until their cell re-runs
-    as_graph_def = graph_def.as_graph_def  # TensorFlow's GraphDef protobuf, see flowbook.graph_def
+
+    def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
+        """TensorFlow's GraphDef proto of this graph: ``flowbook.graph_def`` writes it."""
+        return hooks.as_graph_def(self, from_version, add_shapes)
 
     # --------------------------------------------------------------- lookups
     def get_operations(self) -> list[Operation]:

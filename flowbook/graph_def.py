@@ -4,7 +4,10 @@ The messages are TensorFlow's own (``GraphDef``, ``NodeDef``, ``AttrValue``,
 ``TensorProto``...), taken from the copies the ``tensorboard`` package ships,
 so a file written here opens in TensorBoard or TensorFlow, and a frozen graph
 written by TensorFlow imports here.  The protobuf modules are imported inside
-the functions, so ``import flowbook`` stays fast.
+the functions, so ``import flowbook`` stays fast.  ``Graph.as_graph_def``
+reaches :func:`as_graph_def` through ``flowbook.hooks`` (the graph module is
+below this one), and :func:`import_graph_def` reaches
+``flowbook.graph_def_import`` (above this one) the same way.
 
 Export (:func:`to_graph_def`) writes one NodeDef per op, in creation order
 (a topological order): inputs as ``"op"``/``"op:1"``, control inputs as
@@ -43,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes, registry
+from flowbook import dtypes, hooks, registry
 from flowbook.dtypes import DType
 from flowbook.tensor import Operation, Tensor
 
@@ -127,11 +130,39 @@ _TF_ONLY = frozenset(
     {"explicit_paddings", "Truncate", "container", "shared_name", "U", "grad_a", "grad_b"}
 )
 _TUPLE_ATTRS = frozenset({"ksize", "strides", "dilations", "shape"})
+OUTPUT_COUNTS: dict[str, int] = {
+    "BroadcastGradientArgs": 2,
+    "SoftmaxCrossEntropyWithLogits": 2,
+    "SparseSoftmaxCrossEntropyWithLogits": 2,
+}  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
+
+
+def attr_kind(name: str) -> str:
+    """The OpDef attr type of a flowbook attr, guessed from TensorFlow's naming.
+
+    >>> attr_kind("strides"), attr_kind("padding"), attr_kind("keep_dims")
+    ('list(int)', 'string', 'bool')
+    """
+    if name in ("dtype", "SrcT", "DstT", "out_type", "output_type", "Tout", "Tidx"):
+        return "type"
+    if name == "shape":
+        return "shape"
+    if name == "value":
+        return "tensor"
+    if name in ("padding", "data_format", "mode", "message", "template", "output_stream"):
+        return "string"
+    if name in ("sep", "end"):
+        return "string"
+    if name in ("ksize", "strides", "dilations", "squeeze_dims"):
+        return "list(int)"
+    if name.startswith(("transpose", "adj", "keep", "use_", "validate")):
+        return "bool"
+    return "int"
 
 
 def _pb() -> Any:
     """The protobuf modules, imported on first use (``tensorboard`` ships them)."""
-    from tensorboard.compat.proto import attr_value_pb2, graph_pb2, op_def_pb2, versions_pb2
+    from tensorboard.compat.proto import attr_value_pb2, graph_pb2, op_def_pb2, versions_pb2  # lazy
 
     return attr_value_pb2, graph_pb2, op_def_pb2, versions_pb2
 
@@ -258,7 +289,7 @@ def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool =
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
     if as_text:
-        from google.protobuf import text_format
+        from google.protobuf import text_format  # lazy: protobuf is slow to import
 
         with open(path, "w") as f:
             f.write(text_format.MessageToString(gd))
@@ -275,7 +306,7 @@ def read_graph_def(path: str) -> Any:
     try:
         return parse_graph_def(data)
     except ValueError:
-        from google.protobuf import text_format
+        from google.protobuf import text_format  # lazy: protobuf is slow to import
 
         _, graph_pb2, _, _ = _pb()
         try:
@@ -290,8 +321,6 @@ def op_def(op_type: str) -> Any:
     >>> [a.name for a in op_def("MatMul").input_arg], op_def("MatMul").is_stateful
     (['a', 'b'], False)
     """
-    from flowbook.graph_def_import import OUTPUT_COUNTS, attr_kind
-
     _, _, op_def_pb2, _ = _pb()
     od = registry.get(op_type)
     proto = op_def_pb2.OpDef(name=od.name, is_stateful=od.stateful, summary=od.doc[:80])
@@ -322,7 +351,7 @@ def parse_graph_def(graph_def: Any) -> Any:
     """A GraphDef from a proto or its serialized bytes; ValueError if it does not parse."""
     _, graph_pb2, _, _ = _pb()
     if isinstance(graph_def, bytes | bytearray | memoryview):
-        from google.protobuf.message import DecodeError
+        from google.protobuf.message import DecodeError  # lazy: protobuf is slow to import
 
         gd = graph_pb2.GraphDef()
         try:
@@ -354,9 +383,10 @@ def import_graph_def(
     op_dict: Any = None,
     producer_op_list: Any = None,
 ) -> list[Any] | None:
-    """TF1's ``tf.import_graph_def``; see ``flowbook.graph_def_import``."""
-    from flowbook import graph_def_import
-
-    return graph_def_import.import_graph_def(
+    """TF1's ``tf.import_graph_def``; see ``flowbook.graph_def_import`` (reached by a hook)."""
+    return hooks.import_graph_def(
         graph_def, input_map, return_elements, name, op_dict, producer_op_list
     )
+
+
+hooks.as_graph_def.fill(as_graph_def)

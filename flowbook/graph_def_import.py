@@ -7,8 +7,14 @@ name scope ``name``.  AttrValues become flowbook's Python values (DType,
 shape tuple or None, ndarray, bool, int, float, str, list); TensorFlow's
 polymorphic type attrs and a few TF-only ones are dropped.
 
-    >>> attr_kind("strides"), attr_kind("padding"), attr_kind("keep_dims")
-    ('list(int)', 'string', 'bool')
+This module sits above ``flowbook.graph`` (it builds ops in one) and above
+``flowbook.graph_def`` (export and parsing); ``graph_def.import_graph_def``,
+the public name, reaches down here through ``flowbook.hooks``, which this
+module fills when it is imported.
+
+    >>> from tensorboard.compat.proto import attr_value_pb2
+    >>> attr_value(attr_value_pb2.AttrValue(s=b"SAME"), "padding", "node 'conv'")
+    'SAME'
 """
 
 from __future__ import annotations
@@ -19,37 +25,14 @@ from typing import Any
 import numpy as np
 
 from flowbook import graph_def as gdef
-from flowbook import registry
+from flowbook import graph_edit, hooks, registry
+from flowbook.graph import Graph, get_default_graph
 from flowbook.tensor import Operation, Tensor
 
-OUTPUT_COUNTS: dict[str, int] = {
-    "BroadcastGradientArgs": 2,
-    "SoftmaxCrossEntropyWithLogits": 2,
-    "SparseSoftmaxCrossEntropyWithLogits": 2,
-}  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 _VAL_FIELDS = (
     "float_val", "double_val", "int_val", "int64_val", "bool_val", "half_val",
     "scomplex_val", "dcomplex_val", "uint32_val", "uint64_val",
 )  # fmt: skip
-
-
-def attr_kind(name: str) -> str:
-    """The OpDef attr type of a flowbook attr, guessed from TensorFlow's naming."""
-    if name in ("dtype", "SrcT", "DstT", "out_type", "output_type", "Tout", "Tidx"):
-        return "type"
-    if name == "shape":
-        return "shape"
-    if name == "value":
-        return "tensor"
-    if name in ("padding", "data_format", "mode", "message", "template", "output_stream"):
-        return "string"
-    if name in ("sep", "end"):
-        return "string"
-    if name in ("ksize", "strides", "dilations", "squeeze_dims"):
-        return "list(int)"
-    if name.startswith(("transpose", "adj", "keep", "use_", "validate")):
-        return "bool"
-    return "int"
 
 
 def _dtype(enum: int, where: str) -> Any:
@@ -272,8 +255,6 @@ def import_graph_def(
     ...     print(t.name, fb.Session().run(t))
     import/mul:0 6.0
     """
-    from flowbook.graph import Graph, get_default_graph
-
     gd = gdef.parse_graph_def(graph_def)
     graph = get_default_graph()
     imap: dict[str, Tensor] = {}
@@ -308,8 +289,6 @@ def _raw(t: Tensor) -> tuple[int | None, ...] | None:
 def _build_for_real(
     graph: Any, order: list, imap: dict[str, Tensor], name: str | None, returns: Any
 ) -> list[Any] | None:
-    from flowbook import graph_edit
-
     names_before, version_before = dict(graph._names_in_use), graph._version
     made: dict[str, Operation] = {}
     try:
@@ -338,3 +317,6 @@ def _ops_since(graph: Any, version: int) -> list[Operation]:
     """Ops created after the graph was at ``version`` (only creations happen during import)."""
     n_new = graph._version - version
     return list(graph._ops.values())[-n_new:] if n_new > 0 else []
+
+
+hooks.import_graph_def.fill(import_graph_def)

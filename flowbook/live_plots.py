@@ -39,12 +39,12 @@ BINS = 48  # x resolution of a ridgeline
 def ipython_display() -> Callable[[Any], Any] | None:
     """``display(obj) -> handle`` with a display_id in a running IPython shell, else None."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # lazy: IPython is slow to import, and absent in scripts
     except ImportError:
         return None
     if get_ipython() is None:
         return None
-    from IPython.display import HTML, display
+    from IPython.display import HTML, display  # lazy, as above
 
     return lambda text: display(HTML(text), display_id=True)
 
@@ -57,7 +57,7 @@ class _Html(str):
 
 
 def _update(handle: Any, text: str) -> None:
-    from IPython.display import HTML
+    from IPython.display import HTML  # lazy: only a notebook display gets here
 
     handle.update(HTML(text))
 

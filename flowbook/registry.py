@@ -41,6 +41,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from flowbook.dtypes import DType
+from flowbook.errors import NotFoundError
 from flowbook.tensor_shape import Shape
 
 
@@ -82,7 +83,7 @@ class OpDef:
     # inputs read on the host as Python ints, kept in host memory on a GPU (negative: from the end)
     host_inputs: tuple[int, ...] = ()
     meta_inputs: tuple[int, ...] = ()  # inputs whose shape/dtype only is read: never copied
-    grad: Any = None  # gradient builder (the training issue fills it) or NOT_DIFFERENTIABLE
+    grad: Any = None  # gradient builder (see flowbook.gradients) or NOT_DIFFERENTIABLE
     doc: str = field(default="", repr=False)
 
     def bound_kernel(self, xp: Any, attrs: dict[str, Any]) -> Callable[..., Any]:
@@ -169,6 +170,4 @@ def get(op_type: str) -> OpDef:
     try:
         return OPS[op_type]
     except KeyError:
-        from flowbook.errors import NotFoundError
-
         raise NotFoundError(None, None, f"Op type not registered '{op_type}'") from None

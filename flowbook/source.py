@@ -19,6 +19,7 @@ notebook it stays None, and capture pays one global read for it.
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 from dataclasses import dataclass
@@ -91,8 +92,6 @@ class Site:
 
     def source_line(self) -> str:
         """The text of the line, stripped, or '' if it cannot be read."""
-        import linecache
-
         return linecache.getline(self.file, self.line).strip()
 
     def __repr__(self) -> str:

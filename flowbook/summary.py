@@ -100,7 +100,7 @@ def merge_all(key: str = GraphKeys.SUMMARIES, scope: str | None = None) -> Tenso
     return merge(items) if items else None
 
 
-# Seed-era names (TF 0.x): no scoping of the tag, which is given in full.
+# TF 0.x names: no scoping of the tag, which is given in full.
 def scalar_summary(
     tags: Any, values: Any, collections: list[str] | None = None, name: str | None = None
 ) -> Tensor:
@@ -130,7 +130,7 @@ def merge_all_summaries(key: str = GraphKeys.SUMMARIES) -> Tensor | None:
 # ------------------------------------------------------------------ FileWriter
 def _as_summary(summary: Any) -> Any:
     """A ``Summary`` proto from a proto, its bytes, or a 0-d object array of bytes."""
-    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.compat.proto import summary_pb2  # lazy: tensorboard is slow to import
 
     if isinstance(summary, np.ndarray):
         summary = summary.item() if summary.ndim == 0 else summary.ravel()[0]
@@ -162,7 +162,7 @@ class FileWriter:
         live: bool | LivePlot = False,
         graph_def: Any = None,
     ) -> None:
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter  # lazy, as above
 
         self.logdir = str(logdir)
         self._writer = EventFileWriter(self.logdir, max_queue, flush_secs, filename_suffix or "")
@@ -184,7 +184,7 @@ class FileWriter:
 
     def add_summary(self, summary: Any, global_step: int | None = None) -> None:
         """Write a summary (what ``sess.run`` of a summary op returns) at ``global_step``."""
-        from tensorboard.compat.proto import event_pb2
+        from tensorboard.compat.proto import event_pb2  # lazy: tensorboard is slow to import
 
         proto = _as_summary(summary)
         event = event_pb2.Event(wall_time=time.time(), summary=proto)
@@ -196,7 +196,7 @@ class FileWriter:
 
     def add_graph(self, graph: Any = None, global_step: int | None = None, graph_def: Any = None):
         """Write a graph (or a GraphDef proto) for TensorBoard's graph tab."""
-        from tensorboard.compat.proto import event_pb2
+        from tensorboard.compat.proto import event_pb2  # lazy: tensorboard is slow to import
 
         if graph_def is None:
             if not hasattr(graph, "as_graph_def"):
@@ -208,7 +208,7 @@ class FileWriter:
         self.add_event(event)
 
     def add_session_log(self, session_log: Any, global_step: int | None = None) -> None:
-        from tensorboard.compat.proto import event_pb2
+        from tensorboard.compat.proto import event_pb2  # lazy: tensorboard is slow to import
 
         event = event_pb2.Event(wall_time=time.time(), session_log=session_log)
         if global_step is not None:
@@ -236,11 +236,11 @@ class FileWriter:
         self.close()
 
 
-SummaryWriter = FileWriter  # the seed-era name (tf.train.SummaryWriter)
+SummaryWriter = FileWriter  # TF 0.x's name (tf.train.SummaryWriter)
 
 
 def _scalar_proto(tag: str, value: float) -> Any:
     """A one-value ``Summary`` proto (TF1's ``tf.Summary(value=[...])`` by hand)."""
-    from tensorboard.compat.proto import summary_pb2
+    from tensorboard.compat.proto import summary_pb2  # lazy: tensorboard is slow to import
 
     return summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])

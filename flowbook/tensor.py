@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from flowbook import hooks
 from flowbook.dtypes import DType
 from flowbook.source import Site
-from flowbook.tensor_shape import Shape, TensorShape, fmt
+from flowbook.tensor_shape import Shape, TensorShape, as_shape, fmt, merge
 
 if TYPE_CHECKING:
     from flowbook.graph import Graph
@@ -96,9 +97,7 @@ class Operation:
         >>> with fb.Graph().as_default(), fb.Session() as s:
         ...     fb.no_op().run()
         """
-        from flowbook.session import _session_for
-
-        _session_for(self.graph, session).run(self, feed_dict)
+        hooks.session_for(self.graph, session).run(self, feed_dict)
 
     def __repr__(self) -> str:
         return f"<flowbook.Operation '{self.name}' type={self.type}>"
@@ -145,8 +144,6 @@ class Tensor:
 
     def set_shape(self, shape: Any) -> None:
         """Refine the static shape (TF1's ``set_shape``); must be compatible."""
-        from flowbook.tensor_shape import as_shape, merge
-
         try:
             self._shape = merge(self._shape, as_shape(shape))
         except ValueError:
@@ -167,9 +164,7 @@ class Tensor:
         ...     float(fb.constant(2.0).eval())
         2.0
         """
-        from flowbook.session import _session_for
-
-        return _session_for(self.graph, session).run(self, feed_dict)
+        return hooks.session_for(self.graph, session).run(self, feed_dict)
 
     def __repr__(self) -> str:
         shape = "<unknown>" if self._shape is None else TensorShape(self._shape)

@@ -11,7 +11,7 @@ every op a cell builds, so it works on tuples.  :class:`TensorShape` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 Shape = tuple[int | None, ...] | None  # the engine's form: None = unknown rank
@@ -223,17 +223,8 @@ class TensorShape:
         return f"({inner},)" if len(self._dims) == 1 else f"({inner})"
 
 
-def unknown_shape(rank: int | None = None) -> TensorShape:
-    """A shape of unknown dims (or unknown rank when rank is None)."""
-    return TensorShape(None if rank is None else [None] * rank)
-
-
 def scalar() -> TensorShape:
     return TensorShape([])
-
-
-def dims_of(values: Iterable[Any]) -> Shape:
-    return as_shape(list(values))
 
 
 def broadcast(a: Shape, b: Shape) -> Shape:

@@ -334,8 +334,6 @@ class GanttChart:
         return {t: _PALETTE[k % len(_PALETTE)] for k, t in enumerate(ranked)}
 
     def _repr_html_(self) -> str:
-        from html import escape
-
         if not self.events:
             return "<p>flowbook: no ops recorded</p>"
         lanes = _ordered(_lane_key(e) for e in sorted(self.events, key=lambda e: e.start_us))
@@ -355,7 +353,7 @@ class GanttChart:
             parts.append(
                 f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{top - 4}" y2="{height}" stroke="#ddd"/>'
                 f'<text x="{tx:.1f}" y="{top - 8}" font-size="10" text-anchor="middle">'
-                f"{escape(_fmt_us(span * k / 5))}</text>"
+                f"{html.escape(_fmt_us(span * k / 5))}</text>"
             )
         by_lane: dict[Any, list[OpEvent]] = {key: [] for key in lanes}
         for e in self.events:
@@ -365,11 +363,11 @@ class GanttChart:
             first = by_lane[key][0]
             tid = first.thread_id
             label = first.lane or self.names.get(tid, f"thread {tid}")
-            name = escape(label)
+            name = html.escape(label)
             bars = []
             for e in by_lane[key]:
                 w = max((e.end_us - e.start_us) / span * plot, 0.5)
-                tip = escape(f"{e.name} ({e.type}) {_fmt_us(e.end_us - e.start_us)}")
+                tip = html.escape(f"{e.name} ({e.type}) {_fmt_us(e.end_us - e.start_us)}")
                 bars.append(
                     f'<rect x="{x(e.start_us):.2f}" y="{y + 3}" width="{w:.2f}" '
                     f'height="{self.LANE - 6}" fill="{colors[e.type]}"><title>{tip}</title></rect>'
@@ -380,14 +378,14 @@ class GanttChart:
             )
         legend = " ".join(
             f'<span style="white-space:nowrap"><span style="display:inline-block;width:10px;'
-            f'height:10px;background:{c}"></span> {escape(t or "?")}</span>'
+            f'height:10px;background:{c}"></span> {html.escape(t or "?")}</span>'
             for t, c in list(colors.items())[:12]
         )
         caption = f"{len(self.events)} ops on {len(lanes)} lane(s), span {_fmt_us(span)}"
         if self.note:
             caption += f" ({self.note})"
         return (
-            f'<div class="flowbook-timeline"><div style="font-size:12px">{escape(caption)}</div>'
+            f'<div class="flowbook-timeline"><div style="font-size:12px">{html.escape(caption)}</div>'
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.WIDTH}" height="{height}" '
             f'font-family="sans-serif">{"".join(parts)}</svg>'
             f'<div style="font-size:11px">{legend}</div></div>'

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook import dtypes
+from flowbook import dtypes, hooks
 from flowbook.graph import Graph, GraphKeys, get_default_graph
-from flowbook.ops import state_ops
+from flowbook.ops import array_ops, math_ops, state_ops
 from flowbook.ops._builder import make, make1, tensor
+from flowbook.ops.control_flow_ops import group
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import TensorShape, fmt
 
@@ -182,9 +183,9 @@ class Variable:
 
     def load(self, value: Any, session: Any = None) -> None:
         """Set the variable's value in ``session`` by feeding the initializer."""
-        from flowbook.session import _session_for
-
-        _session_for(self.graph, session).run(self._initializer_op, {self._initial_value: value})
+        hooks.session_for(self.graph, session).run(
+            self._initializer_op, {self._initial_value: value}
+        )
 
     def __repr__(self) -> str:
         return f"<flowbook.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
@@ -214,8 +215,6 @@ def variables_initializer(var_list: list[Variable], name: str = "init") -> Opera
     ...     fb.variables_initializer([]).type
     'NoOp'
     """
-    from flowbook.ops.control_flow_ops import group
-
     if not var_list:
         return make("NoOp", (), name=name)
     return group(*[v.initializer for v in var_list], name=name)
@@ -230,7 +229,7 @@ def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables(), name="init_1")
 
 
-all_variables = global_variables  # TF 0.x names, as the seeds use them
+all_variables = global_variables  # TF 0.x names, still accepted
 initialize_all_variables = global_variables_initializer
 initialize_local_variables = local_variables_initializer
 
@@ -243,14 +242,10 @@ def report_uninitialized_variables(
     var_list: list[Variable] | None = None, name: str = "report_uninitialized_variables"
 ) -> Tensor:
     """A string tensor of the names of variables that have no value yet."""
-    from flowbook.ops import array_ops
-
     variables = global_variables() if var_list is None else var_list
     with get_default_graph().name_scope(name):
         if not variables:
             return tensor([], dtype=dtypes.string)
         flags = array_ops.stack([state_ops.is_variable_initialized(v) for v in variables])
         names = tensor([v.op.name.encode() for v in variables], dtype=dtypes.string)
-        from flowbook.ops import math_ops
-
         return array_ops.boolean_mask(names, math_ops.logical_not(flags))

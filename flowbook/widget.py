@@ -26,6 +26,8 @@ from typing import Any
 
 import anywidget
 import traitlets
+from IPython import get_ipython
+from IPython.display import display
 
 from flowbook.graph import Graph, get_default_graph
 from flowbook.notebook import live
@@ -148,9 +150,6 @@ class GraphWidget(anywidget.AnyWidget):
 
     def _ipython_display_(self) -> None:
         """Display the widget, once per cell run: ``fb.show()`` as a cell's last line shows one."""
-        from IPython import get_ipython
-        from IPython.display import display
-
         ip = get_ipython()
         count = getattr(ip, "execution_count", None)
         if count is not None and count == self._displayed_in:
@@ -173,19 +172,10 @@ def show(target: Any = None, height: int = 520) -> GraphWidget:
     widget = GraphWidget(target, height=height)
     if stepper is not None:
         widget.attach_stepper(stepper)
-    try:
-        from IPython.display import display
-
-        display(widget)
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        pass
+    display(widget)
     return widget
 
 
 def _watch_cells() -> None:
     """Refresh the live views after every cell (the extension does this too)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython is a dependency
-        return
     live.install_cell_hook(get_ipython())

@@ -171,7 +171,7 @@ def load_ipython_extension(ip: Any) -> None:
     ip.events.register("post_run_cell", tracker.post_run_cell)
     ip.set_custom_exc(tracebacks.EXCEPTIONS, tracebacks.handler)
     _LOADED[id(ip)] = (tracker, previous)
-    from flowbook.notebook import live, panel
+    from flowbook.notebook import live, panel  # lazy: the live graph is for notebooks only
 
     live.install_cell_hook(ip)  # after the tracker's hook: views see this cell's stale marks
     panel.register(ip)  # the JupyterLab side panel's comm

@@ -40,6 +40,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from flowbook.debug.nan_guard import NanGuard
 from flowbook.executor import Observer
 from flowbook.notebook.snapshot import graph_state, preview
 from flowbook.notebook.watch import PlanStats, Record, Watcher
@@ -285,8 +286,6 @@ class LiveGraph:
 
 
 def _error_state(error: BaseException) -> dict[str, Any]:
-    from flowbook.debug.nan_guard import NanGuard
-
     op = getattr(error, "op", None)
     message = getattr(error, "message", None) or str(error) or type(error).__name__
     return {

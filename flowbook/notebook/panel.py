@@ -80,7 +80,7 @@ def register(ip: Any) -> bool:
     """Accept the side panel's comms in shell ``ip``'s kernel; False outside a kernel."""
     if getattr(ip, "kernel", None) is None:
         return False
-    from comm import get_comm_manager
+    from comm import get_comm_manager  # lazy: only inside a kernel
 
     get_comm_manager().register_target(TARGET, _on_open)
     return True

@@ -119,7 +119,7 @@ def _is_library(filename: str) -> bool:
 @functools.cache
 def _library_dirs() -> tuple[str, ...]:
     """stdlib, purelib, platlib: frames there are never the user's."""
-    import sysconfig
+    import sysconfig  # lazy: only a traceback needs it, and import flowbook stays fast
 
     return tuple(
         {os.path.abspath(p) + os.sep for k, p in sysconfig.get_paths().items() if "lib" in k}

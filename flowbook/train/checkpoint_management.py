@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -53,6 +52,8 @@ class CheckpointState:
 
 def atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
     """Write ``path`` via ``write(file)`` so that readers see the old file or the new, never part."""
+    import tempfile  # lazy: tempfile (and random) add ~3 ms to `import flowbook`
+
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:

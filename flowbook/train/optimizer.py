@@ -37,10 +37,12 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook import dtypes
+from flowbook.gradients import gradients
 from flowbook.graph import Graph, GraphKeys, get_default_graph
-from flowbook.ops import math_ops, state_ops
-from flowbook.ops.constant_op import convert_to_tensor
+from flowbook.ops import array_ops, math_ops, state_ops
+from flowbook.ops.constant_op import constant, convert_to_tensor
 from flowbook.ops.control_flow_ops import group
+from flowbook.ops.control_flow_ops import tuple as tuple_
 from flowbook.tensor import Operation, Tensor
 from flowbook.variables import Variable
 
@@ -130,9 +132,6 @@ class Optimizer:
         """``[(gradient, variable), ...]`` of ``loss``; the gradient is None where loss does not
         depend on the variable.
         """
-        from flowbook.gradients import gradients
-        from flowbook.ops.control_flow_ops import tuple as tuple_
-
         if callable(loss):
             loss = loss()
         if gate_gradients not in (Optimizer.GATE_NONE, Optimizer.GATE_OP, Optimizer.GATE_GRAPH):
@@ -309,9 +308,6 @@ def _as_op(update: Any) -> Operation:
 
 def _make_slot(var: Variable, fill: float, op_name: str) -> Variable:
     """A non-trainable Variable ``<var>/<op_name>`` holding ``fill`` in ``var``'s shape."""
-    from flowbook.ops import array_ops
-    from flowbook.ops.constant_op import constant
-
     graph = var.graph
     shape = var.get_shape()
     dtype = var.dtype.base_dtype

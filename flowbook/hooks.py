@@ -1,0 +1,86 @@
+"""Late-bound hooks: the few places where a low layer calls a higher one.
+
+Modules import only downward (the layers are listed, and checked, in
+``tests/test_layers.py``): dtypes, shapes, errors, then graph, tensor,
+registry, then ops, the run core, session, gradients and train, debug and
+profiling, and last the notebook.  A handful of TF1 methods on low-level
+classes still need something built higher up: ``Tensor.eval`` needs a
+Session, ``Graph.as_graph_def`` the GraphDef writer.  Each such reach is a
+named :class:`Hook` here, and nowhere else:
+
+- ``session_for``: ``Tensor.eval``, ``Operation.run`` and ``Variable.load``
+  find their session; filled by ``flowbook/__init__.py`` with
+  ``flowbook.session._session_for``;
+- ``as_graph_def``: ``Graph.as_graph_def``; filled by ``flowbook.graph_def``;
+- ``import_graph_def``: ``flowbook.graph_def.import_graph_def``; filled by
+  ``flowbook.graph_def_import``;
+- ``find_gpus``: the GPUs ``flowbook.devices`` lists; filled by ``flowbook.gpu``.
+
+The low module calls the slot (``hooks.session_for(graph, session)``); the
+high module fills it once, when it is imported (``hooks.as_graph_def.fill(fn)``).
+``import flowbook`` imports every module, so in practice every slot is
+filled; calling an empty one raises ``RuntimeError`` naming the module that
+fills it.  A hook is a plain attribute holder, not a registry: one function
+per slot, and filling it again replaces it (a reloaded module refills).
+
+    >>> h = Hook("greet", "flowbook.nowhere")
+    >>> h("ann")
+    Traceback (most recent call last):
+    RuntimeError: flowbook.hooks.greet is empty: importing flowbook.nowhere fills it (import flowbook does)
+    >>> _ = h.fill(lambda name: f"hi {name}")
+    >>> h("ann")
+    'hi ann'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+class Hook:
+    """One named slot holding the function a higher module provides.
+
+    >>> square = Hook("square", "a test")
+    >>> square.filled, square.fill(lambda x: x * x)(3), square.filled
+    (False, 9, True)
+    """
+
+    __slots__ = ("fn", "name", "provider")
+
+    def __init__(self, name: str, provider: str) -> None:
+        self.name = name  # the slot's name, as in ``flowbook.hooks.<name>``
+        self.provider = provider  # the module whose import fills it (for the error)
+        self.fn: Callable[..., Any] | None = None  # the function, once filled
+
+    @property
+    def filled(self) -> bool:
+        return self.fn is not None
+
+    def fill(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Put ``fn`` in the slot (replacing what was there); returns ``fn``."""
+        self.fn = fn
+        return fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self.fn
+        if fn is None:
+            raise RuntimeError(
+                f"flowbook.hooks.{self.name} is empty: importing {self.provider} fills it "
+                "(import flowbook does)"
+            )
+        return fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        state = "filled" if self.fn is not None else f"empty until {self.provider} is imported"
+        return f"<flowbook.hooks.{self.name}: {state}>"
+
+
+# (graph, session or None) -> the session to run in: ``session``, else the default one; errors as TF1
+session_for = Hook("session_for", "flowbook (its __init__, from flowbook.session)")
+# (graph, from_version=None, add_shapes=False) -> TensorFlow's GraphDef proto of ``graph``
+as_graph_def = Hook("as_graph_def", "flowbook.graph_def")
+# (graph_def, input_map, return_elements, name, op_dict, producer_op_list) -> TF1's import_graph_def
+import_graph_def = Hook("import_graph_def", "flowbook.graph_def_import")
+# () -> the GPUs CuPy finds in this process (found once; [] without CuPy or a GPU)
+find_gpus = Hook("find_gpus", "flowbook.gpu")

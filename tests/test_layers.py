@@ -1,0 +1,277 @@
+"""flowbook's modules form layers, and each imports only downward (DESIGN.md, "Layers").
+
+Every module of the package is parsed with ``ast`` (nothing is imported)
+and its imports of other flowbook modules are collected, those run when the
+module loads (module level, class bodies included; ``if TYPE_CHECKING:``
+blocks left out) apart from those inside functions.  The rules:
+
+(a) the module-level import graph has no cycle;
+(b) an import of a flowbook module inside a function is listed in
+    :data:`LAZY_IMPORTS`, with its reason; an upward reach goes through
+    ``flowbook.hooks`` instead;
+(c) a module imports only from its own layer or lower ones (:data:`LAYERS`);
+(d) no file of the package passes 500 lines.
+
+Importing ``flowbook.ops.x`` from outside ``flowbook.ops`` also runs
+``flowbook/ops/__init__.py``, so it counts as importing that package too.
+
+:data:`IN_PROGRESS` lists the known failures of the modules other branches
+were rewriting while this test was written; those are expected (xfail, not
+strict), everything else is checked strictly.  Empty it when they land.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "flowbook"
+
+# The known failures of modules other branches are rewriting while this test
+# was written: (check, module).  Each is an xfail (not strict); empty the set
+# when those branches land.  "cycle": the module's imports close an import
+# cycle (test_no_import_cycle leaves them out of the strict check).
+IN_PROGRESS: set[tuple[str, str]] = {
+    ("cycle", "flowbook.ops.array_grad"),  # <-> ops.array_ops
+    ("cycle", "flowbook.ops.math_grad"),  # -> gradients (upward) -> ops; <-> ops.math_ops
+    ("cycle", "flowbook.ops.math_ops"),  # <-> ops.linalg_ops, ops.reduction_ops
+    ("downward", "flowbook.ops.math_grad"),  # gradients.unbroadcast
+    ("downward", "flowbook.session"),  # debug, profiling (inside functions)
+    ("lazy", "flowbook.losses"),
+    ("lazy", "flowbook.ops.array_grad"),
+    ("lazy", "flowbook.ops.array_ops"),
+    ("lazy", "flowbook.ops.constant_op"),
+    ("lazy", "flowbook.ops.control_flow_ops"),
+    ("lazy", "flowbook.ops.debug_ops"),
+    ("lazy", "flowbook.ops.joining_ops"),
+    ("lazy", "flowbook.ops.random_ops"),
+    ("lazy", "flowbook.ops.reduction_ops"),
+    ("lazy", "flowbook.ops.selection_ops"),
+    ("lazy", "flowbook.ops.slicing"),
+    ("lazy", "flowbook.ops.state_ops"),
+    ("lazy", "flowbook.plan"),
+    ("lazy", "flowbook.profiling"),
+    ("lazy", "flowbook.run_shapes"),
+    ("lazy", "flowbook.session"),
+    ("lines", "flowbook.executor"),
+    ("lines", "flowbook.ops.joining_ops"),
+    ("lines", "flowbook.profiling"),
+    ("lines", "flowbook.session"),
+}
+
+
+def _reason(module: str) -> str:
+    if module.startswith("flowbook.ops") or module == "flowbook.losses":
+        return "being rewritten in branch ops-rows (the op library)"
+    return "being rewritten in the run-path branch (plan, executor, session, debug, profiling)"
+
+
+# Lowest first.  A module may import its own layer and those listed before it.
+LAYERS: tuple[tuple[str, set[str]], ...] = (
+    # values, shapes, errors, and small helpers that import no other layer
+    ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
+              "graph_keys"}),
+    # the graph and what it is made of
+    ("graph", {"tensor", "graph", "graph_edit", "registry", "devices"}),
+    # the op library, and what builds or reads graphs with it
+    ("ops", {"ops", "var_state", "variables", "nn", "losses", "graph_def", "graph_def_import",
+             "io"}),
+    # the run core: plan, compile, executor, and the devices it runs on
+    ("run", {"placement", "plan", "compile", "fetches", "run_shapes", "executor", "observers",
+             "timings", "gpu", "gpu_sim"}),
+    ("session", {"session"}),
+    # training: gradients, optimizers, checkpoints, summaries
+    ("train", {"gradients", "gradient_checker", "train", "summary", "live_plots", "datasets"}),
+    # observers built from RunOptions/ConfigProto
+    ("debug", {"debug", "profiling", "timeline"}),
+    # the notebook, the widget, and the package's front door
+    ("notebook", {"notebook", "widget", "app", ""}),
+)  # fmt: skip
+LAYER_OF: dict[str, int] = {
+    ("flowbook." + name).rstrip("."): rank
+    for rank, (_, names) in enumerate(LAYERS)
+    for name in names
+}
+
+# (module, imported module) -> why it is imported inside a function; keep it short
+LAZY_IMPORTS: dict[tuple[str, str], str] = {
+    ("flowbook", "flowbook.widget"): "anywidget is slow to import; fb.show() needs it",
+    ("flowbook.notebook.extension", "flowbook.notebook.live"): (
+        "the live graph (and its watcher) load only when the extension does, in a notebook"
+    ),
+    ("flowbook.notebook.extension", "flowbook.notebook.panel"): "as above: notebook only",
+}
+
+
+# --------------------------------------------------------------- the graph
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+FILES: dict[str, Path] = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _known(name: str) -> str | None:
+    """The longest prefix of ``name`` that is a flowbook module."""
+    while name:
+        if name in FILES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The flowbook modules an import statement loads, the packages run on the way included."""
+    if isinstance(node, ast.Import):
+        wanted = [a.name for a in node.names]
+    else:
+        base = node.module or ""
+        if node.level:  # relative: from the module's package, one level up per extra dot
+            package = module if FILES[module].name == "__init__.py" else module.rpartition(".")[0]
+            for _ in range(node.level - 1):
+                package = package.rpartition(".")[0]
+            base = f"{package}.{base}" if base else package
+        wanted = [f"{base}.{a.name}" if f"{base}.{a.name}" in FILES else base for a in node.names]
+    found: set[str] = set()
+    for target in filter(None, map(_known, wanted)):
+        found.add(target)
+        parent = target.rpartition(".")[0]
+        while parent not in ("", "flowbook") and not (module + ".").startswith(parent + "."):
+            found.add(parent)  # its __init__ runs first (unless we are inside that package)
+            parent = parent.rpartition(".")[0]
+    found.discard(module)
+    return found
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _collect(module: str) -> tuple[set[str], list[tuple[str, int]]]:
+    """(modules imported at module level, [(module imported in a function, line)])."""
+    top: set[str] = set()
+    lazy: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                for target in _targets(module, child):
+                    if in_function:
+                        lazy.append((target, child.lineno))
+                    else:
+                        top.add(target)
+            elif _is_type_checking(child):
+                continue
+            visit(child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    visit(ast.parse(FILES[module].read_text()), False)
+    return top, lazy
+
+
+IMPORTS = {m: _collect(m) for m in FILES}
+GRAPH = nx.DiGraph()
+GRAPH.add_nodes_from(FILES)
+GRAPH.add_edges_from((m, t) for m, (top, _) in IMPORTS.items() for t in top)
+
+
+def _layer(module: str) -> int | None:
+    if module == "flowbook":
+        return LAYER_OF["flowbook"]
+    while module != "flowbook":
+        if module in LAYER_OF:
+            return LAYER_OF[module]
+        module = module.rpartition(".")[0]
+    return None
+
+
+def _params(check: str) -> list:
+    """One param per module, an xfail where (check, module) is IN_PROGRESS."""
+    params = []
+    for name in sorted(FILES):
+        known = (check, name) in IN_PROGRESS
+        marks = [pytest.mark.xfail(strict=False, reason=_reason(name))] if known else []
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+def _cycles(graph: nx.DiGraph) -> list[list[str]]:
+    """One cycle of each strongly connected component with more than one module."""
+    found = []
+    for component in nx.strongly_connected_components(graph):
+        if len(component) > 1:
+            found.append(next(nx.simple_cycles(graph.subgraph(component))))
+    return found
+
+
+def _describe(cycles: list[list[str]]) -> str:
+    return "; ".join(" -> ".join([*c, c[0]]) for c in cycles)
+
+
+# ----------------------------------------------------------------- checks
+def test_the_parser_sees_known_edges():
+    assert "flowbook.tensor_shape" in IMPORTS["flowbook.tensor"][0]
+    assert "flowbook.ops" in IMPORTS["flowbook.variables"][0]  # via flowbook.ops._builder
+    assert "flowbook.ops" not in IMPORTS["flowbook.ops.math_ops"][0]  # inside its own package
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(m for m in FILES if _layer(m) is None)
+    assert not missing, f"modules without a layer (add them to LAYERS): {missing}"
+
+
+def test_no_import_cycle_outside_modules_in_progress():
+    graph = GRAPH.copy()
+    graph.remove_edges_from([(m, t) for m, t in GRAPH.edges if ("cycle", m) in IN_PROGRESS])
+    cycles = _cycles(graph)
+    assert not cycles, f"module-level import cycles: {_describe(cycles)}"
+
+
+_CYCLES_KNOWN = any(check == "cycle" for check, _ in IN_PROGRESS)
+
+
+@pytest.mark.xfail(_CYCLES_KNOWN, strict=False, reason="cycles through modules IN_PROGRESS")
+def test_no_import_cycle():
+    cycles = _cycles(GRAPH)
+    assert not cycles, f"module-level import cycles: {_describe(cycles)}"
+
+
+@pytest.mark.parametrize("module", _params("downward"))
+def test_imports_go_downward(module):
+    rank = _layer(module)
+    top, lazy = IMPORTS[module]
+    upward = sorted(
+        f"{t} ({LAYERS[_layer(t)][0]})"
+        for t in top | {t for t, _ in lazy}
+        if _layer(t) is not None and rank is not None and _layer(t) > rank
+    )
+    assert not upward, (
+        f"{module} (layer {LAYERS[rank][0]}) imports upward: {upward}; "
+        "reach up through flowbook.hooks instead"
+    )
+
+
+@pytest.mark.parametrize("module", _params("lazy"))
+def test_function_level_imports_are_listed(module):
+    unlisted = sorted(
+        f"{t} (line {line})" for t, line in IMPORTS[module][1] if (module, t) not in LAZY_IMPORTS
+    )
+    assert not unlisted, (
+        f"{module} imports inside functions: {unlisted}; import at the top, reach up "
+        "through flowbook.hooks, or list it in LAZY_IMPORTS with the reason"
+    )
+
+
+def test_lazy_imports_listed_still_exist():
+    present = {(m, t) for m, (_, lazy) in IMPORTS.items() for t, _ in lazy}
+    stale = sorted(set(LAZY_IMPORTS) - present)
+    assert not stale, f"LAZY_IMPORTS entries no longer in the code: {stale}"
+
+
+@pytest.mark.parametrize("module", _params("lines"))
+def test_file_is_at_most_500_lines(module):
+    lines = len(FILES[module].read_text().splitlines())
+    assert lines <= 500, f"{FILES[module].relative_to(PACKAGE.parent)}: {lines} lines"
