@@ -121,8 +121,6 @@ def __getattr__(name: str) -> _typing.Any:
     raise AttributeError(f"module 'flowbook' has no attribute {name!r}")
 
 
-# flowbook.session does not fill its hook itself: it is filled here (see flowbook.hooks)
-hooks.session_for.fill(session._session_for)
 operators.attach(Tensor)
 operators.attach(Variable)
 

@@ -9,12 +9,16 @@ Session, ``Graph.as_graph_def`` the GraphDef writer.  Each such reach is a
 named :class:`Hook` here, and nowhere else:
 
 - ``session_for``: ``Tensor.eval``, ``Operation.run`` and ``Variable.load``
-  find their session; filled by ``flowbook/__init__.py`` with
-  ``flowbook.session._session_for``;
+  find their session; filled by ``flowbook.session``;
 - ``as_graph_def``: ``Graph.as_graph_def``; filled by ``flowbook.graph_def``;
 - ``import_graph_def``: ``flowbook.graph_def.import_graph_def``; filled by
   ``flowbook.graph_def_import``;
 - ``find_gpus``: the GPUs ``flowbook.devices`` lists; filled by ``flowbook.gpu``.
+
+One more reach has a registry of its own, beside the protocol it serves:
+``flowbook.observers.observer_factory``, through which ``flowbook.debug`` and
+``flowbook.profiling`` give the session the observers a run's ``RunOptions``
+or the session's ``ConfigProto`` ask for (the NaN guard, a trace).
 
 The low module calls the slot (``hooks.session_for(graph, session)``); the
 high module fills it once, when it is imported (``hooks.as_graph_def.fill(fn)``).

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from flowbook import hooks
 from flowbook.compile import RunPath
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
@@ -414,6 +415,9 @@ def _session_for(graph: Graph, session: BaseSession | None) -> BaseSession:
             "from the session's graph."
         )
     return session
+
+
+hooks.session_for.fill(_session_for)  # Tensor.eval, Operation.run, Variable.load
 
 
 # --------------------------------------------------------------------- feeds
