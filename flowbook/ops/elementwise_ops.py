@@ -45,7 +45,7 @@ from flowbook.ops.elementwise import (
     doctests,
     unary,
 )
-from flowbook.ops.joining_ops import ones_like, zeros_like
+from flowbook.ops.fill_ops import ones_like, zeros_like
 from flowbook.ops.selection_ops import where
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, register
 from flowbook.tensor import Operation, Tensor
