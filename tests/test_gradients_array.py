@@ -31,7 +31,7 @@ MODULES = (
     "flowbook.ops.constant_op",
     "flowbook.ops.state_ops",
     "flowbook.ops.control_flow_ops",
-    "flowbook.gradients",
+    "flowbook.ops.broadcast_grad",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 

@@ -22,6 +22,7 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.ops.constant_op import constant_value, convert_to_tensor
 from flowbook.tensor import Tensor
+from flowbook.tensor_shape import fmt
 
 INT_TYPES = (dtypes.int32, dtypes.int64)  # the dtypes a shape-like input may have
 
@@ -85,10 +86,17 @@ def per_dim_ints(op_type: str, input_name: str, x: Tensor, t: Tensor) -> tuple[A
 
     Returns its values (None when not known at build time) and the static
     shape to give the output in that case: ``x``'s rank, every dim unknown.
+    Values of the wrong length for ``x``'s known rank raise ``ValueError``.
     """
     check_int(op_type, input_name, t)
     n = len(x._shape) if x._shape is not None else vector_len(t)
-    return const_ints(t), None if n is None else (None,) * n
+    values = const_ints(t)
+    if values is not None and x._shape is not None and len(values) != n:
+        raise ValueError(
+            f"{input_name} {values} must have one entry per dimension of the input "
+            f"{fmt(x._shape)} (rank {n})"
+        )
+    return values, None if n is None else (None,) * n
 
 
 def host_ints(a: Any) -> tuple[int, ...]:

@@ -199,7 +199,7 @@ def _pack(tensors: list[Tensor], name: str) -> Tensor:
 
 FOLD_LIMIT = 4096  # largest input (in elements) constant_value folds at build time
 
-# While a plan works out its shapes for given feeds (``flowbook.compile.shapes_given_feeds``):
+# While a plan works out its shapes for given feeds (``flowbook.run.compile.shapes_given_feeds``):
 # (tensor -> its actual shape, the fed tensors, whose values the graph does not determine)
 _GIVEN: ContextVar[tuple[dict[Tensor, Any], set[Tensor]] | None] = ContextVar(
     "given_shapes", default=None

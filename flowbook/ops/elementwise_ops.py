@@ -5,7 +5,7 @@ its type, kernel, dtypes, wrapper names, gradient and docstring, and binds
 the wrapper it returns by plain assignment.  The gradients are TensorFlow's
 formulas, built with the wrappers of this module.  Binary gradients sum a
 broadcast gradient back to each input's shape with
-:func:`~flowbook.gradients.unbroadcast` (static when shapes are known, else
+:func:`~flowbook.ops.broadcast_grad.unbroadcast` (static when shapes are known, else
 ``BroadcastGradientArgs``); unary ones reuse the op's output where TF does
 (``Exp``: ``g * y``, ``Sqrt``: ``g * 0.5 / y``, ``Sigmoid``: ``g * y * (1 - y)``).
 Complex inputs are conjugated as in TF.  Comparisons, logic, ``Floor``,
@@ -27,9 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook import dtypes, registry
-from flowbook.gradients import unbroadcast
 from flowbook.graph import name_scope
 from flowbook.ops._builder import make1, operands, tensor
+from flowbook.ops.broadcast_grad import unbroadcast
 from flowbook.ops.cast_ops import cast
 from flowbook.ops.elementwise import (
     ANY,

@@ -56,10 +56,6 @@ def _tile_infer(x: Tensor, multiples: Tensor) -> Out:
     if m is None:
         return Out(x.dtype, unknown)
     shape = x._shape
-    if shape is not None and len(m) != len(shape):
-        raise ValueError(
-            f"multiples {m} must have one entry per dimension of the input {fmt(shape)}"
-        )
     if any(k < 0 for k in m):
         raise ValueError(f"multiples must be non-negative, got {m}")
     if shape is None:

@@ -46,10 +46,6 @@ def _transpose_infer(x: Tensor, perm: Tensor) -> Out:
     if p is None:
         return Out(x.dtype, unknown)
     shape = x._shape
-    if shape is not None and len(p) != len(shape):
-        raise ValueError(
-            f"perm {p} has {len(p)} entries but the input {fmt(shape)} has rank {len(shape)}"
-        )
     normed = [a + len(p) if a < 0 else a for a in p]
     if sorted(normed) != list(builtins.range(len(p))):
         raise ValueError(f"perm {p} is not a permutation of 0..{len(p) - 1}")
