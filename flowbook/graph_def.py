@@ -180,15 +180,24 @@ def _shape_proto(shape: Any, proto: Any) -> Any:
     return proto
 
 
+# the TensorProto field holding one value of a dtype, for splats
+_SPLAT_FIELDS = {
+    "float32": "float_val", "float64": "double_val", "int32": "int_val", "int16": "int_val",
+    "int8": "int_val", "uint8": "int_val", "int64": "int64_val", "bool": "bool_val",
+}  # fmt: skip
+
+
 def _tensor_proto(value: Any, proto: Any) -> Any:
     arr = np.asarray(value)
     dt = dtypes.of_value(arr)
     proto.dtype = DT_ENUM[dt.name]
     _shape_proto(arr.shape, proto.tensor_shape)
+    splat = arr.size > 1 and not any(arr.strides)  # one value broadcast (an imported splat)
+    values = arr.reshape(-1)[:1] if splat else arr.reshape(-1)
     if dt.name == "string":
-        proto.string_val.extend(
-            v if isinstance(v, bytes) else str(v).encode() for v in arr.reshape(-1)
-        )
+        proto.string_val.extend(v if isinstance(v, bytes) else str(v).encode() for v in values)
+    elif splat and dt.name in _SPLAT_FIELDS:  # TF's compact form: one value, repeated
+        getattr(proto, _SPLAT_FIELDS[dt.name]).append(values[0].item())
     else:
         proto.tensor_content = np.ascontiguousarray(arr, dt.np.newbyteorder("<")).tobytes()
     return proto
