@@ -10,6 +10,7 @@ import pytest
 
 import flowbook as fb
 from flowbook import session as session_module
+from flowbook import source
 from flowbook.notebook import history, live, panel, watch
 from flowbook.notebook.snapshot import graph_state, preview
 
@@ -393,3 +394,25 @@ def test_runs_not_yet_summarised_are_bounded_too():
     for _ in range(10):
         hub.run_finished(hub.run_started(plan, stats, False), None)
     assert len(h.pending) == 3 and [e.seq for e in h.runs] == [8, 9, 10]
+
+
+def test_each_cell_run_keeps_the_values_of_its_first_run_of_a_plan(view):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, name="x")
+        y = fb.square(x, name="y")
+    hub = view.attach(g)
+    try:
+        with fb.Session(graph=g) as s:
+            for cell, feeds in ((source.Cell("c1", 1), (1.0, 2.0)), (source.Cell("c1", 2), (3.0,))):
+                source.set_current_cell(cell)  # what the notebook extension does before a cell
+                for v in feeds:
+                    s.run(y, {x: v})
+    finally:
+        source.set_current_cell(None)
+    runs = hub.history.runs
+    assert [(e.seq, e.values_seq, e.previews["y"]) for e in runs] == [
+        (1, 1, "float32 () 1."),
+        (2, 1, "float32 () 1."),  # watched whole: run 1's values
+        (3, 3, "float32 () 9."),  # the next cell's first run: its own
+    ]

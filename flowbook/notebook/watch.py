@@ -6,7 +6,9 @@ looks up the plan's graph among the shown ones and chooses, from the plan's
 :class:`PlanStats`:
 
 - the first run of a plan is timed op by op and keeps references to its
-  values (so every node gets a time and a value preview once);
+  values (so every node gets a time and a value preview once), and so is
+  its first run in each notebook cell run (so the run history has a value
+  for each op of each cell's runs, to compare);
 - a plan whose last run took ``LIVE_NS`` or more is watched op by op (nodes
   turn running/done while it runs: a hook per op is nothing next to 0.1 s);
 - one run in every ``RETIME_FAST_NS`` is timed where timing costs little
@@ -39,6 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from flowbook import source
 from flowbook.devices import Device
 from flowbook.notebook.snapshot import preview
 from flowbook.observers import Observer
@@ -60,6 +63,7 @@ class PlanStats:
     """What the live views know of one plan."""
 
     __slots__ = (
+        "cell",
         "copies",
         "fed",
         "fetched_names",
@@ -93,15 +97,20 @@ class PlanStats:
         self.values_seq = 0
         self.timed: tuple[int, RunTimings] | None = None  # (seq, timings) of the last timed run
         self.fetched_names: list[str] | None = None  # what runs of the plan compute
+        self.cell: Any = None  # source.current_cell at the last "first" run (None: no notebook)
         self.placement: dict[str, str] | None = None  # op name -> "GPU:0"; None: not yet known
         self.copies: list[dict[str, Any]] = []  # the plan's copy nodes (see device_state)
 
     def mode(self, plan: Plan) -> str | None:
         """How to watch the next run: "first", "live", "timed" or None (whole)."""
         if self.runs == 0:
+            self.cell = source.current_cell
             return "first"
         if self.last_ns >= LIVE_NS:
             return "live"
+        if source.current_cell is not self.cell:
+            self.cell = source.current_cell
+            return "first"
         cheap = self.last_ns / self.n >= (TIME_HEAVY_NS if plan.any_heavy else TIME_CHEAP_NS)
         if time.perf_counter_ns() - self.timed_at >= (RETIME_FAST_NS if cheap else RETIME_NS):
             return "timed"
