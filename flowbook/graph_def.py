@@ -151,6 +151,8 @@ def attr_kind(name: str) -> str:
         return "tensor"
     if name in ("padding", "data_format", "mode", "message", "template", "output_stream"):
         return "string"
+    if name == "placeholder":
+        return "string"
     if name in ("sep", "end"):
         return "string"
     if name in ("ksize", "strides", "dilations", "squeeze_dims"):
@@ -240,6 +242,10 @@ def _node_def(op: Operation, node: Any) -> None:
             _shape_proto(None, node.attr[key].shape)
         elif key == "shape" and isinstance(value, tuple):
             _shape_proto(value, node.attr[key].shape)
+        elif key == "output_stream" and not isinstance(value, str):
+            # a Python object (a StringIO, a logger) cannot travel in a GraphDef: it is
+            # written as TF writes an unnamed stream, and prints to stdout once imported
+            node.attr[key].s = b"stdout"
         elif value is not None and not (key in drop and drop[key] == value):
             try:
                 _set_attr(node.attr[key], value)
