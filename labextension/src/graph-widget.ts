@@ -3,13 +3,16 @@
  * `render({ model, el })` draws the graph held in the model's traits and
  * returns a cleanup function. Python-side counterpart: flowbook/widget.py.
  *
- * Traits read: graph, run, stepper, height, selected.
+ * Traits read: graph, run, stepper, history, height, selected.
  * Sent back: `selected` (the clicked op's name, "" to clear) and custom
- * messages {action: "step" | "run_to" | "cont" | "reset", node}.
+ * messages {action: "step" | "run_to" | "cont" | "reset", node} and
+ * {action: "history_run", seq}. Custom messages received: {history_run}
+ * (a kept run asked for) and {replay, seconds} (`widget.replay(run)`).
  */
 
 import { GraphView } from './view/graph-view';
 import '../style/graph-view.css';
+import '../style/history.css';
 
 interface AnyModel {
   get(name: string): unknown;
@@ -27,12 +30,15 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
       model.set('selected', name);
       model.save_changes();
     },
-    onAction: (action, node) => model.send({ action, node })
+    onAction: (action, node) => model.send({ action, node }),
+    onHistory: seq => model.send({ action: 'history_run', seq })
   });
+  const onMsg = (content: unknown) => view.receive(content);
   const handlers: [string, () => void][] = [
     ['change:graph', () => view.setGraph(model.get('graph'))],
     ['change:run', () => view.setRun(model.get('run'))],
     ['change:stepper', () => view.setStepper(model.get('stepper'))],
+    ['change:history', () => view.setHistory(model.get('history'))],
     ['change:height', () => view.setHeight(model.get('height'))],
     [
       'change:selected',
@@ -46,6 +52,8 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
   view.setRun(model.get('run'));
   view.setStepper(model.get('stepper'));
   view.setGraph(model.get('graph'));
+  view.setHistory(model.get('history'));
+  model.on('msg:custom', onMsg as () => void);
   for (const [event, cb] of handlers) {
     model.on(event, cb);
   }
@@ -53,6 +61,7 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
     for (const [event, cb] of handlers) {
       model.off(event, cb);
     }
+    model.off('msg:custom', onMsg as () => void);
     view.dispose();
   };
 }

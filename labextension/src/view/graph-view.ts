@@ -15,8 +15,9 @@
  * - `selected`: the op, copy or group in the details pane (details.ts)
  *
  * The parts: the toolbar (toolbar.ts, with search.ts), the stepper's bar
- * (stepbar.ts), the scene, the hover tooltip (tooltip.ts), the details pane
- * and the legend (badges.ts).
+ * (stepbar.ts), the run list with replay and compare (history.ts: while it
+ * shows a kept run, live runs wait in `liveRun`), the scene, the hover
+ * tooltip (tooltip.ts), the details pane and the legend (badges.ts).
  *
  * The loop: setGraph / a click that opens a group -> requestLayout() ->
  * (next tick, latest request wins) layOut: visible part -> DOT -> Graphviz
@@ -33,6 +34,7 @@ import { Legend } from './badges';
 import { Focus } from './focus';
 import { Toolbar } from './toolbar';
 import { StepBar } from './stepbar';
+import { RunHistory, markChanged } from './history';
 import { showDetails } from './details';
 import { Tooltip } from './tooltip';
 import { CopySet, EMPTY_COPIES, type CopyLayout } from './copies';
@@ -43,9 +45,11 @@ import {
   EMPTY_RUN,
   EMPTY_STEPPER,
   normalizeGraph,
+  normalizeHistory,
   normalizeRun,
   normalizeStepper,
   type GraphState,
+  type RunState,
   type StepAction,
   type StepperState,
   type ViewCallbacks
@@ -58,6 +62,8 @@ export class GraphView {
   private readonly cb: ViewCallbacks;
   private readonly toolbar: Toolbar;
   private readonly stepBar: StepBar;
+  private readonly history: RunHistory;
+  private liveRun: RunState = EMPTY_RUN; // the newest run the host sent (drawn when following)
   private readonly scene: Scene;
   private readonly details: HTMLDivElement;
   private readonly tooltip: Tooltip;
@@ -74,7 +80,7 @@ export class GraphView {
   private selected = ''; // op name or group key shown in the details pane
   private layouts = 0; // layouts done (data-flowbook-layouts: tests check runs do not relayout)
   private lastStepCurrent: string | null = null;
-  private readonly updates = { graph: 0, run: 0, stepper: 0 }; // newest `update` shown, per state
+  private readonly updates = { graph: 0, run: 0, stepper: 0, history: 0 }; // newest `update` shown, per state
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
     this.cb = callbacks;
@@ -96,6 +102,10 @@ export class GraphView {
       collapseAll: () => this.collapseAll()
     });
     this.stepBar = new StepBar(root, action => this.act(action));
+    this.history = new RunHistory(root, {
+      request: seq => this.cb.onHistory?.(seq),
+      show: run => this.showRun(run ?? this.liveRun)
+    });
 
     // the canvas
     const vp = html('div', 'fb-viewport', root);
@@ -149,7 +159,26 @@ export class GraphView {
     if (!this.fresh('run', r)) {
       return;
     }
-    this.overlay.setRun(normalizeRun(r));
+    this.liveRun = normalizeRun(r);
+    if (this.history.following) {
+      this.showRun(this.liveRun);
+    }
+  }
+
+  /** The run list (the kernel's `history` state). */
+  setHistory(h: unknown): void {
+    if (this.fresh('history', h)) {
+      this.history.setIndex(normalizeHistory(h));
+    }
+  }
+
+  /** A message from the host: a kept run asked for ({history_run}) or one to replay ({replay}). */
+  receive(msg: unknown): void {
+    this.history.message(msg);
+  }
+
+  private showRun(run: RunState): void {
+    this.overlay.setRun(run);
     if (this.copies.fold(this.overlay.run, this.overlay.stepper)) {
       this.requestLayout();
     }
@@ -227,6 +256,7 @@ export class GraphView {
 
   dispose(): void {
     this.layoutQueue.dispose();
+    this.history.dispose();
     this.focus.dispose();
     this.scene.dispose();
     this.toolbar.dispose();
@@ -236,7 +266,7 @@ export class GraphView {
   // ------------------------------------------------------------- lookups
   /** Whether a state is at least as new as the one shown: the kernel numbers every state it
    * sends (`update`), so one that arrives late is dropped, never drawn over a newer one. */
-  private fresh(key: 'graph' | 'run' | 'stepper', state: unknown): boolean {
+  private fresh(key: 'graph' | 'run' | 'stepper' | 'history', state: unknown): boolean {
     const n = (state as { update?: unknown } | null)?.update;
     if (typeof n !== 'number') {
       return true; // a state made in the browser or by Python directly (show_times)
@@ -326,6 +356,7 @@ export class GraphView {
     const ov = this.overlay;
     const maxTime = this.scene.paint(v => ov.box(v, this.openings.leavesOf));
     this.legend.update(maxTime, ov.placement);
+    markChanged(this.root, this.history.changedOps, n => this.boxFor(n)?.key);
     this.updateSummary();
     if (this.selected && !this.details.hidden) {
       this.renderDetails();
