@@ -3,13 +3,15 @@
  * `render({ model, el })` draws the graph held in the model's traits and
  * returns a cleanup function. Python-side counterpart: flowbook/widget.py.
  *
- * Traits read: graph, run, stepper, height, selected.
- * Sent back: `selected` (the clicked op's name, "" to clear) and custom
+ * Traits read: graph, run, stepper, height, selected, present.
+ * Sent back: `selected` (the clicked op's name, "" to clear), `present`
+ * (the toolbar's Present button) and custom
  * messages {action: "step" | "run_to" | "cont" | "reset", node}.
  */
 
 import { GraphView } from './view/graph-view';
 import '../style/graph-view.css';
+import '../style/present.css';
 
 interface AnyModel {
   get(name: string): unknown;
@@ -27,13 +29,18 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
       model.set('selected', name);
       model.save_changes();
     },
-    onAction: (action, node) => model.send({ action, node })
+    onAction: (action, node) => model.send({ action, node }),
+    onPresent: on => {
+      model.set('present', on);
+      model.save_changes();
+    }
   });
   const handlers: [string, () => void][] = [
     ['change:graph', () => view.setGraph(model.get('graph'))],
     ['change:run', () => view.setRun(model.get('run'))],
     ['change:stepper', () => view.setStepper(model.get('stepper'))],
     ['change:height', () => view.setHeight(model.get('height'))],
+    ['change:present', () => view.setPresent(model.get('present'))],
     [
       'change:selected',
       () => {
@@ -43,6 +50,7 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
     ]
   ];
   view.setHeight(model.get('height'));
+  view.setPresent(model.get('present'));
   view.setRun(model.get('run'));
   view.setStepper(model.get('stepper'));
   view.setGraph(model.get('graph'));

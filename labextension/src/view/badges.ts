@@ -11,7 +11,8 @@
  * devices of the run shown, each on its colour.
  */
 
-import { clip, html, svg, textWidth } from './draw';
+import { html, svg } from './draw';
+import { clip, textWidth } from './text';
 import { HEAT_GRADIENT, deviceColor, formatTime, heatColor, type BoxState } from './overlay';
 
 /** A laid-out box's size. */

@@ -13,6 +13,8 @@
  * - `frame` (frame.ts): what is laid out now, drawn by `scene` (scene.ts);
  *   `focus` (focus.ts): where the view looks
  * - `selected`: the op, copy or group in the details pane (details.ts)
+ * - `present`: present mode (text.ts PRESENT: big type, scopes collapsed,
+ *   fits never below scale 1); `follower` (follow.ts): the cell whose new ops are centred
  *
  * The parts: the toolbar (toolbar.ts, with search.ts), the stepper's bar
  * (stepbar.ts), the scene, the hover tooltip (tooltip.ts), the details pane
@@ -31,6 +33,7 @@ import { html } from './draw';
 import { Overlay } from './overlay';
 import { Legend } from './badges';
 import { Focus } from './focus';
+import { MIN_READABLE } from './camera';
 import { Toolbar } from './toolbar';
 import { StepBar } from './stepbar';
 import { showDetails } from './details';
@@ -39,6 +42,8 @@ import { CopySet, EMPTY_COPIES, type CopyLayout } from './copies';
 import { Openings } from './expansion';
 import { LayoutQueue, layOut, passTiming, type Frame } from './frame';
 import { Scene } from './scene';
+import { NORMAL, PRESENT } from './text';
+import { CellFollower } from './follow';
 import {
   EMPTY_RUN,
   EMPTY_STEPPER,
@@ -52,6 +57,7 @@ import {
 } from './types';
 
 let instances = 0;
+const FOLLOW_REVEAL = 8; // a cell that makes at most this many ops has them revealed
 
 export class GraphView {
   readonly root: HTMLDivElement;
@@ -75,6 +81,8 @@ export class GraphView {
   private layouts = 0; // layouts done (data-flowbook-layouts: tests check runs do not relayout)
   private lastStepCurrent: string | null = null;
   private readonly updates = { graph: 0, run: 0, stepper: 0 }; // newest `update` shown, per state
+  private present = false;
+  private readonly follower = new CellFollower(); // the cell whose new ops are centred (follow.ts)
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
     this.cb = callbacks;
@@ -93,7 +101,11 @@ export class GraphView {
       centerOn: name => this.focus.centerOn(name),
       markMatches: () => this.markMatches(),
       fit: () => this.focus.fit(),
-      collapseAll: () => this.collapseAll()
+      collapseAll: () => this.collapseAll(),
+      togglePresent: () => {
+        this.setPresent(!this.present);
+        this.cb.onPresent?.(this.present);
+      }
     });
     this.stepBar = new StepBar(root, action => this.act(action));
 
@@ -142,7 +154,30 @@ export class GraphView {
       this.copies.fold(this.overlay.run, this.overlay.stepper); // those of the run it came with
     }
     this.revealStepCurrent();
+    this.centerFollowed();
     this.requestLayout();
+  }
+
+  /** Turn present mode on or off: big type, the scopes' structure, fitted at scale 1 or more. */
+  setPresent(on: unknown): void {
+    const present = on === true;
+    if (present === this.present) {
+      return;
+    }
+    this.present = present;
+    this.root.classList.toggle('fb-present', present);
+    this.root.dataset.flowbookPresent = String(present);
+    this.toolbar.setPresent(present);
+    this.openings.compact = present;
+    this.focus.camera.minFit = present ? 1 : MIN_READABLE;
+    this.focus.camera.centreWide = present;
+    this.focus.fitNext();
+    this.requestLayout();
+  }
+
+  /** Centre the ops the cell with model id `cellId` makes, once the kernel sends them. */
+  followCell(cellId: string): void {
+    this.follower.follow(cellId);
   }
 
   setRun(r: unknown): void {
@@ -285,7 +320,7 @@ export class GraphView {
   }
 
   private doLayout(viz: Viz, requestedAt: number): void {
-    const pass = layOut(viz, this.h, this.openings, this.copies);
+    const pass = layOut(viz, this.h, this.openings, this.copies, this.present ? PRESENT : NORMAL);
     if ('error' in pass) {
       this.showMessage(`Layout failed: ${pass.error}`);
       return;
@@ -367,6 +402,17 @@ export class GraphView {
   }
 
   // ------------------------------------------------------------- opening
+  /** Centre the ops of the cell followed if they changed (a few are revealed, many shown by their scopes). */
+  private centerFollowed(): void {
+    const names = this.follower.newOps(this.h);
+    if (names) {
+      if (names.length <= FOLLOW_REVEAL) {
+        names.forEach(n => this.reveal(n));
+      }
+      this.focus.centerNext(names);
+    }
+  }
+
   /** Open the scopes hiding the stepper's current op; true if anything opened. */
   private revealStepCurrent(): boolean {
     const st = this.overlay.stepper;

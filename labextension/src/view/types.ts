@@ -83,6 +83,8 @@ export interface ViewCallbacks {
   onSelect?: (name: string, node: NodeSpec | null) => void;
   /** A stepper button was pressed; `node` is the selected op for "run_to". */
   onAction?: (action: StepAction, node: string | null) => void;
+  /** Present mode was turned on or off with the toolbar's button. */
+  onPresent?: (on: boolean) => void;
 }
 
 export const EMPTY_RUN: RunState = {
