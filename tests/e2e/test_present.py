@@ -1,8 +1,8 @@
 """Presenting in a real JupyterLab at 1024x768: present mode, refits, the side panel.
 
 - Present mode (``tf.show(present=True)``, or the toolbar's Present button):
-  on tutorial 03's graph every label is drawn at 16 px or more, no two
-  labels overlap, no label sticks out of its box, a shortened name keeps the
+  on tutorial 03's graph every label (names, op types, shapes on edges, scope
+  titles, the run's time pills) is drawn at 16 px or more, no two overlap, no label sticks out of its box, a shortened name keeps the
   whole one for the hover tooltip, and dimmed ops stay readable.
 - A graph that the user has not panned or zoomed refits when its container
   resizes: the in-cell widget and the side panel, when the panel opens.
@@ -30,9 +30,11 @@ PANEL = "#flowbook-graph-panel"
 # every label of one view: its screen size (px), rectangle, box and the full name kept
 MEASURE_JS = """(root) => {
   const rect = r => ({ x: r.left, y: r.top, r: r.right, b: r.bottom });
-  return [...root.querySelectorAll(".fb-label, .fb-sub, .fb-edge-label, .fb-cluster-label")].filter(t => t.textContent).map(t => {
+  const texts = ".fb-label, .fb-sub, .fb-edge-label, .fb-cluster-label, .fb-time, .fb-errmsg,"
+    + " .fb-stale-badge text, .fb-device-pill text";
+  return [...root.querySelectorAll(texts)].filter(t => t.textContent && t.getBoundingClientRect().width > 0).map(t => {
     const m = t.getScreenCTM();
-    const shape = t.closest('.fb-node')?.querySelector('.fb-shape');
+    const shape = t.matches('.fb-label, .fb-sub') ? t.closest('.fb-node').querySelector('.fb-shape') : null;
     const frame = t.closest('.fb-cluster-head')
       ? root.querySelector(`.fb-cluster[data-name="${t.closest('.fb-cluster-head').dataset.name}"] .fb-cluster-frame`)
       : null;
@@ -41,7 +43,7 @@ MEASURE_JS = """(root) => {
       opacity *= Number(getComputedStyle(e).opacity);
     }
     return {
-      cls: t.getAttribute('class'), text: t.textContent, full: t.dataset.full || '',
+      cls: t.getAttribute('class') || t.parentElement.getAttribute('class'), text: t.textContent, full: t.dataset.full || '',
       node: t.closest('.fb-node')?.dataset.name || '', dim: !!t.closest('.fb-dim'),
       px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b),
       rect: rect(t.getBoundingClientRect()),
@@ -99,7 +101,9 @@ def luminance(css: str) -> float:
 def check_labels(labels: list[dict], where: str) -> None:
     """At least 16 px, none overlapping another, none outside its box, cut names kept whole."""
     assert labels, f"{where}: no labels drawn"
-    small = [(lb["text"], round(lb["px"], 1)) for lb in labels if lb["px"] < 16 - 1e-6]
+    small = [
+        (lb["text"], round(lb["px"], 1)) for lb in labels if lb["px"] < 16 - 0.01
+    ]  # 0.01: rounding
     assert not small, f"{where}: labels under 16 px: {small[:8]}"
     pairs = [
         (a["text"], b["text"])

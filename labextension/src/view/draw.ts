@@ -88,7 +88,7 @@ export function sizeOf(v: Visible, st: TextStyle = NORMAL): Size {
   const px = titleSize(v, st);
   const bold = v.type === 'group' || (v.type === 'leaf' && v.node.kind === 'copy');
   const textW = Math.max(0, ...t.title.map(l => measure(l, px, bold)), t.sub ? measure(t.sub, st.sub) : 0);
-  const textH = t.title.length * px * LINE + (t.sub ? st.sub * LINE : 0);
+  const textH = t.title.length * px * LINE + (t.sub ? st.sub * LINE : 0) + 2 * st.padTop;
   const grow = st.present ? 1.25 : 1; // present boxes keep their proportions at the bigger size
   if (v.type === 'more') {
     return { w: Math.max(112 * grow, textW + 24), h: Math.max(34 * grow, textH + 10) };
@@ -146,7 +146,7 @@ export function drawBox(v: Visible, p: Placed, parent: Element, st: TextStyle = 
   const px = titleSize(v, st);
   const lineH = px * LINE;
   const block = t.title.length * lineH + (t.sub ? st.sub * LINE : 0);
-  const top = (innerH - block) / 2;
+  const top = st.padTop + (innerH - 2 * st.padTop - block) / 2; // below the run's pills
   const a = svg('text', { class: 'fb-label', x: inner / 2, y: top, style: `font-size:${px}px` }, g);
   t.title.forEach((line, i) => {
     const span = svg('tspan', { x: (inner / 2).toFixed(1), y: (top + (i + 0.5) * lineH).toFixed(1) }, a);

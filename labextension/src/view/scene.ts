@@ -15,6 +15,7 @@ import { drawBox, drawCluster, drawEdge, drawEdgeLabel, html, svg, type Rect } f
 import { drawBadges } from './badges';
 import type { BoxState } from './overlay';
 import type { Frame } from './frame';
+import { NORMAL } from './text';
 
 const MAX_EDGE_LABELS = 400; // past this many edges, none is labelled
 const FLASH_MS = 1500;
@@ -26,6 +27,7 @@ export class Scene {
   private readonly message: HTMLDivElement;
   private readonly hatchId: string;
   private drawnLayout: Layout | null = null;
+  private badgeScale = 1; // the run's pills, times their usual size (present mode: bigger)
   private readonly boxEls = new Map<Visible, SVGGElement>();
   private readonly edgeEls = new Map<Edge, SVGGElement>();
   private readonly keyToBox = new Map<string, Visible>();
@@ -119,6 +121,8 @@ export class Scene {
     const headLayer = svg('g', { class: 'fb-cluster-heads' }, scene);
     const nodeLayer = svg('g', { class: 'fb-nodes' }, scene);
     const st = frame.style;
+    this.badgeScale = st.badge / NORMAL.badge;
+    const pill = 8 * this.badgeScale; // how far the pills reach past a box's top and right
     // what an edge label must not cover: boxes, open scopes' title bands, other labels
     const taken: Rect[] = [];
     for (const g of frame.vis.clusters) {
@@ -131,7 +135,7 @@ export class Scene {
     for (const b of frame.boxes) {
       const p = l.boxes.get(b);
       if (p) {
-        taken.push({ x: p.x - p.w / 2, y: p.y - p.h / 2, w: p.w, h: p.h });
+        taken.push({ x: p.x - p.w / 2, y: p.y - p.h / 2 - pill, w: p.w + pill, h: p.h + pill });
       }
     }
     const inBounds = (r: Rect) => r.x >= 0 && r.y >= 0 && r.x + r.w <= l.width && r.y + r.h <= l.height;
@@ -190,7 +194,7 @@ export class Scene {
       const p = this.placed(v);
       if (p) {
         // where it ran; a copy node says it in its label
-        drawBadges(el, p, st, maxTime, v.type === 'leaf' && v.copy ? '' : st.device);
+        drawBadges(el, p, st, maxTime, v.type === 'leaf' && v.copy ? '' : st.device, this.badgeScale);
       }
     }
     for (const [e, el] of this.edgeEls) {

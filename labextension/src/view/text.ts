@@ -24,6 +24,8 @@ export interface TextStyle {
   lines: number; // most lines of a name before it is shortened
   opSub: boolean; // ops show their type under their name
   ranksep: number; // Graphviz ranksep (inches): room for edge labels between rows
+  badge: number; // the run's pills on a box: time, device, "stale" (badges.ts)
+  padTop: number; // room above a box's name for those pills
 }
 
 export const NORMAL: TextStyle = {
@@ -38,7 +40,9 @@ export const NORMAL: TextStyle = {
   lineMax: 190,
   lines: 2,
   opSub: true,
-  ranksep: 0.42
+  ranksep: 0.42,
+  badge: 9.5,
+  padTop: 0
 };
 
 /** Present mode: every text at least 16 px at scale 1, which present fits never go below. */
@@ -54,7 +58,9 @@ export const PRESENT: TextStyle = {
   lineMax: 210,
   lines: 3,
   opSub: false,
-  ranksep: 0.62
+  ranksep: 0.62,
+  badge: 16,
+  padTop: 10
 };
 
 export const LINE = 1.3; // line height, times the font size
