@@ -71,10 +71,10 @@ def bench_chain(repeat: int) -> dict[str, Any]:
     sess.run(y, feed)  # second run compiles the plan
     baseline = timeit(numpy_loop, repeat)
     compiled = timeit(lambda: sess.run(y, feed), repeat)
-    with fb.observe(fb.executor.Observer()):
+    with fb.observe(fb.Observer()):
         threaded = timeit(lambda: sess.run(y, feed), repeat)
     plan = next(iter(sess._plans.values()))
-    serial = timeit(lambda: fb.executor.run_serial(plan, [value]), repeat)
+    serial = timeit(lambda: fb.run.executor.run_serial(plan, [value]), repeat)
     sess.close()
     per = {
         k: v / CHAIN * 1e6

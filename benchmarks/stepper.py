@@ -91,7 +91,7 @@ def bench(repeat: int) -> dict[str, Any]:
         chain()
     build_ms = (time.perf_counter() - t0) / max(1, repeat // 3) * 1e3
 
-    with fb.observe(fb.executor.Observer()):
+    with fb.observe(fb.Observer()):
         sess.run(y, feed)
         samples = []
         for _ in range(repeat):

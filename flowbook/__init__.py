@@ -19,8 +19,6 @@ from flowbook import (
     debug,
     dtypes,
     errors,
-    executor,
-    gpu,  # fills hooks.find_gpus
     gradient_checker,
     graph_def_import,  # fills hooks.import_graph_def
     hooks,
@@ -78,6 +76,8 @@ from flowbook.ops.math_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile
+from flowbook.run import gpu
+from flowbook.run.observers import Observer
 from flowbook.session import InteractiveSession, Session, get_default_session, observe
 from flowbook.summary import (
     histogram_summary,

@@ -12,7 +12,7 @@ A :class:`Device` is small: a canonical name (``"/device:GPU:0"``), its
   the device's cached blocks handed back, so the session stays usable.
 
 **Which devices exist.**  ``local_devices(config)``: the CPU, then the GPUs
-CuPy finds (``flowbook.gpu``: looked for once per process, on the first
+CuPy finds (``flowbook.run.gpu``: looked for once per process, on the first
 session that places ops; CuPy is an optional extra and flowbook runs
 without it), then devices registered at run time with
 :func:`register_device` (the simulated GPU of ``flowbook.gpu_sim``, for
@@ -24,7 +24,7 @@ A :class:`DeviceSpec` is the parsed form of a device string such as
 ``"/gpu:0"`` or ``"/job:worker/task:1/device:CPU:0"``; ``device(...)`` scopes
 merge specs the way TensorFlow does (the inner scope fills in, the outer
 keeps what the inner leaves unset).  Which device an op gets is decided per
-session by ``flowbook.placement``.
+session by ``flowbook.run.placement``.
 
     >>> DeviceSpec.from_string("/gpu:1").to_string()
     '/device:GPU:1'
@@ -214,7 +214,7 @@ def _real_gpus() -> list[Device]:
     """CuPy's GPUs, unless a registered device stands in for them (a simulated GPU does)."""
     if any(d.hides_real_gpus for d in _registered):
         return []
-    return hooks.find_gpus()  # flowbook.gpu, which is above this module, fills it
+    return hooks.find_gpus()  # flowbook.run.gpu, which is above this module, fills it
 
 
 def gpus() -> list[Device]:

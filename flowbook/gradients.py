@@ -17,9 +17,9 @@ The walk:
    raises ``LookupError`` naming it;
 3. return one gradient per x: None where y does not depend on x.
 
-Gradient functions use :func:`unbroadcast` to sum a broadcast gradient back to
-an input's shape (statically when shapes are known, else with
-``BroadcastGradientArgs``).
+Gradient functions use :func:`~flowbook.ops.broadcast_grad.unbroadcast` to sum
+a broadcast gradient back to an input's shape (it lives with the ops, which sit
+below this module; it is re-exported here under its TensorFlow-era home).
 
     >>> import flowbook as fb
     >>> x = fb.constant(3.0)
@@ -31,100 +31,17 @@ an input's shape (statically when shapes are known, else with
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import numpy as np
-
 from flowbook.graph import get_default_graph
-from flowbook.ops import array_ops, constant_op, math_ops
-from flowbook.ops._builder import make, tensor
-from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.ops import array_ops, math_ops
+from flowbook.ops._builder import tensor
+from flowbook.ops.broadcast_grad import unbroadcast
+from flowbook.registry import NOT_DIFFERENTIABLE
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible, fmt
 
 __all__ = ["gradients", "unbroadcast"]
-
-
-def _bga_infer(s0: Tensor, s1: Tensor) -> list[Out]:
-    a, b = constant_op.constant_value(s0), constant_op.constant_value(s1)
-    if a is None or b is None:  # the axes depend on shapes known only when the run comes
-        return [Out(s0.dtype, (None,)), Out(s0.dtype, (None,))]
-    r0, r1 = _bga_kernel(np, a, b)  # shapes that do not broadcast: ValueError, named
-    return [Out(s0.dtype, r0.shape), Out(s0.dtype, r1.shape)]
-
-
-def _bga_kernel(xp: Any, s0: Any, s1: Any) -> tuple[Any, Any]:
-    r0, r1 = _broadcast_axes(tuple(s0.tolist()), tuple(s1.tolist()), s0.dtype.str)
-    return (r0, r1) if xp is np else (xp.asarray(r0), xp.asarray(r1))
-
-
-@functools.lru_cache(maxsize=256)
-def _broadcast_axes(a: tuple[int, ...], b: tuple[int, ...], dtype: str) -> tuple[Any, Any]:
-    """The axes shapes ``a`` and ``b`` were broadcast along, as read-only arrays (cached:
-    a training loop asks the same few questions every step).
-
-    >>> [r.tolist() for r in _broadcast_axes((100, 10), (10,), "<i4")]
-    [[], [0]]
-    """
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    r0: list[int] = []
-    r1: list[int] = []
-    for i, (p, q) in enumerate(zip(pa, pb)):
-        if p == q:
-            continue
-        if p == 1:
-            r0.append(i)
-        elif q == 1:
-            r1.append(i)
-        else:
-            raise ValueError(f"Incompatible shapes: {list(a)} vs. {list(b)}")
-    out = np.array(r0, dtype=dtype), np.array(r1, dtype=dtype)
-    for r in out:
-        r.flags.writeable = False
-    return out
-
-
-register(
-    OpDef(
-        "BroadcastGradientArgs",
-        ("s0", "s1"),
-        (),
-        _bga_infer,
-        _bga_kernel,
-        grad=NOT_DIFFERENTIABLE,
-        doc="The axes each input was broadcast along, to sum a gradient over.",
-    )
-)
-
-
-def unbroadcast(grad: Tensor, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
-    """Sum ``grad`` (shaped like ``x op y``) back to the shapes of ``x`` and ``y``.
-
-    Static shapes give plain ``reduce_sum`` + ``reshape`` (or nothing when no
-    broadcast happened); unknown shapes use the BroadcastGradientArgs op.
-    """
-    return _sum_to(grad, x, y, 0), _sum_to(grad, y, x, 1)
-
-
-def _sum_to(grad: Tensor, x: Tensor, other: Tensor, which: int) -> Tensor:
-    gs, xs, os_ = grad._shape, x._shape, other._shape
-    if gs is not None and xs is not None and None not in gs and None not in xs:
-        if gs == xs:
-            return grad
-        lead = len(gs) - len(xs)
-        axes = list(range(lead)) + [
-            lead + i for i, d in enumerate(xs) if d == 1 and gs[lead + i] != 1
-        ]
-        summed = math_ops.reduce_sum(grad, axis=axes) if axes else grad
-        return array_ops.reshape(summed, list(xs))
-    if xs is not None and os_ is not None and xs == os_ and None not in xs:
-        return grad
-    sx, so = array_ops.shape(x), array_ops.shape(other)
-    pair = (sx, so) if which == 0 else (so, sx)
-    rx = make("BroadcastGradientArgs", pair).outputs[which]
-    return array_ops.reshape(math_ops.reduce_sum(grad, axis=rx), sx)
 
 
 def _is_float(t: Tensor) -> bool:

@@ -151,6 +151,8 @@ def attr_kind(name: str) -> str:
         return "tensor"
     if name in ("padding", "data_format", "mode", "message", "template", "output_stream"):
         return "string"
+    if name == "placeholder":
+        return "string"
     if name in ("sep", "end"):
         return "string"
     if name in ("ksize", "strides", "dilations", "squeeze_dims"):
@@ -178,15 +180,24 @@ def _shape_proto(shape: Any, proto: Any) -> Any:
     return proto
 
 
+# the TensorProto field holding one value of a dtype, for splats
+_SPLAT_FIELDS = {
+    "float32": "float_val", "float64": "double_val", "int32": "int_val", "int16": "int_val",
+    "int8": "int_val", "uint8": "int_val", "int64": "int64_val", "bool": "bool_val",
+}  # fmt: skip
+
+
 def _tensor_proto(value: Any, proto: Any) -> Any:
     arr = np.asarray(value)
     dt = dtypes.of_value(arr)
     proto.dtype = DT_ENUM[dt.name]
     _shape_proto(arr.shape, proto.tensor_shape)
+    splat = arr.size > 1 and not any(arr.strides)  # one value broadcast (an imported splat)
+    values = arr.reshape(-1)[:1] if splat else arr.reshape(-1)
     if dt.name == "string":
-        proto.string_val.extend(
-            v if isinstance(v, bytes) else str(v).encode() for v in arr.reshape(-1)
-        )
+        proto.string_val.extend(v if isinstance(v, bytes) else str(v).encode() for v in values)
+    elif splat and dt.name in _SPLAT_FIELDS:  # TF's compact form: one value, repeated
+        getattr(proto, _SPLAT_FIELDS[dt.name]).append(values[0].item())
     else:
         proto.tensor_content = np.ascontiguousarray(arr, dt.np.newbyteorder("<")).tobytes()
     return proto
@@ -240,6 +251,10 @@ def _node_def(op: Operation, node: Any) -> None:
             _shape_proto(None, node.attr[key].shape)
         elif key == "shape" and isinstance(value, tuple):
             _shape_proto(value, node.attr[key].shape)
+        elif key == "output_stream" and not isinstance(value, str):
+            # a Python object (a StringIO, a logger) cannot travel in a GraphDef: it is
+            # written as TF writes an unnamed stream, and prints to stdout once imported
+            node.attr[key].s = b"stdout"
         elif value is not None and not (key in drop and drop[key] == value):
             try:
                 _set_attr(node.attr[key], value)

@@ -20,6 +20,7 @@ module fills when it is imported.
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ import numpy as np
 from flowbook import graph_def as gdef
 from flowbook import graph_edit, hooks, registry
 from flowbook.graph import Graph, get_default_graph
+from flowbook.limits import check_claim
 from flowbook.tensor import Operation, Tensor
 
 _VAL_FIELDS = (
@@ -42,24 +44,38 @@ def _dtype(enum: int, where: str) -> Any:
     return dt
 
 
-def _shape(proto: Any) -> tuple[int | None, ...] | None:
+def _shape(proto: Any, where: str) -> tuple[int | None, ...] | None:
     if proto.unknown_rank:
         return None
-    return tuple(None if d.size < 0 else int(d.size) for d in proto.dim)
+    dims = tuple(int(d.size) for d in proto.dim)
+    if any(d < -1 for d in dims):
+        raise ValueError(f"{where}: shape {list(dims)} has a dimension below -1 (-1 is unknown)")
+    return tuple(None if d == -1 else d for d in dims)
+
+
+_ZERO = {"string": b""}
 
 
 def tensor_value(proto: Any, where: str) -> np.ndarray:
-    """The ndarray a TensorProto holds (tensor_content, or the typed ``*_val`` fields)."""
+    """The ndarray a TensorProto holds (tensor_content, or the typed ``*_val`` fields).
+
+    The size the proto claims is checked against the claims budget
+    (:func:`flowbook.limits.check_claim`) before anything is allocated, and a
+    tensor given by one value (TensorFlow's compact form of a splat, such as
+    ``zeros``) is kept as a read-only broadcast of that value: a Const of
+    shape [20000, 20000] from one ``float_val`` costs nothing until a kernel
+    computes with it.
+    """
     dt = _dtype(proto.dtype, where)
-    shape = _shape(proto.tensor_shape)
+    shape = _shape(proto.tensor_shape, where)
     if shape is None or any(d is None for d in shape):
         raise ValueError(f"{where}: a constant tensor needs a fully known shape")
-    size = int(np.prod(shape, dtype=np.int64))
-    if dt.name == "string":
-        vals: Any = [bytes(v) for v in proto.string_val]
-        vals = [v.decode("utf-8", "replace") for v in vals]
-        flat = np.empty(len(vals), dtype=object)
-        flat[:] = vals
+    is_str = dt.name == "string"
+    itemsize = np.dtype(object).itemsize if is_str else dt.np.itemsize
+    check_claim(where, shape, itemsize, dt.name)
+    size = math.prod(shape)
+    if is_str:
+        raw: Any = [bytes(v).decode("utf-8", "replace") for v in proto.string_val]
     elif proto.tensor_content:
         np_dt = dt.np.newbyteorder("<")
         if len(proto.tensor_content) != size * np_dt.itemsize:
@@ -70,19 +86,25 @@ def tensor_value(proto: Any, where: str) -> np.ndarray:
         return np.frombuffer(proto.tensor_content, np_dt).astype(dt.np).reshape(shape)
     else:
         name = next((f for f in _VAL_FIELDS if len(getattr(proto, f))), None)
-        raw = list(getattr(proto, name)) if name else []
-        if name == "half_val":
-            flat = np.array(raw, np.uint16).view(np.float16)
-        elif name in ("scomplex_val", "dcomplex_val"):
-            flat = np.array(raw[0::2]) + 1j * np.array(raw[1::2])
-        else:
-            flat = np.array(raw)
-    if len(flat) > size:
-        raise ValueError(f"{where}: {len(flat)} values for shape {list(shape)}")
-    if len(flat) < size:  # TensorFlow repeats the last value (none: zeros)
-        fill = flat[-1] if len(flat) else (b"" if dt.name == "string" else 0)
-        flat = np.concatenate([flat, np.full(size - len(flat), fill, dtype=flat.dtype)])
-    return np.asarray(flat).astype(dt.np).reshape(shape)
+        raw = getattr(proto, name) if name else []
+        if name in ("scomplex_val", "dcomplex_val"):
+            raw = [complex(re, im) for re, im in zip(raw[0::2], raw[1::2])]
+    if len(raw) > size:
+        raise ValueError(f"{where}: {len(raw)} values for shape {list(shape)}")
+    if is_str:
+        flat = np.empty(len(raw), dtype=object)
+        flat[:] = raw
+    elif name == "half_val":
+        flat = np.array(raw, np.uint16).view(np.float16)
+    else:
+        flat = np.array(raw, dtype=dt.np)
+    if len(flat) == size:
+        return flat.astype(dt.np, copy=False).reshape(shape)
+    fill = flat[-1] if len(flat) else _ZERO.get(dt.name, 0)  # TF repeats the last value
+    if len(flat) <= 1:  # a splat: one value, broadcast (read-only, nothing allocated)
+        return np.broadcast_to(np.asarray(fill, dtype=dt.np), shape)
+    rest = np.full(size - len(flat), fill, dtype=flat.dtype)
+    return np.concatenate([flat, rest]).astype(dt.np, copy=False).reshape(shape)
 
 
 def attr_value(attr: Any, key: str, where: str) -> Any:
@@ -91,7 +113,7 @@ def attr_value(attr: Any, key: str, where: str) -> Any:
     if kind == "type":
         return _dtype(attr.type, where)
     if kind == "shape":
-        return _shape(attr.shape)
+        return _shape(attr.shape, where)
     if kind == "tensor":
         return tensor_value(attr.tensor, where)
     if kind == "s":
@@ -102,7 +124,7 @@ def attr_value(attr: Any, key: str, where: str) -> Any:
         lst = attr.list
         items: list[Any] = (
             list(lst.i) or list(lst.f) or [s.decode() for s in lst.s] or list(lst.b)
-            or [_dtype(t, where) for t in lst.type] or [_shape(s) for s in lst.shape]
+            or [_dtype(t, where) for t in lst.type] or [_shape(s, where) for s in lst.shape]
         )  # fmt: skip
         return tuple(items) if key in gdef._TUPLE_ATTRS else items
     raise ValueError(f"{where}: attr '{key}' has an unsupported kind {kind!r}")
@@ -129,6 +151,10 @@ def _attrs(node: Any, opdef: Any) -> dict[str, Any]:
             if key in ("T", "N", "Tidx", "Tshape", "Tperm", "Index", "TI"):
                 continue  # a type/length attr TF writes for an op flowbook lists without it
             raise ValueError(f"{where}: unknown attr '{key}' (the op takes {list(opdef.attrs)})")
+        want = _KINDS.get(gdef.attr_kind(key))
+        kind = node.attr[key].WhichOneof("value")
+        if want is not None and kind != want and not (want == "shape" and kind is None):
+            raise ValueError(f"{where}: attr '{key}' must be a {want}, the GraphDef gives {kind}")
         try:
             attrs[key] = attr_value(node.attr[key], key, where)
         except ValueError:
@@ -148,6 +174,24 @@ def _attrs(node: Any, opdef: Any) -> dict[str, Any]:
                 continue
             raise ValueError(f"{where}: missing attr '{a}'")
     return attrs
+
+
+def _check_arity(node: Any, opdef: Any) -> None:
+    """A node gives as many data inputs as its op takes (any number past a ``*`` input)."""
+    given = sum(1 for text in node.input if not text.startswith("^"))
+    fixed = [i for i in opdef.inputs if not i.startswith("*")]
+    variadic = len(fixed) < len(opdef.inputs)
+    if given < len(fixed) or (given > len(fixed) and not variadic):
+        takes = f"{'at least ' if variadic else ''}{len(fixed)}"
+        names = ", ".join(i.lstrip("*") for i in opdef.inputs) or "none"
+        raise ValueError(
+            f"node '{node.name}' ({node.op}): takes {takes} inputs ({names}), "
+            f"the GraphDef gives {given}"
+        )
+
+
+# the AttrValue kind each attr must have, where flowbook's attr names say it for sure
+_KINDS = {"type": "type", "shape": "shape", "tensor": "tensor"}
 
 
 def _validate(gd: Any, input_map: dict[str, Any]) -> list[tuple[Any, Any, dict[str, Any]]]:
@@ -173,6 +217,7 @@ def _validate(gd: Any, input_map: dict[str, Any]) -> list[tuple[Any, Any, dict[s
                 raise ValueError(
                     f"node '{node.name}': input '{text}' is not a node of the GraphDef"
                 )
+        _check_arity(node, opdef)
         checked[node.name] = (node, opdef, _attrs(node, opdef))
     order: list[tuple[Any, Any, dict[str, Any]]] = []
     state: dict[str, int] = {}  # 1 = on the stack, 2 = done

@@ -17,7 +17,7 @@ same names.  This module holds that edit, as ``Graph._remove_ops``:
 
 Nothing else changes: an Operation is immutable, so a stale op still points
 at its removed input.  A run that needs a removed op is refused by the plan
-(``flowbook.plan.build_plan`` checks ``graph._ops.get(op.name) is op`` for
+(``flowbook.run.plan.build_plan`` checks ``graph._ops.get(op.name) is op`` for
 each needed op) with the message built by :func:`stale_error`.  Which cell
 run removed an op is remembered in ``replaced_by`` (weakly keyed, so it holds
 nothing alive) for that message.

@@ -13,10 +13,10 @@ named :class:`Hook` here, and nowhere else:
 - ``as_graph_def``: ``Graph.as_graph_def``; filled by ``flowbook.graph_def``;
 - ``import_graph_def``: ``flowbook.graph_def.import_graph_def``; filled by
   ``flowbook.graph_def_import``;
-- ``find_gpus``: the GPUs ``flowbook.devices`` lists; filled by ``flowbook.gpu``.
+- ``find_gpus``: the GPUs ``flowbook.devices`` lists; filled by ``flowbook.run.gpu``.
 
 One more reach has a registry of its own, beside the protocol it serves:
-``flowbook.observers.observer_factory``, through which ``flowbook.debug`` and
+``flowbook.run.observers.observer_factory``, through which ``flowbook.debug`` and
 ``flowbook.profiling`` give the session the observers a run's ``RunOptions``
 or the session's ``ConfigProto`` ask for (the NaN guard, a trace).
 
@@ -87,4 +87,4 @@ as_graph_def = Hook("as_graph_def", "flowbook.graph_def")
 # (graph_def, input_map, return_elements, name, op_dict, producer_op_list) -> TF1's import_graph_def
 import_graph_def = Hook("import_graph_def", "flowbook.graph_def_import")
 # () -> the GPUs CuPy finds in this process (found once; [] without CuPy or a GPU)
-find_gpus = Hook("find_gpus", "flowbook.gpu")
+find_gpus = Hook("find_gpus", "flowbook.run.gpu")

@@ -1,6 +1,6 @@
 """See where the time goes: per-op step stats of traced runs, and ``profile()``.
 
-Two ways in, both executor observers (``flowbook.executor.Observer``):
+Two ways in, both executor observers (``flowbook.run.executor.Observer``):
 
 - ``sess.run(..., options=RunOptions(trace_level=FULL_TRACE), run_metadata=md)``
   attaches a :class:`StepStatsCollector`, which fills ``md.step_stats`` with
@@ -54,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from flowbook.config import RunOptions
-from flowbook.observers import Observer, observer_factory
+from flowbook.run.observers import Observer, observer_factory
+from flowbook.run.timings import KernelTiming, RunTimings
 from flowbook.session import observe
 from flowbook.step_stats import (
     AllocationDescription,
@@ -72,7 +73,6 @@ from flowbook.timeline import (
     thread_names,
     trace_events,
 )
-from flowbook.timings import KernelTiming, RunTimings
 
 __all__ = ["CPU_DEVICE", "Profile", "ProfileTable", "StepStatsCollector", "profile"]
 

@@ -17,7 +17,7 @@ or ``rng=`` keyword.  A variable's op outputs the variable itself; ops that
 update it declare that input in ``ref_inputs``, every other consumer gets its
 value, read when the consumer runs (TF1's reference semantics).  An op
 that cannot run on a GPU says ``host_only=True`` (ops on strings are host
-only without saying so); ``flowbook.placement`` keeps it on the CPU.  Two
+only without saying so); ``flowbook.run.placement`` keeps it on the CPU.  Two
 more declarations tell placement where an input's value is read, as TF's
 ``HostMemory`` does: ``host_inputs`` are small shape-like int arguments the
 kernel turns into Python ints (``Reshape``'s shape, a reduction's axes), so

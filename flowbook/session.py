@@ -8,17 +8,17 @@
 2. **feeds** (for any tensor, by object or name) are converted to the
    tensor's dtype and checked against its static shape.
 3. the **plan** for (fetches, feeds, graph version) comes from the cache, or is
-   built once (``flowbook.plan``): a repeated run does no graph work.  Beside
-   each plan the session keeps its ``RunPath`` (``flowbook.compile``): what
+   built once (``flowbook.run.plan``): a repeated run does no graph work.  Beside
+   each plan the session keeps its ``RunPath`` (``flowbook.run.compile``): what
    its runs have learnt, such as its compiled straight line.
-4. ``flowbook.executor.execute`` runs it, on the path it chooses, with the
+4. ``flowbook.run.executor.execute`` runs it, on the path it chooses, with the
    observers attached (``observe``, ``Session.observers``) and those the
    run's options and the session's config ask for
-   (``flowbook.observers.observers_for``: traces, the NaN guard).
+   (``flowbook.run.observers.observers_for``: traces, the NaN guard).
 
 The session owns per-op state that kernels are bound to: each variable's
 value (``VarState``) and each random op's generator, and it decides where
-each op runs (``flowbook.placement``: device scopes, soft placement, the
+each op runs (``flowbook.run.placement``: device scopes, soft placement, the
 first GPU by default); a plan built for it carries the copy nodes between
 devices, and with ``ConfigProto(log_device_placement=True)`` each new plan
 prints its ops' devices into the cell.  It is safe to call ``run`` from
@@ -44,15 +44,15 @@ from typing import Any
 import numpy as np
 
 from flowbook import hooks
-from flowbook.compile import RunPath
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
-from flowbook.executor import execute
-from flowbook.fetches import flatten, host_value, rebuild, to_numpy
 from flowbook.graph import Graph, get_default_graph
-from flowbook.observers import Observer, observers_for
-from flowbook.placement import Placer, log_placement
-from flowbook.plan import Plan, build_plan
+from flowbook.run.compile import RunPath
+from flowbook.run.executor import execute
+from flowbook.run.fetches import flatten, host_value, rebuild, to_numpy
+from flowbook.run.observers import Observer, observers_for
+from flowbook.run.placement import Placer, log_placement
+from flowbook.run.plan import Plan, build_plan
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible, fmt
 from flowbook.var_state import VarState
@@ -66,7 +66,7 @@ def observe(observer: Observer) -> Iterator[Observer]:
     """Attach ``observer`` to every run inside the ``with`` block, in any session.
 
     >>> import flowbook as fb
-    >>> class Names(fb.executor.Observer):
+    >>> class Names(fb.Observer):
     ...     def __init__(self): self.seen = []
     ...     def before_op(self, op): self.seen.append(op.name)
     >>> with fb.Graph().as_default(), fb.Session() as s, observe(Names()) as names:
@@ -186,7 +186,7 @@ class BaseSession:
 
     @property
     def placer(self) -> Placer:
-        """Where this session's ops run (``flowbook.placement.Placer``), made on first use."""
+        """Where this session's ops run (``flowbook.run.placement.Placer``), made on first use."""
         if self._placer is None:
             self._placer = Placer(self.config)
         return self._placer

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flowbook as fb
-from flowbook import executor
-from flowbook.compile import RunPath
-from flowbook.plan import build_plan
+from flowbook.run import executor
+from flowbook.run.compile import RunPath
+from flowbook.run.plan import build_plan
 
 BINARY = [fb.add, fb.subtract, fb.multiply, fb.maximum, fb.minimum]
 UNARY = [fb.negative, fb.abs, fb.square, fb.tanh, fb.sigmoid]

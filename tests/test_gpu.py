@@ -32,8 +32,8 @@ from flowbook.errors import InvalidArgumentError, ResourceExhaustedError
 from flowbook.gpu_sim import SimArray, SimulatedOutOfMemoryError, simulate_gpu
 from flowbook.ops import math_ops, reduction_ops
 from flowbook.ops._builder import make1
-from flowbook.placement import CopyOp, Placer
 from flowbook.registry import OPS
+from flowbook.run.placement import CopyOp, Placer
 
 CPU_ONLY = fb.ConfigProto(device_count={"GPU": 0})
 SOFT = fb.ConfigProto(allow_soft_placement=True)

@@ -20,16 +20,18 @@ from flowbook.ops._builder import make1
 from flowbook.registry import NOT_DIFFERENTIABLE, OPS
 
 MODULES = (
-    "flowbook.ops.array_ops",
-    "flowbook.ops.array_grad",
-    "flowbook.ops.joining_ops",
+    "flowbook.ops.shape_ops",
+    "flowbook.ops.transpose_ops",
+    "flowbook.ops.concat_ops",
+    "flowbook.ops.fill_ops",
     "flowbook.ops.selection_ops",
     "flowbook.ops.slicing",
+    "flowbook.ops.tile_pad_ops",
     "flowbook.ops.random_ops",
     "flowbook.ops.constant_op",
     "flowbook.ops.state_ops",
     "flowbook.ops.control_flow_ops",
-    "flowbook.gradients",
+    "flowbook.ops.broadcast_grad",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 

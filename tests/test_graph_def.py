@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -170,6 +172,30 @@ def _bad_graph_defs():
     n.attr["value"].tensor.tensor_content = b"\x00" * 5
     n.attr["dtype"].type = gdef.DT_ENUM["float32"]
     cases["bad tensor"] = (gd, "broken")
+    gd = graph_pb2.GraphDef()
+    _node(gd, "mm", "MatMul")
+    cases["no inputs"] = (gd, "'mm' \\(MatMul\\): takes 2 inputs \\(a, b\\), the GraphDef gives 0")
+    gd = graph_pb2.GraphDef()
+    n = _node(gd, "p", "Placeholder", dtype=tf.float32)
+    n.attr["shape"].shape.dim.add(size=-5)
+    cases["dim -5"] = (gd, "'p'.*dimension below -1")
+    gd = graph_pb2.GraphDef()
+    _node(gd, "p", "Placeholder", dtype=tf.float32, shape=["a", "b"])
+    cases["shape of strings"] = (gd, "'p'.*attr 'shape' must be a shape")
+    for label, dims, field, dtype in [
+        ("1.6 GB splat", [20000, 20000], "float_val", "float32"),
+        ("int64-wrapping claim", [2**32 + 1, 2**32 + 1], "float_val", "float32"),
+        ("10^9 strings", [10**9], "string_val", "string"),
+    ]:
+        gd = graph_pb2.GraphDef()
+        n = gd.node.add(name="c", op="Const")
+        n.attr["dtype"].type = gdef.DT_ENUM[dtype]
+        t = n.attr["value"].tensor
+        t.dtype = gdef.DT_ENUM[dtype]
+        for d in dims:
+            t.tensor_shape.dim.add(size=d)
+        getattr(t, field).append(b"x" if dtype == "string" else 1.0)
+        cases[label] = (gd, "'c' \\(Const\\) claims a .* tensor of shape")
     good = gdef.to_graph_def(_build("mlp")[0]).SerializeToString()
     cases["truncated"] = (good[: len(good) // 2 + 3], "Invalid GraphDef")
     cases["random bytes"] = (
@@ -225,3 +251,54 @@ def test_op_def_protos(op_type):
     assert [a.name for a in proto.input_arg] == [i.lstrip("*") for i in OPS[op_type].inputs]
     assert proto.is_stateful == OPS[op_type].stateful
     assert {a.name for a in proto.attr} >= set(OPS[op_type].attrs)
+
+
+def _splat(dims, value=1.0):
+    from tensorboard.compat.proto import graph_pb2
+
+    gd = graph_pb2.GraphDef()
+    n = gd.node.add(name="c", op="Const")
+    n.attr["dtype"].type = gdef.DT_ENUM["float32"]
+    t = n.attr["value"].tensor
+    t.dtype = gdef.DT_ENUM["float32"]
+    for d in dims:
+        t.tensor_shape.dim.add(size=d)
+    t.float_val.append(value)
+    return gd
+
+
+def test_a_1gb_claim_in_100_bytes_is_refused_at_once():
+    gd = _splat([16384, 16384])  # 1 GiB of float32
+    assert len(gd.SerializeToString()) < 100
+    tracemalloc.start()  # numpy reports its allocations to tracemalloc
+    try:
+        t0 = time.perf_counter()
+        with tf.Graph().as_default(), pytest.raises(ValueError, match=r"1\.0 GiB"):
+            gdef.import_graph_def(gd)
+        elapsed = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 0.1 and peak < 50 << 20
+
+
+def test_a_splat_within_the_budget_stays_a_broadcast_and_round_trips():
+    gd = _splat([8192, 8192], 2.5)  # 256 MiB if it were allocated
+    g = tf.Graph()
+    with g.as_default():
+        c = gdef.import_graph_def(gd, return_elements=["c:0"], name="")[0]
+        value = c.op.get_attr("value")
+        assert value.shape == (8192, 8192) and value.strides == (0, 0)  # nothing allocated
+        with tf.Session() as s:
+            assert s.run(tf.reduce_sum(c[:2, :3])) == 15.0
+    (node,) = [n for n in gdef.to_graph_def(g).node if n.name == "c"]
+    assert node.ByteSize() < 100  # exported in TF's compact form again
+
+
+def test_the_claims_budget_is_configurable():
+    from flowbook.limits import claim_limit
+
+    with tf.Graph().as_default():
+        with claim_limit(100), pytest.raises(ValueError, match="over the 100 B"):
+            gdef.import_graph_def(_splat([5, 6]))  # 120 bytes
+        gdef.import_graph_def(_splat([5, 6]))  # the default budget takes it

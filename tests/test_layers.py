@@ -14,10 +14,6 @@ blocks left out) apart from those inside functions.  The rules:
 
 Importing ``flowbook.ops.x`` from outside ``flowbook.ops`` also runs
 ``flowbook/ops/__init__.py``, so it counts as importing that package too.
-
-:data:`IN_PROGRESS` lists the known failures of the modules other branches
-were rewriting while this test was written; those are expected (xfail, not
-strict), everything else is checked strictly.  Empty it when they land.
 """
 
 from __future__ import annotations
@@ -30,41 +26,19 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "flowbook"
 
-# The known failures of modules other branches are rewriting while this test
-# was written: (check, module).  Each is an xfail (not strict); empty the set
-# when those branches land.  "cycle": the module's imports close an import
-# cycle (test_no_import_cycle leaves them out of the strict check).
-IN_PROGRESS: set[tuple[str, str]] = {
-    ("cycle", "flowbook.ops.array_grad"),  # <-> ops.array_ops
-    ("cycle", "flowbook.ops.elementwise_ops"),  # -> gradients.unbroadcast -> ops
-    ("downward", "flowbook.ops.elementwise_ops"),  # gradients.unbroadcast
-    ("lazy", "flowbook.ops.array_grad"),
-    ("lazy", "flowbook.ops.array_ops"),
-    ("lazy", "flowbook.ops.constant_op"),
-    ("lazy", "flowbook.ops.joining_ops"),
-    ("lazy", "flowbook.ops.selection_ops"),
-    ("lazy", "flowbook.ops.slicing"),
-    ("lines", "flowbook.ops.joining_ops"),
-}
-
-
-def _reason(module: str) -> str:
-    return "the op library's split by concept is not finished (array_grad, joining_ops)"
-
-
 # Lowest first.  A module may import its own layer and those listed before it.
 LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
-              "graph_keys"}),
+              "graph_keys", "limits"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices"}),
     # the op library, and what builds or reads graphs with it
     ("ops", {"ops", "var_state", "variables", "nn", "losses", "graph_def", "graph_def_import",
              "io"}),
-    # the run core: plan, compile, executor, and the devices it runs on
-    ("run", {"placement", "plan", "compile", "fetches", "run_shapes", "executor", "observers",
-             "timings", "gpu", "gpu_sim"}),
+    # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
+    # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
+    ("run", {"run", "gpu_sim"}),
     ("session", {"session"}),
     # training: gradients, optimizers, checkpoints, summaries
     ("train", {"gradients", "gradient_checker", "train", "summary", "live_plots", "datasets"}),
@@ -171,14 +145,7 @@ def _layer(module: str) -> int | None:
     return None
 
 
-def _params(check: str) -> list:
-    """One param per module, an xfail where (check, module) is IN_PROGRESS."""
-    params = []
-    for name in sorted(FILES):
-        known = (check, name) in IN_PROGRESS
-        marks = [pytest.mark.xfail(strict=False, reason=_reason(name))] if known else []
-        params.append(pytest.param(name, marks=marks, id=name))
-    return params
+MODULES = sorted(FILES)
 
 
 def _cycles(graph: nx.DiGraph) -> list[list[str]]:
@@ -206,23 +173,12 @@ def test_every_module_has_a_layer():
     assert not missing, f"modules without a layer (add them to LAYERS): {missing}"
 
 
-def test_no_import_cycle_outside_modules_in_progress():
-    graph = GRAPH.copy()
-    graph.remove_edges_from([(m, t) for m, t in GRAPH.edges if ("cycle", m) in IN_PROGRESS])
-    cycles = _cycles(graph)
-    assert not cycles, f"module-level import cycles: {_describe(cycles)}"
-
-
-_CYCLES_KNOWN = any(check == "cycle" for check, _ in IN_PROGRESS)
-
-
-@pytest.mark.xfail(_CYCLES_KNOWN, strict=False, reason="cycles through modules IN_PROGRESS")
 def test_no_import_cycle():
     cycles = _cycles(GRAPH)
     assert not cycles, f"module-level import cycles: {_describe(cycles)}"
 
 
-@pytest.mark.parametrize("module", _params("downward"))
+@pytest.mark.parametrize("module", MODULES)
 def test_imports_go_downward(module):
     rank = _layer(module)
     top, lazy = IMPORTS[module]
@@ -237,7 +193,7 @@ def test_imports_go_downward(module):
     )
 
 
-@pytest.mark.parametrize("module", _params("lazy"))
+@pytest.mark.parametrize("module", MODULES)
 def test_function_level_imports_are_listed(module):
     unlisted = sorted(
         f"{t} (line {line})" for t, line in IMPORTS[module][1] if (module, t) not in LAZY_IMPORTS
@@ -254,7 +210,7 @@ def test_lazy_imports_listed_still_exist():
     assert not stale, f"LAZY_IMPORTS entries no longer in the code: {stale}"
 
 
-@pytest.mark.parametrize("module", _params("lines"))
+@pytest.mark.parametrize("module", MODULES)
 def test_file_is_at_most_500_lines(module):
     lines = len(FILES[module].read_text().splitlines())
     assert lines <= 500, f"{FILES[module].relative_to(PACKAGE.parent)}: {lines} lines"

@@ -134,7 +134,7 @@ def test_long_runs_are_watched_op_by_op(view, monkeypatch):
     monkeypatch.setattr(watch, "LIVE_NS", 0)
     seen = []
 
-    class Spy(fb.executor.Observer):
+    class Spy(fb.Observer):
         def after_op(self, op, outputs):
             rec = hub.record
             if rec.running is not None:  # the first run is timed, not live
@@ -296,7 +296,7 @@ def test_the_final_state_of_a_run_wins_over_a_delayed_send(view, monkeypatch):
     update numbers it got must only grow."""
     import threading
 
-    from flowbook.plan import build_plan
+    from flowbook.run.plan import build_plan
 
     x = fb.placeholder(fb.float32, [], name="x")
     y = x + 1.0

@@ -523,7 +523,7 @@ def test_short_tracebacks_in_a_kernel(tmp_path):
     assert "frames hidden" in run_tb and "cell [3], line 2" in run_tb and "s.run(out)" in run_tb
     assert 'created at cell [2], line 1: v = tf.Variable(1.0, name="v")' in run_tb
     assert "FailedPreconditionError: VariableV2 'v'" in run_tb
-    assert "flowbook/executor.py" not in run_tb and "flowbook/session.py" not in run_tb
+    assert "flowbook/run/executor.py" not in run_tb and "flowbook/session.py" not in run_tb
     assert "<flowbook plan>" not in run_tb and "site-packages" not in run_tb
 
     assert build_error.ename == "ValueError" and "MatMul 'MatMul' (cell [4], line 1)" in build_tb

@@ -477,10 +477,10 @@ ACT_REF = {
 @pytest.mark.parametrize(
     "op_type,dtype",
     [
-        pytest.param(op_type, dt, id=f"{op_type}-{dt.name}")
-        for op_type, _, allowed in nn_ops.ACTIVATIONS
+        pytest.param(row.op_type, dt, id=f"{row.op_type}-{dt.name}")
+        for row in nn_ops.ACTIVATIONS
         for dt in (dtypes.float32, dtypes.float64, dtypes.int32)
-        if dt in allowed
+        if dt in row.dtypes
     ],
 )
 def test_activations(sess, op_type, dtype):

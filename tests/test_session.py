@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import plan as plan_module
+from flowbook.run import plan as plan_module
 
 
-class Recorder(fb.executor.Observer):
+class Recorder(fb.Observer):
     """Records the ops a run executes."""
 
     def __init__(self) -> None:

@@ -38,8 +38,8 @@ import numpy as np
 
 from flowbook import errors
 from flowbook.devices import array_module, to_host
-from flowbook.observers import Observer, observer_factory
-from flowbook.plan import DISCARD, Plan
+from flowbook.run.observers import Observer, observer_factory
+from flowbook.run.plan import DISCARD, Plan
 from flowbook.tensor import Operation
 
 

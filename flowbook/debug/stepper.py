@@ -3,7 +3,7 @@
 ``Stepper(sess, fetches, feed_dict)`` takes the plan ``sess.run`` would run
 (``Session.prepare``: same pruning, same order, the session's variables and
 random generators) and drives the executor's own scheduler state
-(``flowbook.executor.Schedule``: pending counts, the ready queue, the
+(``flowbook.run.executor.Schedule``: pending counts, the ready queue, the
 values) one op at a time on the calling thread, so whatever the scheduler
 can run, the Stepper can step.  State:
 
@@ -56,9 +56,9 @@ from typing import Any
 import numpy as np
 
 from flowbook.debug.nan_guard import NanGuard
-from flowbook.executor import Schedule, as_outputs, op_error
-from flowbook.observers import Observer
 from flowbook.registry import OPS
+from flowbook.run.executor import Schedule, as_outputs, op_error
+from flowbook.run.observers import Observer
 from flowbook.session import host_value
 from flowbook.tensor import Operation, Tensor
 

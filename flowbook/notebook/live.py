@@ -41,10 +41,10 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from flowbook.debug.nan_guard import NanGuard
-from flowbook.executor import Observer
 from flowbook.notebook.snapshot import graph_state, preview
 from flowbook.notebook.watch import PlanStats, Record, Watcher
-from flowbook.plan import Plan
+from flowbook.run.executor import Observer
+from flowbook.run.plan import Plan
 from flowbook.tensor import Operation
 
 _UPDATES = itertools.count(1)  # the number of each state sent, in every graph (see "Order")

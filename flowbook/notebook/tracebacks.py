@@ -37,8 +37,8 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from flowbook.compile import PLAN_FILENAME as _PLAN_FILE
 from flowbook.errors import OpError
+from flowbook.run.compile import PLAN_FILENAME as _PLAN_FILE
 from flowbook.source import _PKG_DIR, Site
 
 EXCEPTIONS: tuple[type[BaseException], ...] = (OpError, ValueError, TypeError)  # set_custom_exc's

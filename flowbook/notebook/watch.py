@@ -41,12 +41,12 @@ from typing import Any
 
 from flowbook.devices import Device
 from flowbook.notebook.snapshot import preview
-from flowbook.observers import Observer
-from flowbook.placement import CopyOp
-from flowbook.plan import Plan
+from flowbook.run.observers import Observer
+from flowbook.run.placement import CopyOp
+from flowbook.run.plan import Plan
+from flowbook.run.timings import RunTimings
 from flowbook.session import observe
 from flowbook.tensor import Operation
-from flowbook.timings import RunTimings
 
 LIVE_NS = 100_000_000  # a plan whose last run took this long is watched op by op
 TIME_HEAVY_NS = 5_000  # mean op time above which a heavy (threaded) plan is timed

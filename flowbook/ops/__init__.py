@@ -10,7 +10,6 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     control_flow_ops,
     conv_ops,
     debug_ops,
-    joining_ops,
     math_ops,
     nn_ops,
     pool_ops,

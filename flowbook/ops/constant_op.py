@@ -22,7 +22,7 @@ import numpy as np
 
 from flowbook import dtypes
 from flowbook.errors import InvalidArgumentError
-from flowbook.graph import get_default_graph
+from flowbook.graph import get_default_graph, name_scope
 from flowbook.registry import OpDef, Out, no_gradient, register
 from flowbook.source import capture
 from flowbook.tensor import Tensor
@@ -168,9 +168,7 @@ def convert_to_tensor(
     if isinstance(value, list | tuple) and any(
         isinstance(v, Tensor) or hasattr(v, "_as_tensor") for v in value
     ):
-        from flowbook.ops.array_ops import stack
-
-        return stack([convert_to_tensor(v, dtype=dtype) for v in value], name=name or "packed")
+        return _pack([convert_to_tensor(v, dtype=dtype) for v in value], name or "packed")
     if dtype is None and preferred_dtype is not None:
         try:
             return _const_tensor(value, preferred_dtype, name)
@@ -188,9 +186,20 @@ def _const_tensor(value: Any, dtype: Any, name: str | None) -> Tensor:
     return op.outputs[0]
 
 
+def _pack(tensors: list[Tensor], name: str) -> Tensor:
+    """A list holding tensors as one tensor: the ``Pack`` that ``stack`` builds.
+
+    Built by type: ``concat_ops`` (which declares Pack and ``stack``) imports
+    this module, so this one does not import it.
+    """
+    with name_scope(name, "stack") as scope:
+        attrs = {"N": len(tensors), "axis": 0}
+        return get_default_graph().create_op("Pack", tensors, attrs, name=scope).outputs[0]
+
+
 FOLD_LIMIT = 4096  # largest input (in elements) constant_value folds at build time
 
-# While a plan works out its shapes for given feeds (``flowbook.compile.shapes_given_feeds``):
+# While a plan works out its shapes for given feeds (``flowbook.run.compile.shapes_given_feeds``):
 # (tensor -> its actual shape, the fed tensors, whose values the graph does not determine)
 _GIVEN: ContextVar[tuple[dict[Tensor, Any], set[Tensor]] | None] = ContextVar(
     "given_shapes", default=None

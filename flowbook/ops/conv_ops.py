@@ -33,9 +33,9 @@ from flowbook.errors import InvalidArgumentError
 from flowbook.ops import array_ops
 from flowbook.ops import windows as win
 from flowbook.ops._builder import make1, operands, same_dtype, tensor
+from flowbook.ops._shape_inputs import check_int, host_ints, int_input
 from flowbook.ops.constant_op import partial_shape_value
 from flowbook.ops.elementwise import FLOAT, NUMBER, check_dtype
-from flowbook.ops.slicing import check_int, host_ints, int_input
 from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import Shape, fmt

@@ -255,22 +255,43 @@ def _format(value: Any, summarize: int) -> str:
 
 
 def _print_v2_bind(
-    xp: Any, template: tuple, output_stream: Any, sep: str, end: str, summarize: int
+    xp: Any, template: str, placeholder: str, output_stream: Any, end: str, summarize: int
 ) -> Any:
+    parts = template.split(placeholder)
+
     def run(*values: Any) -> tuple:
-        parts = [_format(values[p], summarize) if k == "t" else p for k, p in template]
-        _write(output_stream, sep.join(parts) + end)
+        out = [parts[0]]
+        for value, text in zip(values, parts[1:]):
+            out += (_format(value, summarize), text)
+        _write(output_stream, "".join(out) + end)
         return ()
 
     return run
+
+
+def _print_v2_infer(*inputs: Tensor, template: str, placeholder: str, **attrs: Any) -> list:
+    n = template.count(placeholder) if placeholder else -1
+    if n != len(inputs):
+        raise ValueError(
+            f"template {template!r} has {n} placeholders {placeholder!r} for {len(inputs)} inputs"
+        )
+    return []
+
+
+def _placeholder(texts: list[str]) -> str:
+    """``"{}"``, or a longer ``"{{}}"``... that none of ``texts`` contains (as TF does)."""
+    mark = "{}"
+    while any(mark in t for t in texts):
+        mark = "{" + mark + "}"
+    return mark
 
 
 register(
     OpDef(
         "PrintV2",
         ("*inputs",),
-        ("template", "output_stream", "sep", "end", "summarize"),
-        lambda *inputs, **attrs: [],
+        ("template", "placeholder", "output_stream", "end", "summarize"),
+        _print_v2_infer,
         kernel=None,
         bind=_print_v2_bind,
         stateful=True,
@@ -303,17 +324,18 @@ def print_v2(
     loss: [0.5  0.25]
     """
     tensors: list[Tensor] = []
-    template: list[tuple[str, Any]] = []
+    texts: list[str | None] = []  # None where a tensor goes
     for x in inputs:
         if isinstance(x, Tensor) or hasattr(x, "_as_tensor"):
-            template.append(("t", len(tensors)))
+            texts.append(None)
             tensors.append(tensor(x))
         else:
-            template.append(("s", str(x)))
+            texts.append(str(x))
+    mark = _placeholder([t for t in texts if t is not None] + [sep])
     attrs = {
-        "template": tuple(template),
+        "template": sep.join(mark if t is None else t for t in texts),
+        "placeholder": mark,
         "output_stream": _stream(output_stream),
-        "sep": sep,
         "end": end,
         "summarize": summarize,
     }

@@ -5,7 +5,7 @@ its type, kernel, dtypes, wrapper names, gradient and docstring, and binds
 the wrapper it returns by plain assignment.  The gradients are TensorFlow's
 formulas, built with the wrappers of this module.  Binary gradients sum a
 broadcast gradient back to each input's shape with
-:func:`~flowbook.gradients.unbroadcast` (static when shapes are known, else
+:func:`~flowbook.ops.broadcast_grad.unbroadcast` (static when shapes are known, else
 ``BroadcastGradientArgs``); unary ones reuse the op's output where TF does
 (``Exp``: ``g * y``, ``Sqrt``: ``g * 0.5 / y``, ``Sigmoid``: ``g * y * (1 - y)``).
 Complex inputs are conjugated as in TF.  Comparisons, logic, ``Floor``,
@@ -27,9 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook import dtypes, registry
-from flowbook.gradients import unbroadcast
 from flowbook.graph import name_scope
 from flowbook.ops._builder import make1, operands, tensor
+from flowbook.ops.broadcast_grad import unbroadcast
 from flowbook.ops.cast_ops import cast
 from flowbook.ops.elementwise import (
     ANY,
@@ -45,7 +45,7 @@ from flowbook.ops.elementwise import (
     doctests,
     unary,
 )
-from flowbook.ops.joining_ops import ones_like, zeros_like
+from flowbook.ops.fill_ops import ones_like, zeros_like
 from flowbook.ops.selection_ops import where
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, register
 from flowbook.tensor import Operation, Tensor
@@ -249,16 +249,21 @@ _conj = unary("Conj", "conj", COMPLEX, (), grad=lambda op, g: conj(g), doc=None)
 logical_not = unary("LogicalNot", "logical_not", BOOL, ("logical_not",), out=_B, grad=_NO,
                     doc=("NOT x element-wise, for bools.", "logical_not([True, False])",
                          "[False, True]"))
-is_nan = unary("IsNan", "isnan", FLOAT, ("is_nan",), out=_B, grad=_NO,
-               doc=("Whether x is NaN, element-wise.", "is_nan([1.0, float('nan')])",
-                    "[False, True]"))
-is_inf = unary("IsInf", "isinf", FLOAT, ("is_inf",), out=_B, grad=_NO,
-               doc=("Whether x is +-inf, element-wise.", "is_inf([1.0, float('inf')])",
-                    "[False, True]"))
-is_finite = unary("IsFinite", "isfinite", FLOAT, ("is_finite",), out=_B, grad=_NO,
-                  doc=("Whether x is finite, element-wise.", "is_finite([1.0, float('inf')])",
-                       "[True, False]"))
 # fmt: on
+
+
+def _float_test(op: str, fn: str, wrapper: str, what: str, special: str, value: str) -> Any:
+    """The row of a float -> bool test (IsNan, IsInf, IsFinite); none is differentiable.
+
+    Its example runs it on ``[1.0, float(special)]``, giving ``value``.
+    """
+    doc = (f"Whether x is {what}, element-wise.", f"{wrapper}([1.0, float('{special}')])", value)
+    return unary(op, fn, FLOAT, (wrapper,), out=_B, grad=_NO, doc=doc)
+
+
+is_nan = _float_test("IsNan", "isnan", "is_nan", "NaN", "nan", "[False, True]")
+is_inf = _float_test("IsInf", "isinf", "is_inf", "+-inf", "inf", "[False, True]")
+is_finite = _float_test("IsFinite", "isfinite", "is_finite", "finite", "inf", "[True, False]")
 
 __test__ = doctests(
     add, subtract, multiply, realdiv, floordiv, floormod, pow, maximum, minimum,

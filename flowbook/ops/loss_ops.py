@@ -31,9 +31,9 @@ from flowbook.errors import InvalidArgumentError
 from flowbook.graph import name_scope
 from flowbook.ops import array_ops, math_ops, nn_ops, random_ops
 from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
+from flowbook.ops._shape_inputs import host_ints
 from flowbook.ops.constant_op import constant_value
 from flowbook.ops.elementwise import FLOAT, check_dtype
-from flowbook.ops.slicing import host_ints
 from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import compatible, fmt, merge

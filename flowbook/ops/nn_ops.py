@@ -4,12 +4,13 @@ Each kernel is a small pure function of ``xp`` and the array, written to be
 numerically stable: softmax subtracts the maximum before ``exp``, softplus is
 ``logaddexp(x, 0)`` and elu never evaluates ``exp`` of a large positive
 value, so no input overflows or warns.  ``ACTIVATIONS`` is the table of the
-element-wise ones (public for tests).  TF1 declares Softmax on the last axis
+element-wise ones (public for tests), one ``Activation`` row each: op type,
+kernel, input dtypes and gradient.  TF1 declares Softmax on the last axis
 only and transposes for others; here Softmax and LogSoftmax take an ``axis``
-attr (default -1, so a GraphDef without it still runs).  The gradients follow
-each registration and use TF's formulas, built from existing ops (``where``
-instead of TF's ReluGrad-style kernels).  ``flowbook.nn`` re-exports the
-wrappers.
+attr (default -1, so a GraphDef without it still runs).  The gradients (in
+the rows, and beside Softmax's registration) use TF's formulas, built from
+existing ops (``where`` instead of TF's ReluGrad-style kernels).
+``flowbook.nn`` re-exports the wrappers.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
@@ -20,7 +21,7 @@ wrappers.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import make1, tensor
@@ -59,12 +60,42 @@ def _log_softmax(xp: Any, logits: Any, axis: int = -1) -> Any:
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
 
 
-# op type, kernel(xp, x), input dtypes
-ACTIVATIONS: list[tuple[str, Callable[..., Any], frozenset]] = [
-    ("Relu", _relu, REAL),
-    ("Relu6", _relu6, REAL),
-    ("Elu", _elu, FLOAT),
-    ("Softplus", _softplus, FLOAT),
+def _pass_where(mask: Tensor, g: Tensor) -> Tensor:
+    return array_ops.where(mask, g, array_ops.zeros_like(g))
+
+
+class Activation(NamedTuple):
+    """One row of the activation table."""
+
+    op_type: str  # TensorFlow's op type name
+    kernel: Callable[..., Any]  # kernel(xp, x)
+    dtypes: frozenset  # input dtypes the op takes
+    grad: Callable[[Tensor, Tensor, Tensor], Tensor]  # grad(g, x, y), y the op's output
+
+
+# The gradients are TF's ReluGrad, Relu6Grad, EluGrad (all read the output y)
+# and SoftplusGrad (the input x), built of existing ops.
+ACTIVATIONS: list[Activation] = [
+    Activation("Relu", _relu, REAL, lambda g, x, y: _pass_where(math_ops.greater(y, 0), g)),
+    Activation(
+        "Relu6",
+        _relu6,
+        REAL,
+        lambda g, x, y: _pass_where(
+            math_ops.logical_and(math_ops.greater(y, 0), math_ops.less(y, 6)), g
+        ),
+    ),
+    Activation(
+        "Elu",
+        _elu,
+        FLOAT,
+        lambda g, x, y: array_ops.where(
+            math_ops.less(y, 0), math_ops.multiply(g, math_ops.add(y, 1)), g
+        ),
+    ),
+    Activation(
+        "Softplus", _softplus, FLOAT, lambda g, x, y: math_ops.multiply(g, math_ops.sigmoid(x))
+    ),
 ]
 
 
@@ -76,27 +107,15 @@ def _activation_infer(allowed: frozenset) -> Callable[..., Out]:
     return infer
 
 
-for _op_type, _kernel, _allowed in ACTIVATIONS:
-    register(OpDef(_op_type, ("features",), (), _activation_infer(_allowed), _kernel))
+def _activation_grad(row: Activation) -> Callable[..., Tensor]:
+    return lambda op, g: row.grad(g, op.inputs[0], op.outputs[0])
 
 
-def _pass_where(mask: Tensor, g: Tensor) -> Tensor:
-    return array_ops.where(mask, g, array_ops.zeros_like(g))
-
-
-# TF's ReluGrad, Relu6Grad, EluGrad (all read the op's output) and SoftplusGrad (its input)
-_GRADS: dict[str, Callable[[Tensor, Tensor, Tensor], Tensor]] = {  # fn(g, x, y)
-    "Relu": lambda g, x, y: _pass_where(math_ops.greater(y, 0), g),
-    "Relu6": lambda g, x, y: _pass_where(
-        math_ops.logical_and(math_ops.greater(y, 0), math_ops.less(y, 6)), g
-    ),
-    "Elu": lambda g, x, y: array_ops.where(
-        math_ops.less(y, 0), math_ops.multiply(g, math_ops.add(y, 1)), g
-    ),
-    "Softplus": lambda g, x, y: math_ops.multiply(g, math_ops.sigmoid(x)),
-}
-for _op_type, _fn in _GRADS.items():
-    register_gradient(_op_type)(lambda op, g, _f=_fn: _f(g, op.inputs[0], op.outputs[0]))
+for _row in ACTIVATIONS:
+    _infer = _activation_infer(_row.dtypes)
+    register(
+        OpDef(_row.op_type, ("features",), (), _infer, _row.kernel, grad=_activation_grad(_row))
+    )
 
 
 def _softmax_infer(logits: Tensor, axis: int = -1, **_: Any) -> Out:

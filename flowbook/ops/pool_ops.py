@@ -23,9 +23,9 @@ from typing import Any
 
 from flowbook.ops import array_ops
 from flowbook.ops._builder import make1, same_dtype, tensor
+from flowbook.ops._shape_inputs import check_int, host_ints
 from flowbook.ops.constant_op import partial_shape_value
 from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
-from flowbook.ops.slicing import check_int, host_ints
 from flowbook.ops.windows import (
     Geometry,
     attrs_of,

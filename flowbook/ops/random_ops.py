@@ -32,8 +32,8 @@ from flowbook.errors import InvalidArgumentError
 from flowbook.graph import get_default_graph, name_scope
 from flowbook.ops import math_ops
 from flowbook.ops._builder import make1
+from flowbook.ops._shape_inputs import check_int, const_ints, host_ints, int_input
 from flowbook.ops.constant_op import constant_value, convert_to_tensor, partial_shape_value
-from flowbook.ops.slicing import check_int, const_ints, host_ints, int_input
 from flowbook.registry import Out, no_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import fmt

@@ -44,6 +44,7 @@ from flowbook.ops.elementwise_ops import (
     multiply,
     realdiv,
 )
+from flowbook.ops.shape_ops import all_axes
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Shape, fmt, merge, num_elements
@@ -153,9 +154,7 @@ def _reduction_axes(x: Tensor, axis: Any) -> Tensor:
         if isinstance(axis, Tensor) or hasattr(axis, "_as_tensor"):
             return tensor(axis)
         return tensor(axis, dtype=dtypes.int32)
-    if x._shape is not None:
-        return tensor(np.arange(len(x._shape), dtype=np.int32))
-    return array_ops.range(0, array_ops.rank(x), 1)
+    return all_axes(x)
 
 
 def _reduction_wrapper(op_type: str) -> Callable[..., Tensor]:

@@ -1,38 +1,35 @@
-"""Selecting parts of tensors: split, unstack, gather, reverse, where and boolean_mask.
+"""Selecting by index or condition: gather, where and boolean_mask.
 
 Where ``slicing`` cuts one strided box out of a tensor, the ops here pick
-pieces by count, by index or by condition: ``Split`` and ``SplitV`` cut a
-dimension into equal pieces or pieces of given sizes (one size may be -1),
-``Unpack`` (``unstack``) takes a dimension apart into tensors of one rank
-less, ``GatherV2`` takes the slices at an index tensor, ``ReverseV2`` flips
-dimensions, ``Where`` lists the indices of the true entries and ``Select``
+entries by index or by condition: ``GatherV2`` takes the slices at an index
+tensor, ``Where`` lists the indices of the true entries and ``Select``
 (``where(c, x, y)``) chooses element by element.  ``boolean_mask`` is no op
 of its own: as in TensorFlow it is built of Reshape, Where, Squeeze and
-GatherV2.
+GatherV2.  ``UnsortedSegmentSum`` adds rows into segments by id: it is the
+dense gradient of ``GatherV2`` (TF builds an ``IndexedSlices``), so repeated
+indices add up, and a public op of its own.
 
-Shape inference follows ``slicing``'s rules: ``axis``, ``split_dim`` and
-``size_splits`` are int32 input tensors read with ``constant_value``; when
-the graph determines them the pieces get exact static shapes and an uneven
-split, sizes that do not add up or an axis out of range fail at build time;
-otherwise only the rank is kept.  The ops with several outputs (Split,
-SplitV, Unpack) return one ``Out`` per output, so their count (the
-``num_split`` or ``num`` attr) is fixed when the graph is built.  Sizes that
-depend on the data stay unknown: ``Where`` is ``[?, rank]`` and the masked
-dimension of ``boolean_mask`` is ``?``.  Kernels check what ``infer`` could
-not (indices out of range, pieces that do not fit) and raise
-InvalidArgumentError when the graph runs.  The gradient of ``GatherV2`` is
-dense: UnsortedSegmentSum adds the slices back, so repeated indices add up.
+Shape inference follows ``slicing``'s rules: ``axis``, ``indices`` and
+``num_segments`` are int32 input tensors read with ``constant_value``; when
+the graph determines them the result gets an exact static shape and an axis
+out of range fails at build time; otherwise only the rank is kept.  Sizes
+that depend on the data stay unknown: ``Where`` is ``[?, rank]`` and the
+masked dimension of ``boolean_mask`` is ``?``.  Kernels check what ``infer``
+could not (indices out of range) and raise InvalidArgumentError when the
+graph runs.  The few arithmetic ops the gradients need (FloorMod, Maximum,
+GreaterEqual) are built by type, as in ``fill_ops``: the math modules import
+this one.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default():
-    ...     [p.shape.as_list() for p in fb.split(fb.zeros([4, 6]), 3, axis=1)]
-    [[4, 2], [4, 2], [4, 2]]
+    ...     fb.gather(fb.placeholder(fb.float32, [None, 3]), [0, 2], axis=1).shape.as_list()
+    [None, 2]
 """
 
 from __future__ import annotations
 
 import builtins
-import numbers
+import math
 from typing import Any
 
 import numpy as np
@@ -40,214 +37,19 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph import name_scope
-from flowbook.ops._builder import make, make1, operands, same_as_input, same_dtype
+from flowbook.ops._builder import make1, operands, same_dtype
+from flowbook.ops._shape_inputs import check_int, const_int, int_input, norm_axis
+from flowbook.ops.concat_ops import concat, stack
 from flowbook.ops.constant_op import convert_to_tensor
-from flowbook.ops.joining_ops import concat, stack, zeros_like
-from flowbook.ops.slicing import (
-    check_int,
-    const_int,
-    const_ints,
-    host_ints,
-    int_input,
-    norm_axis,
-    slice_helper,
-    vector_len,
-)
+from flowbook.ops.fill_ops import zeros_like
+from flowbook.ops.shape_ops import expand_dims, range, reshape, shape, size
+from flowbook.ops.slicing import slice_helper
+from flowbook.ops.transpose_ops import transpose
 from flowbook.registry import NOT_DIFFERENTIABLE, Out, register_gradient, register_op
 from flowbook.tensor import Operation, Tensor
-from flowbook.tensor_shape import Shape, compatible, fmt, merge
+from flowbook.tensor_shape import compatible, fmt, merge
 
-__all__ = [
-    "boolean_mask",
-    "gather",
-    "reverse",
-    "reverse_v2",
-    "split",
-    "unpack",
-    "unstack",
-    "where",
-]
-
-
-def _outputs(pieces: list[Any]) -> Any:
-    """A multi-output kernel's result: a tuple, but the bare array when there is one output."""
-    return pieces[0] if len(pieces) == 1 else tuple(pieces)
-
-
-# --------------------------------------------------------------- Split, SplitV
-def _split_infer(split_dim: Tensor, value: Tensor, num_split: int) -> list[Out]:
-    check_int("Split", "split_dim", split_dim)
-    if num_split < 1:
-        raise ValueError(f"num_split must be >= 1, got {num_split}")
-    shape, axis = value._shape, const_int(split_dim)
-    if shape is None:
-        return [Out(value.dtype, None)] * num_split
-    if axis is None:
-        return [Out(value.dtype, (None,) * len(shape))] * num_split
-    axis = norm_axis(axis, len(shape))
-    dim = shape[axis]
-    if dim is not None and dim % num_split:
-        raise ValueError(
-            f"Dimension {axis} of shape {fmt(shape)} (size {dim}) "
-            f"must be evenly divisible by {num_split}"
-        )
-    piece = (*shape[:axis], None if dim is None else dim // num_split, *shape[axis + 1 :])
-    return [Out(value.dtype, piece)] * num_split
-
-
-@register_op(
-    "Split", ("split_dim", "value"), infer=_split_infer, attrs=("num_split",), host_inputs=(0,)
-)
-def _split_kernel(xp: Any, split_dim: Any, value: Any, num_split: int) -> Any:
-    axis = int(split_dim) % value.ndim
-    if value.shape[axis] % num_split:
-        raise InvalidArgumentError(
-            None,
-            None,
-            f"Dimension {axis} of shape {list(value.shape)} is not divisible by {num_split}",
-        )
-    return _outputs(xp.split(value, num_split, axis=axis))
-
-
-@register_gradient("Split")
-def _split_grad(op: Operation, *grads: Tensor) -> list[Tensor | None]:
-    return [None, concat(list(grads), op.inputs[0])]
-
-
-def _fill_sizes(sizes: list[int], dim: int | None, shape: Shape) -> list[int | None]:
-    if sizes.count(-1) > 1:
-        raise ValueError(f"Only one size in size_splits may be -1, got {sizes}")
-    if dim is None:
-        return [None if s == -1 else s for s in sizes]
-    known = sum(s for s in sizes if s != -1)
-    if -1 in sizes:
-        if known > dim:
-            raise ValueError(
-                f"size_splits {sizes} add up to more than dimension size {dim} of {fmt(shape)}"
-            )
-        return [dim - known if s == -1 else s for s in sizes]
-    if known != dim:
-        raise ValueError(f"size_splits {sizes} must add up to dimension size {dim} of {fmt(shape)}")
-    return list(sizes)
-
-
-def _splitv_infer(
-    value: Tensor, size_splits: Tensor, split_dim: Tensor, num_split: int
-) -> list[Out]:
-    check_int("SplitV", "size_splits", size_splits)
-    check_int("SplitV", "split_dim", split_dim)
-    shape, axis, sizes = value._shape, const_int(split_dim), const_ints(size_splits)
-    if sizes is not None and len(sizes) != num_split:
-        raise ValueError(f"size_splits has {len(sizes)} elements but num_split is {num_split}")
-    if shape is None:
-        return [Out(value.dtype, None)] * num_split
-    if axis is None:
-        return [Out(value.dtype, (None,) * len(shape))] * num_split
-    axis = norm_axis(axis, len(shape))
-    filled = _fill_sizes(sizes, shape[axis], shape) if sizes is not None else [None] * num_split
-    return [Out(value.dtype, (*shape[:axis], d, *shape[axis + 1 :])) for d in filled]
-
-
-@register_op(
-    "SplitV",
-    ("value", "size_splits", "split_dim"),
-    infer=_splitv_infer,
-    attrs=("num_split",),
-    host_inputs=(1, 2),
-)
-def _splitv_kernel(xp: Any, value: Any, size_splits: Any, split_dim: Any, num_split: int) -> Any:
-    axis = int(split_dim) % value.ndim
-    try:
-        sizes = _fill_sizes(list(host_ints(size_splits)), value.shape[axis], value.shape)
-    except ValueError as err:
-        raise InvalidArgumentError(None, None, str(err)) from None
-    return _outputs(xp.split(value, np.cumsum(sizes[:-1]).tolist(), axis=axis))
-
-
-@register_gradient("SplitV")
-def _splitv_grad(op: Operation, *grads: Tensor) -> list[Tensor | None]:
-    return [concat(list(grads), op.inputs[2]), None, None]
-
-
-def split(
-    value: Any, num_or_size_splits: Any, axis: Any = 0, num: int | None = None, name: str = "split"
-) -> list[Tensor]:
-    """Split into ``num_or_size_splits`` equal pieces (an int) or pieces of the given sizes.
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default():
-    ...     [p.shape.as_list() for p in fb.split(fb.zeros([2, 6]), [1, -1], axis=1)]
-    [[2, 1], [2, 5]]
-    """
-    with name_scope(name, "split") as scope:
-        if isinstance(num_or_size_splits, numbers.Integral):
-            axis_t = int_input(axis, "split_dim")
-            x = convert_to_tensor(value, name="value")
-            op = make("Split", [axis_t, x], {"num_split": int(num_or_size_splits)}, name=scope)
-            return list(op.outputs)
-        x = convert_to_tensor(value, name="value")
-        sizes = int_input(num_or_size_splits, "size_splits")
-        n = num if num is not None else vector_len(sizes)
-        if n is None:
-            raise ValueError(f"Cannot infer num from shape {fmt(sizes._shape)} of size_splits")
-        op = make(
-            "SplitV", [x, sizes, int_input(axis, "split_dim")], {"num_split": int(n)}, name=scope
-        )
-        return list(op.outputs)
-
-
-# -------------------------------------------------------------------- Unpack
-def _unpack_infer(value: Tensor, num: int, axis: int) -> list[Out]:
-    shape = value._shape
-    if shape is None:
-        return [Out(value.dtype, None)] * num
-    axis = norm_axis(axis, len(shape))
-    if shape[axis] is not None and shape[axis] != num:
-        raise ValueError(
-            f"Dimension {axis} of shape {fmt(shape)} has size {shape[axis]}, not num={num}"
-        )
-    return [Out(value.dtype, shape[:axis] + shape[axis + 1 :])] * num
-
-
-@register_op("Unpack", ("value",), infer=_unpack_infer, attrs=("num", "axis"))
-def _unpack_kernel(xp: Any, value: Any, num: int, axis: int) -> Any:
-    if value.shape[axis] != num:
-        raise InvalidArgumentError(
-            None,
-            None,
-            f"Input shape {list(value.shape)} has {value.shape[axis]} values on axis {axis}, "
-            f"not {num}",
-        )
-    moved = xp.moveaxis(value, axis, 0)
-    return _outputs([moved[i, ...] for i in range(num)])
-
-
-@register_gradient("Unpack")
-def _unpack_grad(op: Operation, *grads: Tensor) -> Tensor:
-    return stack(list(grads), axis=op.attrs["axis"])
-
-
-def unstack(
-    value: Any, num: int | None = None, axis: int = 0, name: str = "unstack"
-) -> list[Tensor]:
-    """Unpack dimension ``axis`` into a list of tensors of one rank less.
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default():
-    ...     len(fb.unstack(fb.zeros([3, 2])))
-    3
-    """
-    with name_scope(name, "unstack") as scope:
-        x = convert_to_tensor(value, name="value")
-        if num is None:
-            shape = x._shape
-            if shape is None or shape[norm_axis(axis, len(shape))] is None:
-                raise ValueError(f"Cannot infer num from shape {fmt(shape)}")
-            num = shape[norm_axis(axis, len(shape))]
-        return list(make("Unpack", [x], {"num": int(num), "axis": int(axis)}, name=scope).outputs)
-
-
-unpack = unstack  # the TF 0.x name
+__all__ = ["boolean_mask", "gather", "unsorted_segment_sum", "where"]
 
 
 # ------------------------------------------------------------------ GatherV2
@@ -288,8 +90,6 @@ def _gather_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     TF returns an IndexedSlices; here UnsortedSegmentSum sums the rows along
     axis 0 (moved there by transposes for another axis, as TF does).
     """
-    from flowbook.ops.array_ops import expand_dims, range, reshape, shape, size, transpose
-
     params, indices, axis = op.inputs
     p_shape, n_ids = shape(params), expand_dims(size(indices), 0)
     ids = reshape(indices, n_ids)
@@ -300,9 +100,7 @@ def _gather_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
         rows = reshape(grad, concat([n_ids, p_shape[1:]], 0))
         return [make1("UnsortedSegmentSum", [rows, ids, p_shape[0]]), None, None]
     if a is None:
-        from flowbook.ops.math_ops import floormod
-
-        a = floormod(axis, make1("Rank", [params]))
+        a = make1("FloorMod", operands(axis, make1("Rank", [params])))
     outer, inner = p_shape[:a], p_shape[a:][1:]
     n_outer, n_inner = size(outer), size(inner)
     outer_axes, inner_axes = range(n_outer), range(n_outer + 1, n_outer + 1 + n_inner)
@@ -328,41 +126,69 @@ def gather(
         return make1("GatherV2", [p, i, int_input(axis, "axis")], {"batch_dims": 0}, name=scope)
 
 
-# ----------------------------------------------------------------- ReverseV2
-def _reverse_infer(x: Tensor, axis: Tensor) -> Out:
-    check_int("ReverseV2", "axis", axis)
-    axes = const_ints(axis)
-    if axes is not None and x._shape is not None:
-        normed = [norm_axis(a, len(x._shape)) for a in axes]
-        if len(set(normed)) != len(normed):
-            raise ValueError(f"axis {axes} names a dimension more than once")
-    return same_as_input(x)
+# --------------------------------------------------------- UnsortedSegmentSum
+def _segment_sum_infer(data: Tensor, segment_ids: Tensor, num_segments: Tensor) -> Out:
+    check_int("UnsortedSegmentSum", "segment_ids", segment_ids)
+    check_int("UnsortedSegmentSum", "num_segments", num_segments)
+    d, i, n = data._shape, segment_ids._shape, const_int(num_segments)
+    if d is None or i is None:
+        return Out(data.dtype, None)
+    if len(i) > len(d) or any(a is not None and b is not None and a != b for a, b in zip(i, d)):
+        raise ValueError(
+            f"segment_ids of shape {fmt(i)} must be a prefix of the data shape {fmt(d)}"
+        )
+    return Out(data.dtype, (n, *d[len(i) :]))
 
 
-@register_op("ReverseV2", ("tensor", "axis"), infer=_reverse_infer, host_inputs=(1,))
-def _reverse_kernel(xp: Any, x: Any, axis: Any) -> Any:
-    return xp.flip(x, axis=tuple(a % x.ndim for a in host_ints(axis)))
+@register_op(
+    "UnsortedSegmentSum",
+    ("data", "segment_ids", "num_segments"),
+    infer=_segment_sum_infer,
+    host_inputs=(2,),
+)
+def _segment_sum_kernel(xp: Any, data: Any, segment_ids: Any, num_segments: Any) -> Any:
+    """``out[segment_ids[i]] += data[i]`` (negative ids are dropped), as one ``bincount``."""
+    n, ids = int(num_segments), segment_ids.ravel().astype(np.int64)
+    inner = data.shape[segment_ids.ndim :]
+    k = math.prod(inner)
+    if ids.size and int(ids.max()) >= n:
+        raise InvalidArgumentError(None, None, f"segment id {int(ids.max())} is not < {n}")
+    keep = ids >= 0
+    slots = (ids[:, None] * k + xp.arange(k))[keep].ravel()  # flat index into out
+    rows = data.reshape(ids.size, k)[keep].ravel()
+
+    def add(w: Any) -> Any:
+        return xp.bincount(slots, weights=w, minlength=n * k)
+
+    total = add(rows.real) + 1j * add(rows.imag) if rows.dtype.kind == "c" else add(rows)
+    return total.astype(data.dtype).reshape((n, *inner))
 
 
-@register_gradient("ReverseV2")
-def _reverse_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    return [reverse(grad, op.inputs[1]), None]
+@register_gradient("UnsortedSegmentSum")
+def _segment_sum_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    """Gather the gradient at each id; rows with a negative (dropped) id get zeros."""
+    data, ids = op.inputs[0], reshape(op.inputs[1], [-1])
+    rows = gather(grad, make1("Maximum", operands(ids, 0)))
+    rows = where(make1("GreaterEqual", operands(ids, 0)), rows, zeros_like(rows))
+    return [reshape(rows, shape(data)), None, None]
 
 
-def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
-    """Reverse the order of elements along each dimension in ``axis``.
+def unsorted_segment_sum(
+    data: Any, segment_ids: Any, num_segments: Any, name: str | None = None
+) -> Tensor:
+    """Sum the slices of ``data`` into ``num_segments`` rows by ``segment_ids``.
 
     >>> import flowbook as fb
-    >>> with fb.Graph().as_default():
-    ...     fb.reverse(fb.zeros([2, 3]), [1]).op.type
-    'ReverseV2'
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.unsorted_segment_sum([1.0, 2.0, 4.0], [1, 0, 1], 3)).tolist()
+    [2.0, 5.0, 0.0]
     """
-    with name_scope(name, "ReverseV2") as scope:
-        x = convert_to_tensor(tensor, name="tensor")
-        return make1("ReverseV2", [x, int_input(axis, "axis")], name=scope)
-
-
-reverse_v2 = reverse
+    with name_scope(name, "UnsortedSegmentSum") as scope:
+        x = convert_to_tensor(data, name="data")
+        ids = int_input(segment_ids, "segment_ids")
+        return make1(
+            "UnsortedSegmentSum", [x, ids, int_input(num_segments, "num_segments")], name=scope
+        )
 
 
 # ----------------------------------------------------- Where, Select, boolean_mask

@@ -2,21 +2,23 @@
 
 Shape-like arguments (``begin``, ``size``, ``end``, ``strides``) are int32
 *input* tensors, built as Const by the wrappers exactly as TensorFlow's
-GraphDefs have them.  ``infer`` reads them with ``constant_value``: a
-constant slice gets a fully known static shape, a computed one still
-builds, with unknown dims.  Kernels read them back as Python ints
-(``.tolist()`` works on numpy and CuPy arrays alike).
+GraphDefs have them (see ``_shape_inputs``).  ``infer`` reads them with
+``constant_value``: a constant slice gets a fully known static shape, a
+computed one still builds, with unknown dims.  Kernels read them back as
+Python ints (``.tolist()`` works on numpy and CuPy arrays alike).
 
 ``StridedSlice`` keeps TensorFlow's encoding, ``begin/end/strides`` and five
 bit masks.  :func:`slice_helper` (``tensor[...]``) writes that encoding from
 a Python key; the kernel turns it back into an index tuple and lets ``xp``'s
 basic indexing do the work, so numpy and CuPy run the same code and Python's
 slice rules (clamping, negative indices and steps) hold by construction.
-Split, unstack, gather, reverse, where and boolean_mask are in
-``selection_ops.py``.  The small helpers for shape-like inputs at the top
-are shared with ``array_ops``, ``joining_ops``, ``selection_ops`` and
-``random_ops``.  The gradient of a strided slice is ``StridedSliceGrad``
-(in ``array_grad``), which scatters it into zeros with the same masks.
+
+The gradients put the slice back into zeros of the input's shape: Slice's
+pads it (``begin`` before, the rest after), StridedSlice's is
+``StridedSliceGrad``, an op of its own that scatters it with the same masks.
+This module sits above ``concat_ops`` (its gradients build paddings with
+concat and stack) and below ``tile_pad_ops``, whose Pad gradient slices, so
+the Pad and the subtraction here are built by type (``make1("Pad", ...)``).
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default():
@@ -32,11 +34,22 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph import name_scope
 from flowbook.ops._builder import make1
-from flowbook.ops.constant_op import constant_value, convert_to_tensor
+from flowbook.ops._shape_inputs import (
+    INT_TYPES,
+    check_int,
+    const_int,
+    const_ints,
+    host_ints,
+    int_input,
+    is_tensor,
+    vector_len,
+)
+from flowbook.ops.concat_ops import concat, stack
+from flowbook.ops.constant_op import convert_to_tensor, partial_shape_value
+from flowbook.ops.shape_ops import rank, reshape, shape
 from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Shape, fmt
@@ -50,79 +63,7 @@ __all__ = [
 
 newaxis = None  # ``x[:, fb.newaxis]`` inserts a dimension of size 1
 
-INT_TYPES = (dtypes.int32, dtypes.int64)
 _UNKNOWN = object()  # a begin/end value the graph does not determine statically
-
-
-# ------------------------------------------------------------ shared helpers
-def is_tensor(value: Any) -> bool:
-    """Whether ``value`` is a Tensor or converts to one without a Const (a Variable)."""
-    return isinstance(value, Tensor) or hasattr(value, "_as_tensor")
-
-
-def int_input(value: Any, name: str, dtype: dtypes.DType = dtypes.int32) -> Tensor:
-    """A shape-like argument as a tensor: Python ints and lists become an int32 Const."""
-    if is_tensor(value):
-        return convert_to_tensor(value)
-    if isinstance(value, np.ndarray | np.generic) and value.dtype.kind in "iu":
-        return convert_to_tensor(value, name=name)  # keeps int64 when given int64
-    return convert_to_tensor(value, dtype=dtype, name=name)
-
-
-def check_int(op_type: str, input_name: str, t: Tensor) -> None:
-    """TensorFlow's TypeError when a shape-like input is not int32/int64."""
-    if t.dtype not in INT_TYPES:
-        raise TypeError(
-            f"Input '{input_name}' of '{op_type}' Op has type {t.dtype.name} that does not "
-            "match expected type of int32, int64."
-        )
-
-
-def const_ints(t: Tensor) -> list[int] | None:
-    """A tensor's value as a flat list of ints when the graph alone determines it."""
-    v = constant_value(t)
-    return None if v is None else [int(d) for d in np.ravel(v)]
-
-
-def const_int(t: Tensor) -> int | None:
-    """A scalar tensor's value as an int when the graph alone determines it."""
-    v = constant_value(t)
-    return None if v is None else int(np.ravel(v)[0])
-
-
-def norm_axis(axis: int, rank: int, what: str = "axis") -> int:
-    """``axis`` in ``[0, rank)``; negative counts from the end; ValueError when out of range."""
-    if not -rank <= axis < rank:
-        raise ValueError(
-            f"{what} {axis} is out of range for a tensor of rank {rank} "
-            f"(expected [{-rank}, {rank}))"
-        )
-    return axis % rank
-
-
-def vector_len(t: Tensor) -> int | None:
-    """The static length of a 1-D tensor (from its value or its shape)."""
-    v = constant_value(t)
-    if v is not None:
-        return int(np.size(v))
-    s = t._shape
-    return s[0] if s is not None and len(s) == 1 else None
-
-
-def per_dim_ints(op_type: str, input_name: str, x: Tensor, t: Tensor) -> tuple[Any, Any]:
-    """Read ``t``, an int vector with one entry per dimension of ``x`` (a perm, multiples).
-
-    Returns its values (None when not known at build time) and the static
-    shape to give the output in that case: ``x``'s rank, every dim unknown.
-    """
-    check_int(op_type, input_name, t)
-    n = len(x._shape) if x._shape is not None else vector_len(t)
-    return const_ints(t), None if n is None else (None,) * n
-
-
-def host_ints(a: Any) -> tuple[int, ...]:
-    """An int array (numpy or CuPy) as a tuple of Python ints."""
-    return tuple(a.ravel().tolist())
 
 
 # --------------------------------------------------------------------- Slice
@@ -179,16 +120,12 @@ def _slice_kernel(xp: Any, x: Any, begin: Any, size: Any) -> Any:
 @register_gradient("Slice")
 def _slice_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     """Pad the gradient with zeros back to the input's shape: ``begin`` before, the rest after."""
-    from flowbook.ops.array_ops import concat, pad, rank, reshape, shape, stack
-    from flowbook.ops.math_ops import subtract
-
     x, begin = op.inputs[:2]
     column = stack([rank(x), 1])
-    after = subtract(
-        subtract(shape(x, out_type=begin.dtype), shape(grad, out_type=begin.dtype)), begin
-    )
+    room = make1("Sub", [shape(x, out_type=begin.dtype), shape(grad, out_type=begin.dtype)])
+    after = make1("Sub", [room, begin])
     paddings = concat([reshape(begin, column), reshape(after, column)], 1)
-    return [pad(grad, paddings), None, None]
+    return [make1("Pad", [grad, paddings]), None, None]
 
 
 def slice(input_: Any, begin: Any, size: Any, name: str | None = None) -> Tensor:
@@ -320,13 +257,46 @@ def _strided_slice_kernel(xp: Any, x: Any, begin: Any, end: Any, strides: Any, *
 
 @register_gradient("StridedSlice")
 def _strided_slice_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    """StridedSliceGrad (in ``array_grad``) puts the gradient back in zeros shaped like x."""
-    from flowbook.ops.array_ops import shape
-
+    """StridedSliceGrad (below) puts the gradient back in zeros shaped like x."""
     x, begin, end, strides = op.inputs
     dx_shape = shape(x, out_type=begin.dtype)
     dx = make1("StridedSliceGrad", [dx_shape, begin, end, strides, grad], dict(op.attrs))
     return [dx, None, None, None]
+
+
+# ------------------------------------------------------------ StridedSliceGrad
+def _strided_slice_grad_infer(
+    shape: Tensor, begin: Tensor, end: Tensor, strides: Tensor, dy: Tensor, **masks: int
+) -> Out:
+    check_int("StridedSliceGrad", "shape", shape)
+    return Out(dy.dtype, partial_shape_value(shape))
+
+
+@register_op(
+    "StridedSliceGrad",
+    ("shape", "begin", "end", "strides", "dy"),
+    infer=_strided_slice_grad_infer,
+    attrs=_MASKS,
+    host_inputs=(0, 1, 2, 3),
+)
+def _strided_slice_grad_kernel(
+    xp: Any, shape: Any, begin: Any, end: Any, strides: Any, dy: Any, **masks: int
+) -> Any:
+    key = _index_key(host_ints(begin), host_ints(end), host_ints(strides), **masks)
+    dx = xp.zeros(host_ints(shape), dtype=dy.dtype)
+    try:
+        dx[key] = dy  # basic indexing never repeats an element: assignment is the scatter
+    except (IndexError, ValueError) as err:
+        raise InvalidArgumentError(
+            None, None, f"gradient of slice {key} of shape {list(dx.shape)}: {err}"
+        ) from None
+    return dx
+
+
+@register_gradient("StridedSliceGrad")
+def _strided_slice_grad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    _, begin, end, strides, _ = op.inputs
+    return [None, None, None, None, strided_slice(grad, begin, end, strides, **op.attrs)]
 
 
 def strided_slice(

@@ -14,7 +14,7 @@ A :class:`CuPyGPU` is a ``flowbook.devices.Device`` whose ``xp`` is CuPy:
   the kernel ends, and the next kernel on the stream waits for it, so the
   executor runs GPU ops inline, in order, and never sends them to its pool;
 - ``to_device`` / ``to_host`` are the copies the plan's copy nodes make
-  (``flowbook.placement``); a value reaches the host only when it is fetched
+  (``flowbook.run.placement``); a value reaches the host only when it is fetched
   or read by a CPU op;
 - ``timer()`` records a CUDA event before and after each kernel of a timed
   run, and converts them after the run, once the stream is done: one

@@ -4,7 +4,7 @@
 how a run goes (``_choose``); every path must give the same values:
 
 - **the straight line** (``run_compiled``): the plan's ops in its static
-  order as one generated function (``flowbook.compile.RunPath``).  Taken when
+  order as one generated function (``flowbook.run.compile.RunPath``).  Taken when
   nothing asks for more: no deadline, no per-op observer, and either no op is
   heavy or the last threaded run with feeds of the same shapes kept every
   kernel inline.  Its first run goes through ``run_serial`` (a plan that runs
@@ -35,9 +35,9 @@ error (or a KeyboardInterrupt, or the deadline) stops scheduling, waits for
 the in-flight kernels (at most one kernel's time) and raises; the pool is
 shared by all sessions and bounded, so no thread outlives its use.
 
-**Observers** (``flowbook.observers``) are called on the calling thread, and
+**Observers** (``flowbook.run.observers``) are called on the calling thread, and
 only the hooks they override.  The loop has no timing code: when an observer
-wants timings, the run's kernels are ``flowbook.timings.KernelTimer``'s timed
+wants timings, the run's kernels are ``flowbook.run.timings.KernelTimer``'s timed
 wrappers (which also run off-CPU kernels through their device's timer), or
 the straight line's timed twin.  **Devices**: a GPU kernel is a call that
 launches work and returns; the loops do not care.  When a kernel runs out of
@@ -66,11 +66,11 @@ from typing import Any
 import numpy as np
 
 from flowbook import errors
-from flowbook.compile import RunPath, feed_shapes
-from flowbook.observers import Observer, hooks_of, split_for_run, timings_hooks
-from flowbook.plan import DISCARD, Plan
+from flowbook.run.compile import RunPath, feed_shapes
+from flowbook.run.observers import Observer, hooks_of, split_for_run, timings_hooks
+from flowbook.run.plan import DISCARD, Plan
+from flowbook.run.timings import KernelTimer, RunTimings
 from flowbook.tensor import Operation
-from flowbook.timings import KernelTimer, RunTimings
 
 WAIT_SLICE_S = 0.05  # longest single block on the completion queue: keeps waits interruptible
 DRAIN_LIMIT_S = 600.0  # after an error, the longest wait for the run's pool kernels to finish
@@ -197,7 +197,7 @@ class Schedule:
     Stepper) never frees a value, so every computed tensor stays inspectable.
 
     >>> import flowbook as fb
-    >>> from flowbook.plan import build_plan
+    >>> from flowbook.run.plan import build_plan
     >>> with fb.Graph().as_default() as g:
     ...     y = fb.constant(1.0) + 2.0
     ...     plan = build_plan(g, [y], [], [], bind=lambda op: op._opdef.bound_kernel(np, op.attrs))

@@ -1,6 +1,6 @@
 """Compiled run paths: what runs of one plan learn, and the straight-line code they generate.
 
-A :class:`flowbook.plan.Plan` is a fixed layout, never changed by a run.
+A :class:`flowbook.run.plan.Plan` is a fixed layout, never changed by a run.
 Everything a session learns by running it lives here, in one
 :class:`RunPath` per (session, plan):
 
@@ -27,7 +27,7 @@ Everything a session learns by running it lives here, in one
   take the straight line too.
 
     >>> import numpy as np, flowbook as fb
-    >>> from flowbook.plan import build_plan
+    >>> from flowbook.run.plan import build_plan
     >>> with fb.Graph().as_default() as g:
     ...     x = fb.placeholder(fb.float32); y = (x + 1.0) * 2.0
     ...     plan = build_plan(g, [y], [], [x], bind=lambda op: op._opdef.bound_kernel(np, op.attrs))
@@ -42,9 +42,9 @@ from collections.abc import Callable
 from typing import Any
 
 from flowbook.ops.constant_op import given_shapes
-from flowbook.placement import CopyOp
-from flowbook.plan import DISCARD, Plan
 from flowbook.registry import Out
+from flowbook.run.placement import CopyOp
+from flowbook.run.plan import DISCARD, Plan
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible
 
@@ -242,7 +242,7 @@ def shapes_given_feeds(
     say it all or the run records them.
 
     >>> import flowbook as fb
-    >>> from flowbook.plan import build_plan
+    >>> from flowbook.run.plan import build_plan
     >>> with fb.Graph().as_default() as g:
     ...     x = fb.placeholder(fb.float32, [None, 3]); y = fb.reduce_sum(x * 2.0, 1)
     ...     n = fb.range(fb.cast(fb.reduce_max(y), fb.int32))  # its length is data

@@ -5,7 +5,7 @@ Timing stays out of the executor's loops.  On the threaded scheduler a
 one ``(op, start, end, thread)`` tuple on whatever thread ran it, runs a
 kernel off the CPU through its device's timer, and records the output
 shapes the graph leaves open); on the straight line the plan's timed twin
-stores one clock read per op (``flowbook.compile``).  Either way the
+stores one clock read per op (``flowbook.run.compile``).  Either way the
 observers that asked get a :class:`RunTimings` at the end; its per-op lists,
 the scheduled times (from the plan's edges) and the output dtypes are built
 only when someone reads them (the profiler, the live widget).
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from flowbook.plan import Plan
+from flowbook.run.plan import Plan
 
 
 class KernelTiming(NamedTuple):

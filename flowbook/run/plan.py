@@ -25,11 +25,11 @@ Building it is all the graph work a run does:
 A Plan is a fixed layout: built once, never changed by a run (its fields
 are slots; nothing is cached on it later).  What runs learn about it (the
 compiled straight line, timed twins, shapes given feeds, inline decisions)
-lives in the session's ``flowbook.compile.RunPath`` beside it.
+lives in the session's ``flowbook.run.compile.RunPath`` beside it.
 
-**Devices.**  ``place(op)`` (the session's ``flowbook.placement.Placer``)
+**Devices.**  ``place(op)`` (the session's ``flowbook.run.placement.Placer``)
 says where each op runs; ``plan.devices`` holds the answer per op.  Where an
-edge crosses devices, ``flowbook.placement.insert_copies`` adds a copy node
+edge crosses devices, ``flowbook.run.placement.insert_copies`` adds a copy node
 (a ``CopyOp``: the value copied to the reader's device, a fed value to the
 GPU, a fetched one back to the host) before the ops are laid out, so copies
 are ordinary ops to everything below: they get slots, are freed after their
@@ -39,7 +39,7 @@ launch is asynchronous and cheap; the pool is for CPU kernels).  Without a
 GPU every op is on the CPU, there are no copies, and nothing else changes.
 
     >>> import flowbook as fb
-    >>> from flowbook.plan import build_plan
+    >>> from flowbook.run.plan import build_plan
     >>> with fb.Graph().as_default() as g:
     ...     x = fb.placeholder(fb.float32); y = x + 1.0; z = y * 2.0
     ...     plan = build_plan(g, [z], [], {y}, bind=lambda op: None)
@@ -55,7 +55,7 @@ from typing import Any
 from flowbook.devices import CPU, Device
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph_edit import stale_error
-from flowbook.placement import CopyOp, insert_copies
+from flowbook.run.placement import CopyOp, insert_copies
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import fmt
 

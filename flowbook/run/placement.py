@@ -325,7 +325,7 @@ def log_placement(plan: Any, devices: Sequence[Device] | None = None, file: Any 
     With ``devices``, first the "Device mapping" of the session's GPUs.
 
     >>> import flowbook as fb
-    >>> from flowbook.plan import build_plan
+    >>> from flowbook.run.plan import build_plan
     >>> with fb.Graph().as_default() as g:
     ...     y = fb.constant(2.0, name="y")
     ...     log_placement(build_plan(g, [y], (), (), lambda op: None), [CPU])

@@ -8,7 +8,7 @@ thread.  Which hooks a class overrides is looked up once per class
 (``_overridden``); the executor calls only those, so an observed run stays
 close to an unobserved one, and an observer that wants nothing per op
 (``timings_hooks``) leaves a run on its compiled straight line
-(``flowbook.executor.run_compiled_timed``).
+(``flowbook.run.executor.run_compiled_timed``).
 
 **Observers from options.**  ``RunOptions(trace_level=FULL_TRACE)``,
 ``RunOptions(check_numerics=True)`` and ``ConfigProto(check_numerics=True)``
@@ -32,9 +32,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flowbook.plan import Plan
+    from flowbook.run.plan import Plan
+    from flowbook.run.timings import RunTimings
     from flowbook.tensor import Operation
-    from flowbook.timings import RunTimings
 
 
 class Observer:
