@@ -41,20 +41,18 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from flowbook import hooks
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
 from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
+from flowbook.run.feeds import feed_target, feed_value
 from flowbook.run.fetches import flatten, host_value, rebuild, to_numpy
 from flowbook.run.observers import Observer, observers_for
 from flowbook.run.placement import Placer, log_placement
 from flowbook.run.plan import Plan, build_plan
 from flowbook.tensor import Operation, Tensor
-from flowbook.tensor_shape import compatible, fmt
 from flowbook.var_state import VarState
 
 MAX_PLANS = 256  # cached run signatures per session, for one graph version
@@ -170,6 +168,7 @@ class BaseSession:
     def prepare(self, fetches: Any, feed_dict: dict | None = None) -> Prepared:
         """What ``run(fetches, feed_dict)`` would execute, without running it (for the Stepper).
 
+        >>> import numpy as np
         >>> import flowbook as tf
         >>> with tf.Graph().as_default(), tf.Session() as s:
         ...     x = tf.placeholder(tf.float32, name="x")
@@ -227,9 +226,9 @@ class BaseSession:
         tensors: list[Tensor] = []
         values: list[Any] = []
         for key, value in feed_dict.items():
-            t = _feed_target(self.graph, key)
+            t = feed_target(self.graph, key)
             tensors.append(t)
-            values.append(_feed_value(t, value))
+            values.append(feed_value(t, value))
         return tuple(tensors), tuple(values)
 
     # ------------------------------------------------------------ lifecycle
@@ -418,41 +417,3 @@ def _session_for(graph: Graph, session: BaseSession | None) -> BaseSession:
 
 
 hooks.session_for.fill(_session_for)  # Tensor.eval, Operation.run, Variable.load
-
-
-# --------------------------------------------------------------------- feeds
-def _feed_target(graph: Graph, key: Any) -> Tensor:
-    try:
-        t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-    except (TypeError, ValueError, KeyError) as e:
-        msg = e.args[0] if e.args else str(e)
-        raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor: {msg}") from None
-    return t  # type: ignore[return-value]
-
-
-def _feed_value(t: Tensor, value: Any) -> Any:
-    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
-        raise TypeError(
-            f"The value fed to '{t.name}' is a symbolic tensor. Acceptable feed values are Python "
-            "scalars, strings, lists and numpy arrays: run it first and feed the result."
-        )
-    target = t.dtype.np
-    arr = value if type(value) is np.ndarray else np.asarray(value)
-    if arr.dtype != target:
-        if t.dtype.is_integer and arr.dtype.kind == "f" and not np.array_equal(arr, np.trunc(arr)):
-            raise TypeError(
-                f"Cannot feed non-integer values of dtype {arr.dtype} to '{t.name}', which is "
-                f"{t.dtype.name} ({t.op.type} '{t.op.name}' created at {t.op.site.describe()})"
-            )
-        try:
-            arr = arr.astype(target)
-        except (TypeError, ValueError) as e:
-            raise TypeError(
-                f"Cannot convert the value fed to '{t.name}' to {t.dtype.name}: {e}"
-            ) from None
-    if not compatible(t._shape, arr.shape):
-        raise ValueError(
-            f"Cannot feed value of shape {fmt(arr.shape)} for Tensor '{t.name}', which has shape "
-            f"{fmt(t._shape)} ({t.op.type} '{t.op.name}' created at {t.op.site.describe()})"
-        )
-    return arr

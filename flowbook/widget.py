@@ -10,8 +10,11 @@ The front end (``labextension/src/graph-widget.ts``) is bundled at build time
 into ``flowbook/static/graph-widget.js``, which ships inside the package.
 
 From the browser come ``selected`` (the name of the clicked node; the
-widget answers with that node's last value) and the stepper buttons'
-actions.
+widget answers with that node's last value), the stepper buttons'
+actions, and ``{"action": "history_run", "seq": n}`` when the run list
+shows a kept run (answered with the custom message ``{"history_run": state}``).
+``widget.runs`` lists the kept runs (:mod:`flowbook.notebook.history`) and
+``widget.replay(run)`` animates one in the browser (``{"replay": state}``).
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default() as g:
@@ -31,6 +34,7 @@ from IPython.display import display
 
 from flowbook.graph import Graph, get_default_graph
 from flowbook.notebook import live
+from flowbook.notebook.history import answer_run, find_run, run_record
 
 STATIC = Path(__file__).parent / "static"  # the built front end
 
@@ -55,6 +59,7 @@ class GraphWidget(anywidget.AnyWidget):
     graph = traitlets.Dict().tag(sync=True)  # snapshot.graph_state of the shown graph
     run = traitlets.Dict().tag(sync=True)  # the last run: pruned, done, error, times, values
     stepper = traitlets.Dict().tag(sync=True)  # the followed Stepper, if any
+    history = traitlets.Dict().tag(sync=True)  # the run list: {"runs": [row, ...]}, newest last
     selected = traitlets.Unicode("").tag(sync=True)  # name of the node clicked in the browser
     height = traitlets.Int(520).tag(sync=True)  # view height in pixels
     present = traitlets.Bool(False).tag(sync=True)  # present mode: big type (toolbar's Present)
@@ -129,6 +134,26 @@ class GraphWidget(anywidget.AnyWidget):
             run["done"] = list(run["times_us"])
         self.run = run
 
+    # ---------------------------------------------------------------- history
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        """The kept runs of the shown graph, oldest first (:func:`~flowbook.notebook.history.run_record` dicts).
+
+        >>> [r["seq"] for r in fb.show().runs]  # doctest: +SKIP
+        [1, 2, 3]
+        """
+        return [run_record(e) for e in self.live.history.runs]
+
+    def replay(self, run: Any = -1, seconds: float = 2.0) -> None:
+        """Animate a kept run in the view, op by op in the order they ran, in about ``seconds``.
+
+        ``run``: a record from :attr:`runs` or an index into them (-1: the newest).
+
+        >>> w = fb.show(); sess.run(y); w.replay(-1)  # doctest: +SKIP
+        """
+        entry = find_run(self.live.history, run)
+        self.send({"replay": entry.state(), "seconds": float(seconds)})
+
     # ---------------------------------------------------------------- stepper
     def attach_stepper(self, stepper: Any) -> None:
         """Drive ``stepper`` from the widget's buttons and show its progress."""
@@ -136,7 +161,9 @@ class GraphWidget(anywidget.AnyWidget):
         live.FLUSHER.flush_now()
 
     def _on_action(self, widget: Any, content: Any, buffers: Any) -> None:
-        if isinstance(content, dict) and "action" in content:
+        if isinstance(content, dict) and content.get("action") == "history_run":
+            self.send(answer_run(self.live.history, content.get("seq")))
+        elif isinstance(content, dict) and "action" in content:
             message = self.live.act(content["action"], content.get("node") or self.selected)
             if message:
                 self.stepper = {**self.stepper, "message": message}

@@ -10,7 +10,8 @@ import pytest
 
 import flowbook as fb
 from flowbook import session as session_module
-from flowbook.notebook import live, panel, watch
+from flowbook import source
+from flowbook.notebook import history, live, panel, watch
 from flowbook.notebook.snapshot import graph_state, preview
 
 
@@ -327,3 +328,91 @@ def test_the_final_state_of_a_run_wins_over_a_delayed_send(view, monkeypatch):
     assert [r["phase"] for r in runs[-2:]] == ["running", "done"]
     updates = [part["update"] for st in view.got for part in st.values()]
     assert updates == sorted(updates)
+
+
+def _values_in(obj, seen=None) -> list:
+    """The numpy arrays reachable from ``obj`` through slots, dicts, lists and tuples."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray | np.generic):
+        return [obj]
+    if isinstance(obj, dict):
+        items = list(obj.values())
+    elif isinstance(obj, list | tuple):
+        items = list(obj)
+    elif isinstance(obj, history.RunEntry):
+        items = [getattr(obj, k) for k in obj.__slots__]
+    else:
+        return []
+    return [v for item in items for v in _values_in(item, seen)]
+
+
+def test_history_is_bounded_in_runs_plans_and_previews_and_holds_no_values(view, monkeypatch):
+    monkeypatch.setattr(history, "MAX_PREVIEWS", 3)
+    monkeypatch.setattr(history, "PREVIEW_CHARS", 20)
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, [None], name="x")
+        chain = [x]
+        for i in range(8):
+            chain.append(fb.add(chain[-1], float(i), name=f"a{i}"))
+    hub = view.attach(g)
+    hub.history = history.History(size=5, pinned=2)
+    with fb.Session(graph=g) as s:
+        for fetch in chain[1:5]:  # four plans, one run each: the first timed, with values
+            s.run(fetch, {x: np.arange(50, dtype=np.float32)})
+        for _ in range(6):  # then a fifth plan, six times
+            s.run(chain[8], {x: np.zeros(3, np.float32)})
+    kept = hub.history.runs
+    # the last 5 runs, plus the newest run of the 2 plans run most recently before them
+    assert [e.seq for e in kept] == [3, 4, 6, 7, 8, 9, 10]
+    assert len(hub.history.entries) == 5 and len(hub.history.pending) == 0
+    assert kept[1].fetches == ["a3"] and kept[-1].fetches == ["a7"]
+    for e in kept:
+        assert 0 < len(e.previews) <= 3 and all(len(p) <= 20 for p in e.previews.values())
+        assert _values_in(e) == []  # previews only, never the values themselves
+    assert kept[1].previews["a3"].startswith("float32 (50,) min")  # the fetch's comes first
+    assert kept[1].previews["a3"].endswith("...")
+    assert kept[-1].previews is kept[2].previews  # shared, not copied
+    assert kept[-1].values_seq == kept[-1].times_seq == 5  # run 5, the first, dropped unsummarised
+    assert len(kept[1].times) == len(kept[1].names) and kept[1].times.itemsize == 4
+
+
+def test_runs_not_yet_summarised_are_bounded_too():
+    h = history.History(size=3)
+    g = fb.Graph()
+    with g.as_default():
+        y = fb.constant(1.0, name="c") * 2.0
+    hub = live.LiveGraph(g)
+    hub.history = h  # a LiveGraph with no views: its runs are recorded by hand, not flushed
+    with fb.Session(graph=g) as s:
+        s.run(y)
+        plan = next(iter(s._plans.values()))
+    stats = hub.plan_stats(plan)
+    for _ in range(10):
+        hub.run_finished(hub.run_started(plan, stats, False), None)
+    assert len(h.pending) == 3 and [e.seq for e in h.runs] == [8, 9, 10]
+
+
+def test_each_cell_run_keeps_the_values_of_its_first_run_of_a_plan(view):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, name="x")
+        y = fb.square(x, name="y")
+    hub = view.attach(g)
+    try:
+        with fb.Session(graph=g) as s:
+            for cell, feeds in ((source.Cell("c1", 1), (1.0, 2.0)), (source.Cell("c1", 2), (3.0,))):
+                source.set_current_cell(cell)  # what the notebook extension does before a cell
+                for v in feeds:
+                    s.run(y, {x: v})
+    finally:
+        source.set_current_cell(None)
+    runs = hub.history.runs
+    assert [(e.seq, e.values_seq, e.previews["y"]) for e in runs] == [
+        (1, 1, "float32 () 1."),
+        (2, 1, "float32 () 1."),  # watched whole: run 1's values
+        (3, 3, "float32 () 9."),  # the next cell's first run: its own
+    ]

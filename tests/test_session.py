@@ -114,6 +114,51 @@ def test_feed_shape_and_dtype_checks():
             s.run(x, {"nope:0": 1})
 
 
+BAD_FEEDS = [
+    # (dtype, shape, value, error, message): refused as TensorFlow refuses them
+    (fb.int32, [None], [2**40], ValueError, r"'n:0' does not fit int32: 1099511627776 is outside"),
+    (fb.int32, [None], [-(2**31) - 1], ValueError, "does not fit int32"),
+    (fb.uint8, [None], [256], ValueError, "does not fit uint8"),
+    (fb.int64, [None], [2**70], ValueError, "does not fit int64"),
+    (fb.int32, [None], np.array([2**40]), ValueError, "does not fit int32"),
+    (fb.int32, [None, None], [[1], [1, 2]], ValueError, "ragged value to 'n:0'"),
+    (fb.int32, [None], ["a"], TypeError, "Cannot feed strings to 'n:0', which is int32"),
+    (fb.float32, [None], ["1.5"], TypeError, "Cannot feed strings to 'n:0'"),
+    (fb.int32, [None], [1, None], TypeError, "NoneType"),
+    (fb.int32, [None], [1.5], TypeError, "non-integer values"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype,shape,value,error,message", BAD_FEEDS)
+def test_feeds_are_checked_as_tensorflow_checks_them(dtype, shape, value, error, message):
+    n = fb.placeholder(dtype, shape, name="n")
+    with fb.Session() as s, pytest.raises(error, match=message) as info:
+        s.run(fb.identity(n), {n: value})
+    assert "test_session.py" in str(info.value)  # the placeholder's line
+
+
+def test_feeding_a_variable_feeds_its_readers_and_leaves_it_alone():
+    w = fb.Variable([1.0, 2.0], name="W")
+    doubled = w.value() * 2
+    with fb.Session() as s:
+        s.run(fb.global_variables_initializer())
+        assert s.run(w.read_value(), {w: [0.0, 0.0]}).tolist() == [0.0, 0.0]
+        assert s.run(doubled, {w: [3.0, 4.0]}).tolist() == [6.0, 8.0]
+        assert s.run(fb.assign_add(w, [1.0, 1.0]), {w: [0.0, 0.0]}).tolist() == [1.0, 1.0]
+        assert s.run(w).tolist() == [1.0, 2.0]  # the stored value is untouched
+        with pytest.raises(ValueError, match="Cannot feed value of shape"):
+            s.run(doubled, {w: [1.0, 2.0, 3.0]})
+
+
+def test_shapes_too_big_for_int32_and_memory():
+    with pytest.raises(ValueError, match="Cannot convert 1099511627776 to a int32 tensor"):
+        fb.constant(2**40, fb.int32)
+    z = fb.zeros([2**40, 2**40])  # int64 dims, as TensorFlow converts them
+    with fb.Session() as s, pytest.raises(fb.errors.ResourceExhaustedError) as info:
+        s.run(z)
+    assert "Fill 'zeros'" in str(info.value) and "test_session.py" in str(info.value)
+
+
 def test_counter_variable():
     state = fb.Variable(0, name="counter")
     one = fb.constant(1)

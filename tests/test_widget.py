@@ -123,3 +123,78 @@ def test_show_present_starts_in_present_mode_and_the_trait_syncs_both_ways():
         finally:
             w.close()
             plain.close()
+
+
+def _two_fetch_graph():
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, [None], name="x")
+        y = fb.multiply(x, 2.0, name="y")
+        z = fb.reduce_sum(fb.square(y, name="sq"), name="z")
+    return g, x, y, z
+
+
+def test_runs_lists_every_run_with_its_fetches_order_times_and_previews():
+    g, x, y, z = _two_fetch_graph()
+    w = widget_module.GraphWidget(g)
+    try:
+        with fb.Session(graph=g) as s:
+            s.run(y, {x: [1.0, 2.0]})
+            for i in range(3):
+                s.run(z, {x: [float(i)]})
+        runs = w.runs
+        assert [r["seq"] for r in runs] == [1, 2, 3, 4]
+        assert [r["fetches"] for r in runs] == [["y"], ["z"], ["z"], ["z"]]
+        first, second, last = runs[0], runs[1], runs[-1]
+        assert first["ops"] == ["Const", "y"] and first["phase"] == "done"
+        assert first["order"] == ["Const", "y"] and set(first["times"]) == {"Const", "y"}
+        assert first["previews"]["y"] == "float32 (2,) [2. 4.]"
+        order = second["order"]
+        assert set(order) == set(second["ops"]) and order.index("sq") < order.index("z")
+        assert second["times_seq"] == 2 and second["values_seq"] == 2 and second["times"]["z"] > 0
+        assert second["previews"]["z"] == "float32 () 0."
+        # later runs of the plan were watched whole: times and values are run 2's, and say so
+        assert last["times_seq"] == 2 and last["values_seq"] == 2 and last["order"] == order
+        live.FLUSHER.flush_now()
+        assert [r["seq"] for r in w.history["runs"]] == [1, 2, 3, 4]
+        row = w.history["runs"][1]
+        assert row == {
+            "seq": 2,
+            "phase": "done",
+            "total_us": row["total_us"],
+            "ops": 5,
+            "fetches": ["z"],
+        }
+    finally:
+        w.close()
+
+
+def test_replay_sends_a_kept_run_by_record_or_index_and_a_view_can_ask_for_one(monkeypatch):
+    g, x, y, z = _two_fetch_graph()
+    w = widget_module.GraphWidget(g)
+    sent: list[dict] = []
+    monkeypatch.setattr(w, "send", sent.append)
+    try:
+        with pytest.raises(ValueError, match="no run kept yet"):
+            w.replay()
+        with fb.Session(graph=g) as s:
+            s.run(z, {x: [1.0, 2.0]})
+            s.run(y, {x: [3.0]})
+        w.replay()  # the newest
+        w.replay(w.runs[0], seconds=5)
+        assert [m["replay"]["seq"] for m in sent] == [2, 1]
+        assert sent[0]["seconds"] == 2.0 and sent[1]["seconds"] == 5.0
+        replayed = sent[1]["replay"]
+        assert replayed["order"] == replayed["done"] and replayed["order"][-1] == "z"
+        assert replayed["pruned"] == w.runs[0]["ops"]
+        assert replayed["values"]["z"] == "float32 () 20."
+        with pytest.raises(ValueError, match="index below 2"):
+            w.replay(2)
+        with pytest.raises(ValueError, match="run 9 is no longer kept"):
+            w.replay({"seq": 9})
+        w._on_action(w, {"action": "history_run", "seq": 1}, [])
+        w._on_action(w, {"action": "history_run", "seq": 7}, [])
+        assert sent[-2]["history_run"]["fetches"] == ["z"]
+        assert sent[-1] == {"history_run": {"seq": 7}}
+    finally:
+        w.close()

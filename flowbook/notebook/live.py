@@ -10,6 +10,9 @@ showing them: GraphWidgets and the JupyterLab side panel's comm, each with a
 - ``stats``: per plan (weakly keyed), the op names and the facts that decide
   how the next run of that plan is watched (below)
 - ``stepper``: the stepper being followed, if any
+- ``history``: the last runs, for the run list and replay
+  (:mod:`flowbook.notebook.history`; the views get its index as the
+  ``history`` state and a run's full state when they ask)
 
 **Watching runs** is :mod:`flowbook.notebook.watch`'s job: one observer,
 :data:`WATCHER`, registered while any view exists, chooses per run how
@@ -40,7 +43,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from flowbook.debug.nan_guard import NanGuard
+from flowbook.notebook.history import History, error_state
 from flowbook.notebook.snapshot import graph_state, preview
 from flowbook.notebook.watch import PlanStats, Record, Watcher
 from flowbook.run.executor import Observer
@@ -56,7 +59,7 @@ class View(Protocol):
     """Something that shows a LiveGraph: a GraphWidget or the side panel's comm."""
 
     def push(self, state: dict[str, Any]) -> None:
-        """Show ``state``: any of the keys "graph", "run", "stepper"."""
+        """Show ``state``: any of the keys "graph", "run", "stepper", "history"."""
 
 
 class LiveGraph:
@@ -70,6 +73,7 @@ class LiveGraph:
         self.record: Record | None = None  # the run shown
         self.stats: weakref.WeakKeyDictionary[Plan, PlanStats] = weakref.WeakKeyDictionary()
         self.stepper: Any = None  # the Stepper followed, if any
+        self.history = History()  # the last runs (entries made at run end, summarised here)
         self.step_done: list[str] = []  # ops the stepper ran, in order
         self.step_values: dict[str, str] = {}  # op name -> preview, from the stepper
         self.dirty: set[str] = set()  # states to send at the next flush
@@ -83,7 +87,7 @@ class LiveGraph:
             self.views.append(view)
         WATCHER.attach()
         with self.send_lock:
-            view.push(self._numbered(self.state(("graph", "run", "stepper"))))
+            view.push(self._numbered(self.state(("graph", "run", "stepper", "history"))))
 
     def remove_view(self, view: View) -> None:
         """Stop sending to ``view``."""
@@ -113,6 +117,8 @@ class LiveGraph:
             out["run"] = self.run_state()
         if "stepper" in keys:
             out["stepper"] = self.stepper_state()
+        if "history" in keys:
+            out["history"] = self.history.index()
         return out
 
     def run_state(self) -> dict[str, Any]:
@@ -131,7 +137,7 @@ class LiveGraph:
             running = []
         error = None
         if rec.error is not None:
-            error = _error_state(rec.error)
+            error = error_state(rec.error)
             if rec.phase == "error" and rec.done is None and error["node"] in names:
                 done = names[: names.index(error["node"])]  # a whole-watched run: best guess
         values: dict[str, str] = {}
@@ -225,14 +231,14 @@ class LiveGraph:
         return message
 
     # ------------------------------------------------------------- sending
-    def touch(self, key: str) -> None:
-        """Mark state ``key`` changed; the flusher sends it within 1/MAX_PUSHES_PER_S s.
+    def touch(self, *keys: str) -> None:
+        """Mark the states ``keys`` changed; the flusher sends them within 1/MAX_PUSHES_PER_S s.
 
         Under the lock: a key added to the set a flush has just taken would be lost
         (the run's last state, "done", never sent).
         """
         with self.lock:
-            self.dirty.add(key)
+            self.dirty.update(keys)
         FLUSHER.wake(self)
 
     def flush(self) -> None:
@@ -282,17 +288,8 @@ class LiveGraph:
         stats.runs += 1
         rec.error = error
         rec.phase = "done" if error is None else "error"
-        self.touch("run")
-
-
-def _error_state(error: BaseException) -> dict[str, Any]:
-    op = getattr(error, "op", None)
-    message = getattr(error, "message", None) or str(error) or type(error).__name__
-    return {
-        "node": op.name if op is not None else "",
-        "message": message if len(message) <= 2000 else message[:1997] + "...",
-        "nan": op is not None and op is NanGuard.last_bad_op,
-    }
+        self.history.add(rec, stats.last_ns)  # references only: summarised by the flusher
+        self.touch("run", "history")
 
 
 def _fed_ops(plan: Plan) -> list[str]:

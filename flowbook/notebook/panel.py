@@ -8,7 +8,9 @@ the whole state at once, then whatever changes (graph after each cell, runs
 at most 20 times a second), as comm messages ``{"graph"?, "run"?, "stepper"?}``.
 When a cell replaces the default graph (``tf.reset_default_graph()``), the
 panels move to the new one.  Messages from the panel are stepper actions,
-``{"action": "step" | "run_to" | "cont" | "reset", "node": name}``.
+``{"action": "step" | "run_to" | "cont" | "reset", "node": name}``, and
+``{"action": "history_run", "seq": n}`` (the run list picked a kept run:
+answered with ``{"history_run": state}``).
 
     >>> TARGET
     'flowbook.graph'
@@ -20,6 +22,7 @@ from typing import Any
 
 from flowbook.graph import get_default_graph
 from flowbook.notebook import live
+from flowbook.notebook.history import answer_run
 
 TARGET = "flowbook.graph"
 _panels: list[PanelView] = []  # open panel comms in this kernel
@@ -55,7 +58,11 @@ class PanelView:
 
     def _on_msg(self, msg: Any) -> None:
         data = msg.get("content", {}).get("data", {}) if isinstance(msg, dict) else {}
-        if isinstance(data, dict) and "action" in data and self.hub is not None:
+        if not isinstance(data, dict) or self.hub is None:
+            return
+        if data.get("action") == "history_run":
+            self.comm.send(answer_run(self.hub.history, data.get("seq")))
+        elif "action" in data:
             message = self.hub.act(str(data["action"]), data.get("node"))
             if message:
                 self.comm.send({"message": message})

@@ -6,7 +6,9 @@ looks up the plan's graph among the shown ones and chooses, from the plan's
 :class:`PlanStats`:
 
 - the first run of a plan is timed op by op and keeps references to its
-  values (so every node gets a time and a value preview once);
+  values (so every node gets a time and a value preview once), and so is
+  its first run in each notebook cell run (so the run history has a value
+  for each op of each cell's runs, to compare);
 - a plan whose last run took ``LIVE_NS`` or more is watched op by op (nodes
   turn running/done while it runs: a hook per op is nothing next to 0.1 s);
 - one run in every ``RETIME_FAST_NS`` is timed where timing costs little
@@ -39,6 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from flowbook import source
 from flowbook.devices import Device
 from flowbook.notebook.snapshot import preview
 from flowbook.run.observers import Observer
@@ -60,18 +63,22 @@ class PlanStats:
     """What the live views know of one plan."""
 
     __slots__ = (
+        "cell",
         "copies",
         "fed",
+        "fetched_names",
         "last_ns",
         "n",
         "names",
         "placement",
         "previews",
         "runs",
+        "timed",
         "timed_at",
         "times_us",
         "timings",
         "values",
+        "values_seq",
     )  # fmt: skip
 
     def __init__(self, plan: Plan) -> None:
@@ -85,15 +92,25 @@ class PlanStats:
         self.times_us: dict[str, float] = {}  # op name -> kernel µs in the last timed run
         self.values: dict[str, Any] = {}  # op name -> its first output, kept by reference
         self.previews: dict[str, str] = {}  # op name -> preview of the value, once made
+        # copy-on-write for the run history: a run that records values starts new `values`
+        # and `previews` dicts (history entries hold the old ones); the run's seq names them
+        self.values_seq = 0
+        self.timed: tuple[int, RunTimings] | None = None  # (seq, timings) of the last timed run
+        self.fetched_names: list[str] | None = None  # what runs of the plan compute
+        self.cell: Any = None  # source.current_cell at the last "first" run (None: no notebook)
         self.placement: dict[str, str] | None = None  # op name -> "GPU:0"; None: not yet known
         self.copies: list[dict[str, Any]] = []  # the plan's copy nodes (see device_state)
 
     def mode(self, plan: Plan) -> str | None:
         """How to watch the next run: "first", "live", "timed" or None (whole)."""
         if self.runs == 0:
+            self.cell = source.current_cell
             return "first"
         if self.last_ns >= LIVE_NS:
             return "live"
+        if source.current_cell is not self.cell:
+            self.cell = source.current_cell
+            return "first"
         cheap = self.last_ns / self.n >= (TIME_HEAVY_NS if plan.any_heavy else TIME_CHEAP_NS)
         if time.perf_counter_ns() - self.timed_at >= (RETIME_FAST_NS if cheap else RETIME_NS):
             return "timed"
@@ -113,6 +130,20 @@ class PlanStats:
         if self.placement is None:
             self.placement, self.copies = device_state(plan)
         return self.placement, self.copies
+
+    def fresh_values(self, seq: int) -> None:
+        """Start new values and previews dicts for run ``seq`` (the old ones may be kept)."""
+        self.values, self.previews, self.values_seq = dict(self.values), dict(self.previews), seq
+
+    def fetched(self, plan: Plan) -> list[str]:
+        """The ops whose values runs of ``plan`` fetch, then those nothing reads (targets)."""
+        if self.fetched_names is None:
+            slots = set(plan.fetch_slots)
+            ops = [op for op, outs in zip(plan.ops, plan.outputs) if slots.intersection(outs)]
+            ops += [op for op, used in zip(plan.ops, plan.consumers) if not used]
+            ops = [op.inputs[0].op if isinstance(op, CopyOp) else op for op in ops]
+            self.fetched_names = list(dict.fromkeys(op.name for op in ops))
+        return self.fetched_names
 
     def preview(self, name: str) -> str | None:
         """A preview of op ``name``'s last kept value (made once per value), or None."""
@@ -202,6 +233,8 @@ class _Watch(Observer):
 
     def on_start(self, plan: Plan) -> None:
         self.rec = self.hub.run_started(plan, self.stats, self.mode == "live")
+        if self.mode in ("live", "first"):
+            self.stats.fresh_values(self.rec.seq)  # the last run's stay as the history has them
 
     def _before(self, op: Operation) -> None:
         self.rec.running.append(op.name)  # type: ignore[union-attr]
@@ -224,6 +257,8 @@ class _Watch(Observer):
     def on_timings(self, plan: Plan, timings: RunTimings) -> None:
         self.stats.timings = timings  # turned into µs by the flusher, off the run's path
         self.stats.timed_at = time.perf_counter_ns()
+        if self.rec is not None:
+            self.stats.timed = (self.rec.seq, timings)  # for the run history
 
     def on_finish(self, plan: Plan, error: BaseException | None) -> None:
         if self.rec is not None:

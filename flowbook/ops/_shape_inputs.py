@@ -33,12 +33,25 @@ def is_tensor(value: Any) -> bool:
 
 
 def int_input(value: Any, name: str, dtype: dtypes.DType = dtypes.int32) -> Tensor:
-    """A shape-like argument as a tensor: Python ints and lists become an int32 Const."""
+    """A shape-like argument as a tensor: Python ints and lists become an int32 Const
+    (int64 where a value does not fit int32, as TensorFlow does).
+    """
     if is_tensor(value):
         return convert_to_tensor(value)
     if isinstance(value, np.ndarray | np.generic) and value.dtype.kind in "iu":
         return convert_to_tensor(value, name=name)  # keeps int64 when given int64
+    if dtype == dtypes.int32 and _beyond_int32(value):
+        dtype = dtypes.int64
     return convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def _beyond_int32(value: Any) -> bool:
+    """Whether a Python int (or a nested list of them) holds one outside int32."""
+    if isinstance(value, int):
+        return not -(2**31) <= value < 2**31
+    if isinstance(value, list | tuple):
+        return any(_beyond_int32(v) for v in value)
+    return False
 
 
 def check_int(op_type: str, input_name: str, t: Tensor) -> None:

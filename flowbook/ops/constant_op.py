@@ -75,6 +75,8 @@ def _const_array(
     dt = dtypes.as_dtype(dtype) if dtype is not None else dtypes.of_value(value)
     try:
         arr = np.array(value, dtype=dt.np)
+    except OverflowError:
+        raise ValueError(f"Cannot convert {value!r} to a {dt.name} tensor: out of range") from None
     except (TypeError, ValueError) as e:
         raise TypeError(f"Cannot convert {value!r} to a {dt.name} tensor: {e}") from None
     if dt.is_integer and not isinstance(value, np.ndarray | np.generic):

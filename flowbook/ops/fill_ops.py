@@ -26,6 +26,7 @@ import numpy as np
 
 from flowbook import dtypes
 from flowbook.graph import name_scope
+from flowbook.limits import claimed_bytes, human
 from flowbook.ops._builder import make1, same_as_input, same_dtype
 from flowbook.ops._shape_inputs import (
     check_int,
@@ -57,7 +58,11 @@ def _fill_infer(dims: Tensor, value: Tensor) -> Out:
 
 @register_op("Fill", ("dims", "value"), infer=_fill_infer, host_inputs=(0,))
 def _fill_kernel(xp: Any, dims: Any, value: Any) -> Any:
-    return xp.broadcast_to(value, host_ints(dims)).copy()  # value stays on the device
+    shape = host_ints(dims)
+    nbytes = claimed_bytes(shape, value.dtype.itemsize)
+    if nbytes >= 2**63:  # past what numpy can even index: out of memory, said plainly
+        raise MemoryError(f"shape {list(shape)} of {value.dtype} needs {human(nbytes)}")
+    return xp.broadcast_to(value, shape).copy()  # value stays on the device
 
 
 @register_gradient("Fill")

@@ -1,8 +1,8 @@
 /**
  * The side panel's connection to the kernel: a comm, target TARGET
  * (panel.ts), that the panel opens itself. Python answers with messages
- * holding any of {graph, run, stepper}; the panel sends {selected} and
- * {action, node}. The comm is (re)opened when the current notebook or its
+ * holding any of {graph, run, stepper, history} or {history_run}; the
+ * panel sends {selected}, {action, node} and {action: "history_run", seq}. The comm is (re)opened when the current notebook or its
  * kernel changes, after a restart, and after a cell runs while it is not
  * open (so `%load_ext flowbook` connects without further ado).
  */
@@ -130,6 +130,12 @@ export class Connection {
       }
       if ('stepper' in data) {
         this.panel.view.setStepper(data.stepper);
+      }
+      if ('history' in data) {
+        this.panel.view.setHistory(data.history);
+      }
+      if ('history_run' in data) {
+        this.panel.view.receive(data);
       }
     };
     comm.onClose = () => {

@@ -3,15 +3,18 @@
  * `render({ model, el })` draws the graph held in the model's traits and
  * returns a cleanup function. Python-side counterpart: flowbook/widget.py.
  *
- * Traits read: graph, run, stepper, height, selected, present.
+ * Traits read: graph, run, stepper, history, height, selected, present.
  * Sent back: `selected` (the clicked op's name, "" to clear), `present`
- * (the toolbar's Present button) and custom
- * messages {action: "step" | "run_to" | "cont" | "reset", node}.
+ * (the toolbar's Present button) and custom messages
+ * {action: "step" | "run_to" | "cont" | "reset", node} and
+ * {action: "history_run", seq}. Custom messages received: {history_run}
+ * (a kept run asked for) and {replay, seconds} (`widget.replay(run)`).
  */
 
 import { GraphView } from './view/graph-view';
 import '../style/graph-view.css';
 import '../style/present.css';
+import '../style/history.css';
 
 interface AnyModel {
   get(name: string): unknown;
@@ -33,12 +36,15 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
     onPresent: on => {
       model.set('present', on);
       model.save_changes();
-    }
+    },
+    onHistory: seq => model.send({ action: 'history_run', seq })
   });
+  const onMsg = (content: unknown) => view.receive(content);
   const handlers: [string, () => void][] = [
     ['change:graph', () => view.setGraph(model.get('graph'))],
     ['change:run', () => view.setRun(model.get('run'))],
     ['change:stepper', () => view.setStepper(model.get('stepper'))],
+    ['change:history', () => view.setHistory(model.get('history'))],
     ['change:height', () => view.setHeight(model.get('height'))],
     ['change:present', () => view.setPresent(model.get('present'))],
     [
@@ -54,6 +60,8 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
   view.setRun(model.get('run'));
   view.setStepper(model.get('stepper'));
   view.setGraph(model.get('graph'));
+  view.setHistory(model.get('history'));
+  model.on('msg:custom', onMsg as () => void);
   for (const [event, cb] of handlers) {
     model.on(event, cb);
   }
@@ -61,6 +69,7 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
     for (const [event, cb] of handlers) {
       model.off(event, cb);
     }
+    model.off('msg:custom', onMsg as () => void);
     view.dispose();
   };
 }

@@ -55,7 +55,8 @@ export class GraphPanel extends Widget {
           void this.jumpToCell(node.cell);
         }
       },
-      onAction: (action: StepAction, node) => this.send({ action, node })
+      onAction: (action: StepAction, node) => this.send({ action, node }),
+      onHistory: seq => this.send({ action: 'history_run', seq })
     });
     this.view.fillParent();
     this.setStatus('No notebook open.');

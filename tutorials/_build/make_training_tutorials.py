@@ -89,8 +89,12 @@ train_step = tf.train.GradientDescentOptimizer(0.5).minimize(cross_entropy)
 
 correct = tf.equal(tf.argmax(y, 1), y_)
 accuracy = tf.reduce_mean(tf.cast(correct, tf.float32))"""),
-    md("The model as a graph. Training runs `train_step`; evaluating runs `accuracy`: watch which part of the graph each one lights up."),
-    code("tf.show()"),
+    md("""The model as a graph. Training runs `train_step`; evaluating runs `accuracy`: watch which part
+of the graph each one lights up. A training step is over in well under a millisecond, so the
+widget keeps its runs: once the cells below have run, the **Runs** row above the graph shows any
+of them again, and **▶ Replay** plays one back op by op."""),
+    code("""graph_view = tf.show()
+graph_view"""),
     md("## Train\n\n`next_batch(100)` hands out shuffled minibatches; the loss is printed as training goes."),
     code("""sess = tf.Session()
 sess.run(tf.global_variables_initializer())
@@ -103,6 +107,19 @@ for step in range(200):
     code("""test_accuracy = sess.run(accuracy, feed_dict={x: digits.test.images, y_: digits.test.labels})
 print(f"test accuracy: {test_accuracy:.3f}")
 assert test_accuracy >= 0.88"""),
+    md("""## Look back at the runs
+
+Every run is still there to show: pick one in the graph's **Runs** list. Run 1 is the
+initializer (only the variables' initial values and assigns light up), runs 2 to 201 the training
+steps (the forward pass, `gradients/` and the updates), run 202 the evaluation (the forward
+pass and `accuracy`, while the gradients stay dimmed). **compare** outlines the ops whose value
+or time differs between the run shown and another: a training step against the evaluation marks
+the forward ops, which saw different digits. `graph_view.runs` holds the same records:"""),
+    code("""runs = graph_view.runs
+print(len(runs), "runs kept")
+for run in (runs[0], runs[1], runs[-1]):
+    print(f"run {run['seq']:3d}: fetched {', '.join(run['fetches'])}, {len(run['order'])} ops ran")
+graph_view.replay(runs[-1])  # the evaluation, op by op, in the graph above"""),
     md("Each column of `W` is a template the model matched digits against. Here is the one for 0:"),
     code("""print(sess.run(W)[:, 0].reshape(8, 8).round(1))
 sess.close()"""),

@@ -133,10 +133,28 @@ with tf.Session() as sess:
 md("""Show the graph again here, then run the next cell: the nodes light up as they run, with the
 time each took, and the ones this fetch did not need stay dimmed — that is partial execution,
 seen. Click the `W` node and then `C`: the details show their last values."""),
-code("tf.show()"),
+code("""view = tf.show()
+view"""),
 code("""with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     print("cost:", sess.run(C, {x: batch}))"""),
+md("The same fetch with twice the batch, in a cell of its own:"),
+code("""with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print("cost of twice the batch:", sess.run(C, {x: 2 * batch}))"""),
+md("""## Watch a run again
+
+Those runs took a fraction of a millisecond each: too fast to see. The widget keeps the last
+runs of its graph (the first run of each fetch in each cell with every op's value and time). In the **Runs** row above the graph, pick one to show it again (the ops it ran
+lit, with their times, the rest dimmed: the initializer's run and the cost's light up different
+parts), press **▶ Replay** to play it back op by op in the order the ops ran, slowly enough to
+follow, and choose another run under **compare** to outline the ops whose value or time differs
+(the two cost runs: everything downstream of `x`).
+
+From Python, `view.runs` lists the kept runs and `view.replay(run)` plays one in the graph above:"""),
+code("""for run in view.runs:
+    print(f"run {run['seq']}: fetched {', '.join(run['fetches'])}; ran {' -> '.join(run['order'])}")
+view.replay(-1)  # the last run, op by op, in about two seconds"""),
 md("""## Where next
 
 - Build a graph with a shape mistake (say `tf.matmul(x, tf.zeros([10, 3]))`) and read the error:

@@ -11,6 +11,14 @@
 
 import type { Hierarchy } from './hierarchy';
 
+const REVEAL_AT_MOST = 8; // a cell that makes at most this many ops has them revealed (scopes opened)
+
+/** The ops to centre, and those of them to reveal first (none when there are many). */
+export interface NewOps {
+  names: string[];
+  reveal: string[];
+}
+
 export class CellFollower {
   private cell = ''; // model id of the cell followed
   private ops = ''; // the names last centred, one a line
@@ -23,11 +31,12 @@ export class CellFollower {
 
   /**
    * The ops of `h` the followed cell made, if they changed since the last
-   * call; null when there is nothing new to show.
+   * call; null when there is nothing new to show. Many ops are shown by
+   * their scopes; a few are revealed.
    *
-   *     follower.follow('c1'); follower.newOps(h)  // ['W', 'b', 'MatMul']
+   *     follower.follow('c1'); follower.newOps(h)  // {names: ['W', 'b', 'MatMul'], reveal: [...]}
    */
-  newOps(h: Hierarchy): string[] | null {
+  newOps(h: Hierarchy): NewOps | null {
     if (!this.cell) {
       return null;
     }
@@ -42,6 +51,6 @@ export class CellFollower {
       return null;
     }
     this.ops = ops;
-    return names;
+    return { names, reveal: names.length <= REVEAL_AT_MOST ? names : [] };
   }
 }

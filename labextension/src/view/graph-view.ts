@@ -13,12 +13,13 @@
  * - `frame` (frame.ts): what is laid out now, drawn by `scene` (scene.ts);
  *   `focus` (focus.ts): where the view looks
  * - `selected`: the op, copy or group in the details pane (details.ts)
- * - `present`: present mode (text.ts PRESENT: big type, scopes collapsed,
- *   fits never below scale 1); `follower` (follow.ts): the cell whose new ops are centred
+ * - `presentation` (present.ts): present mode; `follower` (follow.ts): the
+ *   cell whose new ops are centred; `updates` (updates.ts): the newest state shown
  *
  * The parts: the toolbar (toolbar.ts, with search.ts), the stepper's bar
- * (stepbar.ts), the scene, the hover tooltip (tooltip.ts), the details pane
- * and the legend (badges.ts).
+ * (stepbar.ts), the run list with replay and compare (history.ts: while it
+ * shows a kept run, live runs wait in `liveRun`), the scene, the hover
+ * tooltip (tooltip.ts), the details pane and the legend (badges.ts).
  *
  * The loop: setGraph / a click that opens a group -> requestLayout() ->
  * (next tick, latest request wins) layOut: visible part -> DOT -> Graphviz
@@ -33,37 +34,41 @@ import { html } from './draw';
 import { Overlay } from './overlay';
 import { Legend } from './badges';
 import { Focus } from './focus';
-import { MIN_READABLE } from './camera';
 import { Toolbar } from './toolbar';
 import { StepBar } from './stepbar';
+import { RunHistory, markChanged } from './history';
 import { showDetails } from './details';
 import { Tooltip } from './tooltip';
 import { CopySet, EMPTY_COPIES, type CopyLayout } from './copies';
 import { Openings } from './expansion';
 import { LayoutQueue, layOut, passTiming, type Frame } from './frame';
 import { Scene } from './scene';
-import { NORMAL, PRESENT } from './text';
+import { Presentation } from './present';
+import { Updates } from './updates';
 import { CellFollower } from './follow';
 import {
   EMPTY_RUN,
   EMPTY_STEPPER,
   normalizeGraph,
+  normalizeHistory,
   normalizeRun,
   normalizeStepper,
   type GraphState,
+  type RunState,
   type StepAction,
   type StepperState,
   type ViewCallbacks
 } from './types';
 
 let instances = 0;
-const FOLLOW_REVEAL = 8; // a cell that makes at most this many ops has them revealed
 
 export class GraphView {
   readonly root: HTMLDivElement;
   private readonly cb: ViewCallbacks;
   private readonly toolbar: Toolbar;
   private readonly stepBar: StepBar;
+  private readonly history: RunHistory;
+  private liveRun: RunState = EMPTY_RUN; // the newest run the host sent (drawn when following)
   private readonly scene: Scene;
   private readonly details: HTMLDivElement;
   private readonly tooltip: Tooltip;
@@ -80,8 +85,8 @@ export class GraphView {
   private selected = ''; // op name or group key shown in the details pane
   private layouts = 0; // layouts done (data-flowbook-layouts: tests check runs do not relayout)
   private lastStepCurrent: string | null = null;
-  private readonly updates = { graph: 0, run: 0, stepper: 0 }; // newest `update` shown, per state
-  private present = false;
+  private readonly updates = new Updates(); // the newest state shown, per kind (updates.ts)
+  private readonly presentation: Presentation; // present mode (present.ts)
   private readonly follower = new CellFollower(); // the cell whose new ops are centred (follow.ts)
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
@@ -103,11 +108,15 @@ export class GraphView {
       fit: () => this.focus.fit(),
       collapseAll: () => this.collapseAll(),
       togglePresent: () => {
-        this.setPresent(!this.present);
-        this.cb.onPresent?.(this.present);
+        this.setPresent(!this.presentation.on);
+        this.cb.onPresent?.(this.presentation.on);
       }
     });
     this.stepBar = new StepBar(root, action => this.act(action));
+    this.history = new RunHistory(root, {
+      request: seq => this.cb.onHistory?.(seq),
+      show: run => this.showRun(run ?? this.liveRun)
+    });
 
     // the canvas
     const vp = html('div', 'fb-viewport', root);
@@ -120,6 +129,7 @@ export class GraphView {
       boxFor: name => this.boxFor(name),
       groupOf: key => this.h.groups.get(key)
     });
+    this.presentation = new Presentation(root, this.toolbar, this.openings, this.focus.camera);
     this.layoutQueue = new LayoutQueue(
       (viz, requestedAt) => this.doLayout(viz, requestedAt),
       err => this.showMessage(`Could not load the layout engine: ${String(err)}`)
@@ -140,7 +150,7 @@ export class GraphView {
 
   // ------------------------------------------------------------ host API
   setGraph(g: unknown): void {
-    if (!this.fresh('graph', g)) {
+    if (!this.updates.fresh('graph', g)) {
       return;
     }
     const graph = normalizeGraph(g);
@@ -160,19 +170,10 @@ export class GraphView {
 
   /** Turn present mode on or off: big type, the scopes' structure, fitted at scale 1 or more. */
   setPresent(on: unknown): void {
-    const present = on === true;
-    if (present === this.present) {
-      return;
+    if (this.presentation.set(on === true)) {
+      this.focus.fitNext();
+      this.requestLayout();
     }
-    this.present = present;
-    this.root.classList.toggle('fb-present', present);
-    this.root.dataset.flowbookPresent = String(present);
-    this.toolbar.setPresent(present);
-    this.openings.compact = present;
-    this.focus.camera.minFit = present ? 1 : MIN_READABLE;
-    this.focus.camera.centreWide = present;
-    this.focus.fitNext();
-    this.requestLayout();
   }
 
   /** Centre the ops the cell with model id `cellId` makes, once the kernel sends them. */
@@ -181,10 +182,29 @@ export class GraphView {
   }
 
   setRun(r: unknown): void {
-    if (!this.fresh('run', r)) {
+    if (!this.updates.fresh('run', r)) {
       return;
     }
-    this.overlay.setRun(normalizeRun(r));
+    this.liveRun = normalizeRun(r);
+    if (this.history.following) {
+      this.showRun(this.liveRun);
+    }
+  }
+
+  /** The run list (the kernel's `history` state). */
+  setHistory(h: unknown): void {
+    if (this.updates.fresh('history', h)) {
+      this.history.setIndex(normalizeHistory(h));
+    }
+  }
+
+  /** A message from the host: a kept run asked for ({history_run}) or one to replay ({replay}). */
+  receive(msg: unknown): void {
+    this.history.message(msg);
+  }
+
+  private showRun(run: RunState): void {
+    this.overlay.setRun(run);
     if (this.copies.fold(this.overlay.run, this.overlay.stepper)) {
       this.requestLayout();
     }
@@ -192,7 +212,7 @@ export class GraphView {
   }
 
   setStepper(s: unknown): void {
-    if (!this.fresh('stepper', s)) {
+    if (!this.updates.fresh('stepper', s)) {
       return;
     }
     const st = normalizeStepper(s);
@@ -262,6 +282,7 @@ export class GraphView {
 
   dispose(): void {
     this.layoutQueue.dispose();
+    this.history.dispose();
     this.focus.dispose();
     this.scene.dispose();
     this.toolbar.dispose();
@@ -269,20 +290,6 @@ export class GraphView {
   }
 
   // ------------------------------------------------------------- lookups
-  /** Whether a state is at least as new as the one shown: the kernel numbers every state it
-   * sends (`update`), so one that arrives late is dropped, never drawn over a newer one. */
-  private fresh(key: 'graph' | 'run' | 'stepper', state: unknown): boolean {
-    const n = (state as { update?: unknown } | null)?.update;
-    if (typeof n !== 'number') {
-      return true; // a state made in the browser or by Python directly (show_times)
-    }
-    if (n < this.updates[key]) {
-      return false;
-    }
-    this.updates[key] = n;
-    return true;
-  }
-
   private get copyLayout(): CopyLayout {
     return this.frame?.copies ?? EMPTY_COPIES;
   }
@@ -320,7 +327,7 @@ export class GraphView {
   }
 
   private doLayout(viz: Viz, requestedAt: number): void {
-    const pass = layOut(viz, this.h, this.openings, this.copies, this.present ? PRESENT : NORMAL);
+    const pass = layOut(viz, this.h, this.openings, this.copies, this.presentation.style);
     if ('error' in pass) {
       this.showMessage(`Layout failed: ${pass.error}`);
       return;
@@ -361,6 +368,7 @@ export class GraphView {
     const ov = this.overlay;
     const maxTime = this.scene.paint(v => ov.box(v, this.openings.leavesOf));
     this.legend.update(maxTime, ov.placement);
+    markChanged(this.root, this.history.changedOps, n => this.boxFor(n)?.key);
     this.updateSummary();
     if (this.selected && !this.details.hidden) {
       this.renderDetails();
@@ -404,12 +412,10 @@ export class GraphView {
   // ------------------------------------------------------------- opening
   /** Centre the ops of the cell followed if they changed (a few are revealed, many shown by their scopes). */
   private centerFollowed(): void {
-    const names = this.follower.newOps(this.h);
-    if (names) {
-      if (names.length <= FOLLOW_REVEAL) {
-        names.forEach(n => this.reveal(n));
-      }
-      this.focus.centerNext(names);
+    const ops = this.follower.newOps(this.h);
+    if (ops) {
+      ops.reveal.forEach(n => this.reveal(n));
+      this.focus.centerNext(ops.names);
     }
   }
 

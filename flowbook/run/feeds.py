@@ -1,0 +1,124 @@
+"""What ``Session.run`` accepts as a feed: the fed tensor, and its value checked as TF does.
+
+``feed_target`` turns a feed_dict key (a Tensor, a Variable, a ``"name:0"``
+string) into the graph's tensor; ``feed_value`` turns the value into the
+array the run uses, refusing what TensorFlow refuses (integers out of the
+dtype's range, non-whole floats for integer tensors, strings for numbers,
+ragged rows, symbolic tensors, a shape the tensor cannot take) with a message
+naming the tensor and the cell/line of its op.  A fed variable gets a
+``VarState`` of its own for the run, so its readers see the fed value and its
+stored value stays as it was.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default():
+    ...     n = fb.placeholder(fb.int32, [None], name="n")
+    ...     feed_value(n, [1, 2]).dtype
+    dtype('int32')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flowbook.graph import Graph
+from flowbook.tensor import Tensor
+from flowbook.tensor_shape import compatible, fmt
+from flowbook.var_state import VarState
+
+
+def feed_target(graph: Graph, key: Any) -> Tensor:
+    try:
+        t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+    except (TypeError, ValueError, KeyError) as e:
+        msg = e.args[0] if e.args else str(e)
+        raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor: {msg}") from None
+    return t  # type: ignore[return-value]
+
+
+def feed_value(t: Tensor, value: Any) -> Any:
+    """``value`` as the array fed to ``t``, checked as TensorFlow checks feeds.
+
+    Integers must fit ``t``'s dtype (2**40 fed to an int32 is refused, never
+    wrapped), floats fed to an integer tensor must be whole, rows must have
+    equal lengths, strings feed only string tensors; every refusal names the
+    tensor and where its op was made.  Feeding a variable gives this run its
+    own ``VarState`` holding the value: readers see it, updates change only it,
+    and the variable's stored value is untouched (TF1's semantics).
+    """
+    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+        raise TypeError(
+            f"The value fed to '{t.name}' is a symbolic tensor. Acceptable feed values are Python "
+            "scalars, strings, lists and numpy arrays: run it first and feed the result."
+        )
+    target = t.dtype.np
+    if type(value) is np.ndarray:
+        arr = value
+    else:
+        try:
+            arr = np.asarray(value)
+        except ValueError:  # rows of different lengths
+            raise ValueError(
+                f"Cannot feed a ragged value to '{t.name}': its rows have different lengths; "
+                f"feed a rectangular list or array ({_made_at(t)})"
+            ) from None
+    if arr.dtype != target:
+        arr = _converted(t, arr)
+    if not compatible(t._shape, arr.shape):
+        raise ValueError(
+            f"Cannot feed value of shape {fmt(arr.shape)} for Tensor '{t.name}', which has shape "
+            f"{fmt(t._shape)} ({_made_at(t)})"
+        )
+    if t.op.type == "VariableV2":
+        state = VarState(t.op)
+        state.store(np, arr)
+        return state
+    return arr
+
+
+def _made_at(t: Tensor) -> str:
+    return f"{t.op.type} '{t.op.name}' created at {t.op.site.describe()}"
+
+
+def _converted(t: Tensor, arr: np.ndarray) -> np.ndarray:
+    """``arr`` as ``t``'s dtype, refusing what would change its values or make no sense."""
+    dt, kind = t.dtype, arr.dtype.kind
+    if dt.is_integer and kind in "iuOb":
+        if kind == "O" and not all(isinstance(v, int) for v in arr.flat):
+            raise TypeError(
+                f"Cannot convert the value fed to '{t.name}' to {dt.name}: it holds "
+                f"{_kinds(arr)} ({_made_at(t)})"
+            )
+        if arr.size and kind in "iuO":
+            info = np.iinfo(dt.np)
+            low, high = (min(arr.flat), max(arr.flat)) if kind == "O" else (arr.min(), arr.max())
+            if low < info.min or high > info.max:
+                bad = low if low < info.min else high
+                raise ValueError(
+                    f"The value fed to '{t.name}' does not fit {dt.name}: {int(bad)} is outside "
+                    f"[{info.min}, {info.max}] ({_made_at(t)})"
+                )
+    elif dt.is_integer and kind == "f" and not np.array_equal(arr, np.trunc(arr)):
+        raise TypeError(
+            f"Cannot feed non-integer values of dtype {arr.dtype} to '{t.name}', which is "
+            f"{dt.name} ({_made_at(t)})"
+        )
+    elif kind in "USO" and dt.name != "string":
+        raise TypeError(
+            f"Cannot feed {_kinds(arr)} to '{t.name}', which is {dt.name} ({_made_at(t)})"
+        )
+    try:
+        return arr.astype(dt.np)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TypeError(
+            f"Cannot convert the value fed to '{t.name}' to {dt.name}: {e} ({_made_at(t)})"
+        ) from None
+
+
+def _kinds(arr: np.ndarray) -> str:
+    """``"strings"``, or the Python types an object array holds: for messages."""
+    if arr.dtype.kind in "US":
+        return "strings"
+    names = sorted({type(v).__name__ for v in arr.flat})
+    return "values of type " + ", ".join(names[:4])
