@@ -35,6 +35,7 @@ from typing import Any
 from flowbook import graph_edit, hooks, registry
 from flowbook.devices import DeviceSpec
 from flowbook.graph_keys import GraphKeys  # noqa: F401  (re-exported: flowbook.graph.GraphKeys)
+from flowbook.names import check_op_name, check_scope_name, pick_name
 from flowbook.registry import Out
 from flowbook.source import Site, capture
 from flowbook.tensor import Operation, Tensor
@@ -136,6 +137,7 @@ class Graph:
         state = self._state
         with self._lock:
             full_name, claims = self._pick_name(name or op_type, state.name_stack)
+            check_op_name(full_name, op_type, site)
             try:
                 outs = opdef.infer(*inputs, **attrs)
             except (ValueError, TypeError) as e:
@@ -164,21 +166,7 @@ class Graph:
 
     def _pick_name(self, name: str, stack: str) -> tuple[str, dict[str, int]]:
         """The op's full name, and the ``_names_in_use`` entries that taking it sets."""
-        if name.endswith("/"):  # a scope name used as an op name: exact, TF-style
-            exact = name[:-1]
-            if exact in self._ops:
-                raise ValueError(f"Duplicate node name in graph: '{exact}'")
-            return exact, {exact.lower(): max(1, self._names_in_use.get(exact.lower(), 0))}
-        full = f"{stack}/{name}" if stack else name
-        key = full.lower()
-        count = self._names_in_use.get(key, 0)
-        if not count:
-            return full, {key: 1}
-        candidate = f"{full}_{count}"
-        while candidate.lower() in self._names_in_use:
-            count += 1
-            candidate = f"{full}_{count}"
-        return candidate, {key: count + 1, candidate.lower(): 1}
+        return pick_name(self._names_in_use, self._ops, name, stack)
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
         """``name`` inside the current scope, with ``_1``, ``_2``... added if taken.
@@ -206,7 +194,7 @@ class Graph:
         old = state.name_stack
         if not name:
             new = ""
-        elif name.endswith("/"):
+        elif check_scope_name(name).endswith("/"):
             new = name[:-1]
         else:
             with self._lock:

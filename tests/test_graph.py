@@ -237,3 +237,33 @@ def test_python_operators_build_tf_named_ops():
     assert (m @ m).op.type == "MatMul"
     b = fb.constant(True)
     assert (b & b).op.type == "LogicalAnd" and (~b).op.type == "LogicalNot"
+
+
+@pytest.mark.parametrize("name", ["^x", "a:0", "a\nb", "has space", "_lead", "-x", "<b>", ""])
+def test_op_names_follow_tensorflows_rule(name):
+    g = fb.Graph()
+    with g.as_default():
+        if name == "":
+            assert fb.constant(1.0, name=name).op.name == "Const"  # empty: the default name
+            return
+        with pytest.raises(ValueError, match="is not a valid op name") as info:
+            fb.constant(1.0, name=name)
+    assert "Const" in str(info.value) and "test_graph.py" in str(info.value)
+    assert g.get_operations() == [] and g.unique_name("Const") == "Const"  # nothing taken
+
+
+@pytest.mark.parametrize("name", ["a.b-c/d>e", "x_1", "9lives", ".hidden"])
+def test_valid_names_pass(name):
+    with fb.Graph().as_default():
+        assert fb.constant(1.0, name=name).op.name == name
+
+
+def test_scope_names_follow_tensorflows_rule():
+    with fb.Graph().as_default():
+        with fb.name_scope("outer"), fb.name_scope("_inner"):  # "_" may start an inner scope
+            assert fb.constant(1.0, name="c").op.name == "outer/_inner/c"
+        with (
+            pytest.raises(ValueError, match="'layer 1' is not a valid name scope"),
+            fb.name_scope("layer 1"),
+        ):
+            pass
