@@ -103,14 +103,14 @@ from flowbook.variables import (
 )
 
 
-def show(target: _typing.Any = None, height: int = 520) -> _typing.Any:
+def show(target: _typing.Any = None, height: int = 520, present: bool = False) -> _typing.Any:
     """Display the live graph widget (default graph, a Graph, or a Stepper); returns it.
 
     See :func:`flowbook.widget.show`.  ``fb.show()`` as a cell's last line shows one widget.
     """
     from flowbook.widget import show as _show  # lazy: anywidget is slow to import
 
-    return _show(target, height)
+    return _show(target, height, present)
 
 
 def __getattr__(name: str) -> _typing.Any:

@@ -62,6 +62,7 @@ class GraphWidget(anywidget.AnyWidget):
     history = traitlets.Dict().tag(sync=True)  # the run list: {"runs": [row, ...]}, newest last
     selected = traitlets.Unicode("").tag(sync=True)  # name of the node clicked in the browser
     height = traitlets.Int(520).tag(sync=True)  # view height in pixels
+    present = traitlets.Bool(False).tag(sync=True)  # present mode: big type (toolbar's Present)
 
     def __init__(self, graph: Graph | None = None, height: int = 520, **kwargs: Any) -> None:
         self._esm = _static("graph-widget.js")
@@ -187,16 +188,19 @@ class GraphWidget(anywidget.AnyWidget):
         display(data, metadata=metadata, raw=True)
 
 
-def show(target: Any = None, height: int = 520) -> GraphWidget:
+def show(target: Any = None, height: int = 520, present: bool = False) -> GraphWidget:
     """Display the live graph of the default graph, a Graph, or a Stepper; returns the widget.
 
+    ``present=True`` starts in present mode (labels of 16 px or more, for a
+    projector); ``widget.present`` or the toolbar's Present button switch it.
+
     >>> import flowbook as fb
-    >>> w = fb.show()  # doctest: +SKIP
+    >>> w = fb.show(present=True)  # doctest: +SKIP
     """
     stepper = None
     if target is not None and not isinstance(target, Graph) and hasattr(target, "plan"):
         stepper, target = target, target.graph
-    widget = GraphWidget(target, height=height)
+    widget = GraphWidget(target, height=height, present=present)
     if stepper is not None:
         widget.attach_stepper(stepper)
     display(widget)

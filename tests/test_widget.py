@@ -107,6 +107,24 @@ def test_show_times_overlays_a_profile():
         w.close()
 
 
+def test_show_present_starts_in_present_mode_and_the_trait_syncs_both_ways():
+    with fb.Graph().as_default():
+        fb.constant(1.0, name="c")
+        w = fb.show(present=True)
+        plain = fb.show()
+        try:
+            assert w.present is True and plain.present is False
+            assert "present" in w.keys and w.get_state()["present"] is True  # sent to the browser
+            assert plain.get_state()["present"] is False
+            w.present = False  # from Python: the view leaves present mode
+            assert w.get_state()["present"] is False
+            w.set_state({"present": True})  # from the browser: its toolbar's Present button
+            assert w.present is True
+        finally:
+            w.close()
+            plain.close()
+
+
 def _two_fetch_graph():
     g = fb.Graph()
     with g.as_default():

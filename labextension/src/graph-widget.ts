@@ -3,15 +3,17 @@
  * `render({ model, el })` draws the graph held in the model's traits and
  * returns a cleanup function. Python-side counterpart: flowbook/widget.py.
  *
- * Traits read: graph, run, stepper, history, height, selected.
- * Sent back: `selected` (the clicked op's name, "" to clear) and custom
- * messages {action: "step" | "run_to" | "cont" | "reset", node} and
+ * Traits read: graph, run, stepper, history, height, selected, present.
+ * Sent back: `selected` (the clicked op's name, "" to clear), `present`
+ * (the toolbar's Present button) and custom messages
+ * {action: "step" | "run_to" | "cont" | "reset", node} and
  * {action: "history_run", seq}. Custom messages received: {history_run}
  * (a kept run asked for) and {replay, seconds} (`widget.replay(run)`).
  */
 
 import { GraphView } from './view/graph-view';
 import '../style/graph-view.css';
+import '../style/present.css';
 import '../style/history.css';
 
 interface AnyModel {
@@ -31,6 +33,10 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
       model.save_changes();
     },
     onAction: (action, node) => model.send({ action, node }),
+    onPresent: on => {
+      model.set('present', on);
+      model.save_changes();
+    },
     onHistory: seq => model.send({ action: 'history_run', seq })
   });
   const onMsg = (content: unknown) => view.receive(content);
@@ -40,6 +46,7 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
     ['change:stepper', () => view.setStepper(model.get('stepper'))],
     ['change:history', () => view.setHistory(model.get('history'))],
     ['change:height', () => view.setHeight(model.get('height'))],
+    ['change:present', () => view.setPresent(model.get('present'))],
     [
       'change:selected',
       () => {
@@ -49,6 +56,7 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
     ]
   ];
   view.setHeight(model.get('height'));
+  view.setPresent(model.get('present'));
   view.setRun(model.get('run'));
   view.setStepper(model.get('stepper'));
   view.setGraph(model.get('graph'));

@@ -1,15 +1,19 @@
 /**
  * Flowbook's JupyterLab extension: the side panel (panel.ts) that always
  * shows the graph of the current notebook's kernel, kept connected by a
- * Connection (connection.ts), and commands for it.
+ * Connection (connection.ts), opened with the Flowbook kernel and following
+ * the cell being run (opener.ts; settings in schema/plugin.json), and
+ * commands for it.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { Connection } from './connection';
 import { GraphPanel, flowbookIcon } from './panel';
+import { PanelOpener } from './opener';
 import type { StepAction } from './view/types';
 
 const plugin: JupyterFrontEndPlugin<void> = {
@@ -17,29 +21,37 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Flowbook graph side panel and commands',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette],
+  optional: [ICommandPalette, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
-    palette: ICommandPalette | null
+    palette: ICommandPalette | null,
+    settings: ISettingRegistry | null
   ) => {
     const panel = new GraphPanel(tracker, app.shell);
     const connection = new Connection(panel);
     app.shell.add(panel, 'right', { rank: 700 });
     tracker.currentChanged.connect((_, nb) => connection.follow(nb));
     connection.follow(tracker.currentWidget);
+    const opener = new PanelOpener(app, tracker, panel); // opens with the Flowbook kernel
+    if (settings) {
+      settings.load(plugin.id).then(
+        s => opener.useSettings(s),
+        err => {
+          console.warn('flowbook: settings not loaded, using the defaults', err);
+          opener.start();
+        }
+      );
+    } else {
+      opener.start();
+    }
 
     const open = 'flowbook:open-graph-panel';
     app.commands.addCommand(open, {
       label: 'Show Flowbook Graph Panel',
       caption: 'Show the graph of the current notebook’s kernel in the right side bar',
       icon: flowbookIcon,
-      execute: () => {
-        if (!panel.isAttached) {
-          app.shell.add(panel, 'right', { rank: 700 });
-        }
-        app.shell.activateById(panel.id);
-      }
+      execute: () => opener.open()
     });
     const stepCommands: [string, string, StepAction][] = [
       ['flowbook:step', 'Flowbook Stepper: Step', 'step'],

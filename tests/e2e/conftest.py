@@ -257,8 +257,13 @@ def pytest_runtest_makereport(item, call):
 def open_notebook(request, lab, browser):
     pages = []
 
-    def open_(name: str, sources: list[str], kernel: str = "flowbook") -> Notebook:
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    def open_(
+        name: str,
+        sources: list[str],
+        kernel: str = "flowbook",
+        size: tuple[int, int] = (1500, 1000),
+    ) -> Notebook:
+        page = browser.new_page(viewport={"width": size[0], "height": size[1]})
         pages.append(page)
         page.goto(lab.notebook(name, sources, kernel))
         nb = Notebook(page, name)

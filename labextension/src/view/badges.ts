@@ -11,7 +11,8 @@
  * devices of the run shown, each on its colour.
  */
 
-import { clip, html, svg, textWidth } from './draw';
+import { html, svg } from './draw';
+import { clip, textWidth } from './text';
 import { HEAT_GRADIENT, deviceColor, formatTime, heatColor, type BoxState } from './overlay';
 
 /** A laid-out box's size. */
@@ -20,11 +21,25 @@ interface Size {
   h: number;
 }
 
+/** The transform that scales by `f` about the point (x, y) ('' at 1). */
+function scaleAbout(x: number, y: number, f: number): string {
+  return f === 1 ? '' : `translate(${x},${y}) scale(${f}) translate(${-x},${-y})`;
+}
+
 /**
  * Time badge, heat strip, device badge, stale badge and error text of one
- * box (`device`: the device to name, '' for none).
+ * box (`device`: the device to name, '' for none). The pills are drawn at
+ * 9.5 px and scaled by `f` (present mode: to 16 px) about the box's top
+ * right corner (time) or top left corner (device, stale).
  */
-export function drawBadges(el: SVGGElement, p: Size, st: BoxState, maxTime: number, device: string): void {
+export function drawBadges(
+  el: SVGGElement,
+  p: Size,
+  st: BoxState,
+  maxTime: number,
+  device: string,
+  f = 1
+): void {
   const heat = el.querySelector('.fb-heat');
   let badge = el.querySelector<SVGGElement>('.fb-time-badge');
   if (st.timeUs !== null && maxTime > 0) {
@@ -47,13 +62,17 @@ export function drawBadges(el: SVGGElement, p: Size, st: BoxState, maxTime: numb
       t.setAttribute('x', (p.w - w / 2 + 6).toFixed(1));
       t.setAttribute('y', '2.5');
     }
+    badge.setAttribute('transform', scaleAbout(p.w + 6, -1, f));
   } else {
     heat?.classList.remove('fb-on');
     badge?.remove();
     badge = null;
   }
-  const timeLeft = badge ? Number(badge.querySelector('rect')!.getAttribute('x')) : Infinity;
+  // where the time pill starts, in the device pill's (unscaled, about x = -6) units
+  const timeX = badge ? p.w + 6 - (p.w + 6 - Number(badge.querySelector('rect')!.getAttribute('x'))) * f : Infinity;
+  const timeLeft = (timeX + 6) / f - 6;
   const devEnd = deviceBadge(el, device, p, timeLeft);
+  el.querySelector('.fb-device-pill')?.setAttribute('transform', scaleAbout(-6, -1, f));
   let stale = el.querySelector('.fb-stale-badge');
   if (st.stale && !stale) {
     stale = svg('g', { class: 'fb-stale-badge' }, el);
@@ -63,12 +82,14 @@ export function drawBadges(el: SVGGElement, p: Size, st: BoxState, maxTime: numb
     stale.remove();
   }
   if (stale) {
-    stale.setAttribute('transform', devEnd !== null ? `translate(${(devEnd + 8).toFixed(1)},0)` : '');
+    const shift = devEnd !== null ? `translate(${((devEnd + 6) * f + 2).toFixed(1)},0)` : '';
+    stale.setAttribute('transform', `${shift} ${scaleAbout(-6, -1, f)}`.trim());
   }
   let err = el.querySelector('.fb-errmsg');
   if (st.errorMessage) {
     if (!err) {
-      err = svg('text', { class: 'fb-errmsg', x: p.w / 2, y: p.h + 13 }, el);
+      err = svg('text', { class: 'fb-errmsg', x: p.w / 2, y: p.h + 13 * f }, el);
+      err.setAttribute('style', `font-size:${(11 * f).toFixed(1)}px`);
     }
     err.textContent = clip(st.errorMessage, 48);
   } else if (err) {

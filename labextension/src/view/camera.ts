@@ -4,7 +4,12 @@
  * State it owns: `tx`, `ty` (screen position of the scene's origin) and `k`
  * (scale), written to the scene's transform by `apply()`; `needsFit`, set
  * until the first fit of a new graph has happened (a viewport of size 0, in
- * a hidden panel, defers it) and cleared once the user zooms.
+ * a hidden panel, defers it) and cleared once the user zooms; `moved`, set
+ * when the user pans or zooms and cleared by a fit (until then the view
+ * refits when its viewport resizes, focus.ts); `minFit`, the smallest scale
+ * a readable fit goes to (present mode: 1, where every text is >= 16 px);
+ * `centreWide`, whether a fit too wide for the view shows its middle
+ * (present mode) or its left edge.
  *
  * Dragging pans; the wheel zooms about the pointer; a press released
  * without moving is a click, and moves without a press are hovers: both go
@@ -30,6 +35,9 @@ export class Camera {
   ty = 0;
   k = 1;
   needsFit = true;
+  moved = false; // the user panned or zoomed since the last fit
+  minFit = MIN_READABLE; // a readable fit zooms out no further
+  centreWide = false; // a fit wider than the view shows its middle, not its left edge (present mode)
 
   constructor(
     private readonly svgEl: SVGSVGElement,
@@ -55,17 +63,18 @@ export class Camera {
       return;
     }
     this.needsFit = false;
+    this.moved = false;
     const pad = FIT_PAD;
     const k = Math.min(1.3, (vw - 2 * pad) / Math.max(width, 1), (vh - 2 * pad) / Math.max(height, 1));
-    this.k = Math.max(readable ? MIN_READABLE : MIN_SCALE, k);
-    this.tx = width * this.k <= vw - 2 * pad ? (vw - width * this.k) / 2 : pad;
+    this.k = Math.max(readable ? this.minFit : MIN_SCALE, k);
+    this.tx = width * this.k <= vw - 2 * pad || this.centreWide ? (vw - width * this.k) / 2 : pad;
     this.ty = height * this.k <= vh - 2 * pad ? (vh - height * this.k) / 2 : pad;
     this.apply();
   }
 
   /** Center the scene point (x, y); zoom in if the view is far out. */
   centerOn(x: number, y: number): void {
-    this.k = Math.max(this.k, 0.8);
+    this.k = Math.max(this.k, 0.8, this.minFit);
     this.tx = this.viewport.clientWidth / 2 - x * this.k;
     this.ty = this.viewport.clientHeight / 2 - y * this.k;
     this.apply();
@@ -113,6 +122,7 @@ export class Camera {
           handlers.leave();
         }
         if (moved) {
+          this.moved = true;
           this.tx = down.tx + dx;
           this.ty = down.ty + dy;
           this.apply();
@@ -153,6 +163,7 @@ export class Camera {
         this.ty = my - ((my - this.ty) * k) / this.k;
         this.k = k;
         this.needsFit = false;
+        this.moved = true;
         this.apply();
       },
       { passive: false }

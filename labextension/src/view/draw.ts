@@ -6,6 +6,7 @@
 
 import type { Group, Visible } from './hierarchy';
 import type { ClusterBox, Edge, Placed, Point, Size } from './layout';
+import { LINE, NORMAL, clip, clipTo, measure, wrapName, type TextStyle } from './text';
 
 export const SVG_NS = 'http://www.w3.org/2000/svg';
 
@@ -43,64 +44,66 @@ export function html<K extends keyof HTMLElementTagNameMap>(
   return e;
 }
 
-/** Approximate text width in px for the sans font the boxes use. */
-export function textWidth(s: string, px: number): number {
-  let w = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    w += c < 128 ? (/[A-Z]|[mwMW@]/.test(s[i]) ? 0.68 : /[ilj.,:;|!'`I\s]/.test(s[i]) ? 0.3 : 0.54) : 1;
-  }
-  return w * px;
-}
-
-/** Cut a label to at most `max` characters, keeping both ends. */
-export function clip(s: string, max: number): string {
-  if (s.length <= max) {
-    return s;
-  }
-  const head = Math.ceil((max - 1) * 0.6);
-  return s.slice(0, head) + '\u2026' + s.slice(s.length - (max - 1 - head));
-}
-
 interface BoxText {
-  title: string;
+  title: string[]; // the name, on lines
   sub: string;
+  cut: boolean; // the name was shortened (the tooltip has it whole)
 }
 
-export function boxText(v: Visible): BoxText {
-  if (v.type === 'more') {
-    return { title: `+${v.hidden} more`, sub: 'click to show' };
-  }
+/** The font size of a box's name. */
+function titleSize(v: Visible, st: TextStyle): number {
   if (v.type === 'group') {
-    return { title: clip(v.short, 28), sub: `${v.opCount} op${v.opCount === 1 ? '' : 's'}` };
+    return st.group;
   }
-  if (v.node.kind === 'constant') {
-    return { title: clip(v.short, 20), sub: '' };
+  if (v.type === 'leaf' && (v.node.kind === 'constant' || v.node.kind === 'copy')) {
+    return st.small;
   }
-  if (v.node.kind === 'copy') {
-    return { title: v.short, sub: '' }; // "copy → GPU:0" (copies.ts)
+  return st.label;
+}
+
+export function boxText(v: Visible, st: TextStyle = NORMAL): BoxText {
+  if (v.type === 'more') {
+    return { title: [`+${v.hidden} more`], sub: st.present ? '' : 'click to show', cut: false };
+  }
+  const px = titleSize(v, st);
+  const bold = v.type === 'group' || (v.type === 'leaf' && v.node.kind === 'copy');
+  if (v.type === 'leaf' && v.node.kind === 'copy') {
+    return { title: [v.short], sub: '', cut: false }; // "copy → GPU:0" (copies.ts)
+  }
+  const { lines, cut } = wrapName(v.short, px, st.lineMax, st.lines, bold);
+  if (v.type === 'group') {
+    return { title: lines, sub: `${v.opCount} op${v.opCount === 1 ? '' : 's'}`, cut };
+  }
+  if (v.node.kind === 'constant' || !st.opSub) {
+    return { title: lines, sub: '', cut };
   }
   // an unnamed op ("MatMul", "MatMul_3") says its type once
   const redundant = v.short === v.node.op || v.short.replace(/_\d+$/, '') === v.node.op;
-  return { title: clip(v.short, 28), sub: redundant ? '' : v.node.op };
+  return { title: lines, sub: redundant ? '' : v.node.op, cut };
 }
 
-export function sizeOf(v: Visible): Size {
-  const t = boxText(v);
+/** The size of a box: its text with room around it, at least the kind's usual size. */
+export function sizeOf(v: Visible, st: TextStyle = NORMAL): Size {
+  const t = boxText(v, st);
+  const px = titleSize(v, st);
+  const bold = v.type === 'group' || (v.type === 'leaf' && v.node.kind === 'copy');
+  const textW = Math.max(0, ...t.title.map(l => measure(l, px, bold)), t.sub ? measure(t.sub, st.sub) : 0);
+  const textH = t.title.length * px * LINE + (t.sub ? st.sub * LINE : 0) + 2 * st.padTop;
+  const grow = st.present ? 1.25 : 1; // present boxes keep their proportions at the bigger size
   if (v.type === 'more') {
-    return { w: 112, h: 34 };
+    return { w: Math.max(112 * grow, textW + 24), h: Math.max(34 * grow, textH + 10) };
   }
   if (v.type === 'group') {
-    return { w: Math.max(100, textWidth(t.title, 13) + 34, textWidth(t.sub, 11) + 34), h: 44 };
+    return { w: Math.max(100 * grow, textW + 34), h: Math.max(44 * grow, textH + 14) };
   }
   if (v.node.kind === 'constant') {
-    return { w: Math.max(44, textWidth(t.title, 11) + 18), h: 24 };
+    return { w: Math.max(44 * grow, textW + 18), h: Math.max(24 * grow, textH + 6) };
   }
   if (v.node.kind === 'copy') {
-    return { w: Math.max(72, textWidth(t.title, 11) + 26), h: 26 };
+    return { w: Math.max(72 * grow, textW + 26), h: Math.max(26 * grow, textH + 6) };
   }
   const pad = v.node.kind === 'placeholder' ? 34 : 24;
-  return { w: Math.max(76, textWidth(t.title, 12) + pad, textWidth(t.sub, 10.5) + pad), h: 38 };
+  return { w: Math.max(76 * grow, textW + pad), h: Math.max(38 * grow, textH + 9) };
 }
 
 export function kindOf(v: Visible): string {
@@ -114,7 +117,7 @@ export function kindOf(v: Visible): string {
 }
 
 /** One box: <g class="fb-node" data-name data-kind> with shape, texts and slots for overlays. */
-export function drawBox(v: Visible, p: Placed, parent: Element): SVGGElement {
+export function drawBox(v: Visible, p: Placed, parent: Element, st: TextStyle = NORMAL): SVGGElement {
   const kind = kindOf(v);
   const g = svg('g', { class: 'fb-node', 'data-name': v.key, 'data-kind': kind, 'data-status': 'idle' });
   g.setAttribute('transform', `translate(${(p.x - p.w / 2).toFixed(1)},${(p.y - p.h / 2).toFixed(1)})`);
@@ -136,18 +139,26 @@ export function drawBox(v: Visible, p: Placed, parent: Element): SVGGElement {
   }
   svg('rect', { class: 'fb-hatch', x: 0, y: 0, width: w, height: h, rx: 6 }, g);
   svg('rect', { class: 'fb-heat', x: 5, y: h - 7, width: w - 10, height: 4, rx: 2 }, g);
-  const t = boxText(v);
+  const t = boxText(v, st);
   const inner = kind === 'scope' ? w - 3 : kind === 'series' ? w - 6 : w;
-  const cx = inner / 2;
   const innerH = kind === 'scope' ? h - 3 : kind === 'series' ? h - 6 : h;
+  // the name's lines, then the sub line, centred as a block
+  const px = titleSize(v, st);
+  const lineH = px * LINE;
+  const block = t.title.length * lineH + (t.sub ? st.sub * LINE : 0);
+  const top = st.padTop + (innerH - 2 * st.padTop - block) / 2; // below the run's pills
+  const a = svg('text', { class: 'fb-label', x: inner / 2, y: top, style: `font-size:${px}px` }, g);
+  t.title.forEach((line, i) => {
+    const span = svg('tspan', { x: (inner / 2).toFixed(1), y: (top + (i + 0.5) * lineH).toFixed(1) }, a);
+    span.textContent = line;
+  });
+  if (t.cut || t.title.length > 1) {
+    a.setAttribute('data-full', v.type === 'more' ? '' : v.short);
+  }
   if (t.sub) {
-    const a = svg('text', { class: 'fb-label', x: cx, y: innerH / 2 - 2 }, g);
-    a.textContent = t.title;
-    const b = svg('text', { class: 'fb-sub', x: cx, y: innerH / 2 + 11 }, g);
+    const y = top + t.title.length * lineH + (st.sub * LINE) / 2;
+    const b = svg('text', { class: 'fb-sub', x: inner / 2, y: y.toFixed(1), style: `font-size:${st.sub}px` }, g);
     b.textContent = t.sub;
-  } else {
-    const a = svg('text', { class: 'fb-label', x: cx, y: innerH / 2 + 4 }, g);
-    a.textContent = t.title;
   }
   parent.appendChild(g);
   return g;
@@ -158,13 +169,10 @@ export function clusterTitle(g: Group): string {
   return `\u25BE ${g.short}  \u00B7 ${g.opCount} ops`;
 }
 
-/** How wide an expanded group must be for its whole title (at most 360 px). */
-export function clusterTitleWidth(g: Group): number {
-  return Math.min(360, textWidth(clusterTitle(g), 12.5) + 24);
+/** How wide an expanded group must be for its whole title (at most 360 px; 520 presenting). */
+export function clusterTitleWidth(g: Group, st: TextStyle = NORMAL): number {
+  return Math.min(st.present ? 520 : 360, measure(clusterTitle(g), st.cluster, true) + 24);
 }
-
-/** The height of an expanded group's clickable title band. */
-export const CLUSTER_HEAD_H = 22;
 
 /**
  * An expanded group: a rounded frame (in `parent`) and a clickable title band
@@ -176,7 +184,8 @@ export function drawCluster(
   b: ClusterBox,
   depth: number,
   parent: Element,
-  heads: Element
+  heads: Element,
+  st: TextStyle = NORMAL
 ): SVGGElement {
   const attrs = {
     'data-name': g.key,
@@ -186,10 +195,13 @@ export function drawCluster(
   const el = svg('g', { class: 'fb-cluster', ...attrs });
   svg('rect', { class: 'fb-cluster-frame', x: b.x1, y: b.y1, width: b.x2 - b.x1, height: b.y2 - b.y1, rx: 10 }, el);
   const head = svg('g', { class: 'fb-cluster-head', ...attrs }, heads);
-  svg('rect', { class: 'fb-cluster-hit', x: b.x1, y: b.y1, width: b.x2 - b.x1, height: CLUSTER_HEAD_H, rx: 10 }, head);
-  const label = svg('text', { class: 'fb-cluster-label', x: b.x1 + 10, y: b.y1 + 15 }, head);
-  const room = Math.max(6, Math.floor((b.x2 - b.x1 - 20) / 6.4));
-  label.textContent = clip(clusterTitle(g), room);
+  svg('rect', { class: 'fb-cluster-hit', x: b.x1, y: b.y1, width: b.x2 - b.x1, height: st.headH, rx: 10 }, head);
+  const label = svg(
+    'text',
+    { class: 'fb-cluster-label', x: b.x1 + 10, y: b.y1 + st.headH / 2, style: `font-size:${st.cluster}px` },
+    head
+  );
+  label.textContent = clipTo(clusterTitle(g), b.x2 - b.x1 - 20, st.cluster, true);
   const tip = svg('title', {}, head);
   tip.textContent = `${g.key} \u2014 click to collapse`;
   parent.appendChild(el);
@@ -212,20 +224,16 @@ export function splinePath(points: Point[]): string {
   return d;
 }
 
-/** Whether a point lies in the title band of one of the clusters drawn. */
-export type Covered = (p: Point) => boolean;
+/** A label's box on the canvas. */
+export interface Rect {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
 
-/**
- * An edge: its path, arrow head, hover title and (in `labels`) its shape
- * label, at the route point nearest the middle that no cluster title covers.
- */
-export function drawEdge(
-  e: Edge,
-  route: { points: Point[]; end: Point | null },
-  parent: Element,
-  labels: Element | null,
-  covered: Covered = () => false
-): SVGGElement {
+/** An edge: its path, arrow head and hover title. */
+export function drawEdge(e: Edge, route: { points: Point[]; end: Point | null }, parent: Element): SVGGElement {
   const g = svg('g', {
     class: e.control ? 'fb-edge fb-edge-control' : e.copy ? 'fb-edge fb-edge-copy' : 'fb-edge',
     'data-from': e.from.key,
@@ -254,26 +262,46 @@ export function drawEdge(
       ? `${e.count} tensors, e.g. ${e.tensor} ${e.dtype} ${e.shape}`
       : `${e.tensor}  ${e.dtype} ${e.shape}`;
   parent.appendChild(g);
-  if (labels && !e.control && pts.length > 0) {
-    const text = e.count > 1 ? `\u00D7${e.count}` : e.shape;
-    if (text) {
-      const m = labelPoint(pts, covered);
-      const t = svg('text', { class: 'fb-edge-label', x: (m.x + 4).toFixed(1), y: (m.y + 3).toFixed(1) }, labels);
-      t.textContent = clip(text, 24);
-    }
-  }
   return g;
 }
 
-/** The route point nearest the middle that is not under a cluster title (else the middle). */
-function labelPoint(pts: Point[], covered: Covered): Point {
+/**
+ * An edge's shape label (in `layer`), at the route point nearest the middle
+ * where it is `free` (overlapping no box, title band or other label); none
+ * where there is no such point (the edge's hover title still says it).
+ * Returns the box it took.
+ */
+export function drawEdgeLabel(
+  e: Edge,
+  pts: Point[],
+  layer: Element,
+  st: TextStyle,
+  free: (r: Rect) => boolean
+): Rect | null {
+  const text = e.control || pts.length === 0 ? '' : e.count > 1 ? `\u00D7${e.count}` : clip(e.shape, 24);
+  if (!text) {
+    return null;
+  }
+  const px = st.edge;
+  const w = measure(text, px, false, true) + 2;
+  const h = px * 1.2;
   const mid = Math.floor(pts.length / 2);
-  for (let d = 0; d < pts.length; d++) {
-    for (const i of [mid - d, mid + d]) {
-      if (i >= 0 && i < pts.length && !covered(pts[i]) && !covered({ x: pts[i].x, y: pts[i].y + 3 })) {
-        return pts[i];
+  for (let d = 0; d <= mid + 1; d++) {
+    for (const i of d === 0 ? [mid] : [mid - d, mid + d]) {
+      if (i < 0 || i >= pts.length) {
+        continue;
+      }
+      const r = { x: pts[i].x + 4, y: pts[i].y - h / 2, w, h };
+      if (free(r)) {
+        const t = svg(
+          'text',
+          { class: 'fb-edge-label', x: (r.x + 1).toFixed(1), y: pts[i].y.toFixed(1), style: `font-size:${px}px` },
+          layer
+        );
+        t.textContent = text;
+        return r;
       }
     }
   }
-  return pts[mid];
+  return null;
 }

@@ -6,7 +6,8 @@
  * latest.
  *
  * A group the user has not opened or closed is open when the graph is
- * small, or when it is one of the single scopes wrapping the whole graph.
+ * small (unless `compact`: present mode starts from the scopes' structure),
+ * or when it is one of the single scopes wrapping the whole graph.
  */
 
 import { PAGE, Hierarchy, type Expansion, type Group, type Leaf, type Visible } from './hierarchy';
@@ -18,6 +19,7 @@ export class Openings implements Expansion {
   private readonly expanded = new Map<string, boolean>(); // the user's choice
   private readonly limits = new Map<string, number>();
   private autoOpen = new Set<string>();
+  compact = false; // small graphs start collapsed too (present mode)
 
   /** Follow a new hierarchy (the graph changed). */
   setHierarchy(h: Hierarchy): void {
@@ -35,7 +37,7 @@ export class Openings implements Expansion {
     if (user !== undefined) {
       return user;
     }
-    return this.h.root.opCount <= SMALL_GRAPH || this.autoOpen.has(g.key);
+    return (!this.compact && this.h.root.opCount <= SMALL_GRAPH) || this.autoOpen.has(g.key);
   }
 
   limit(g: Group): number {

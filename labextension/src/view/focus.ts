@@ -5,7 +5,11 @@
  * show: a new graph (or everything collapsed) is fitted, once the viewport
  * has a size; a group opened or closed by a click stays where it was on
  * screen (the anchor); a search match, a link followed or the stepper's op
- * is centred (the target).
+ * is centred (the target); the ops a cell just made are centred together.
+ *
+ * Until the user pans or zooms, the view stays fitted: a resize of the
+ * viewport (the side panel opening beside the notebook, a window resized)
+ * and a new layout refit it. "Fit" makes it fitted again.
  */
 
 import { Camera } from './camera';
@@ -28,7 +32,7 @@ export interface FocusHost {
 export class Focus {
   readonly camera: Camera;
   private anchor: Anchor | null = null;
-  private target: string | null = null;
+  private target: string[] = []; // names centred (together) after the next layout
   private readonly resizeObserver: ResizeObserver | null;
 
   constructor(
@@ -41,7 +45,7 @@ export class Focus {
       typeof ResizeObserver === 'undefined'
         ? null
         : new ResizeObserver(() => {
-            if (this.camera.needsFit && this.scene.layout && viewport.clientWidth > 0) {
+            if ((this.camera.needsFit || !this.camera.moved) && this.scene.layout && viewport.clientWidth > 0) {
               this.fit(true);
             }
           });
@@ -71,9 +75,9 @@ export class Focus {
     }
   }
 
-  /** Center `name` once the next layout is drawn. */
-  centerNext(name: string | null): void {
-    this.target = name;
+  /** Center `name` (or the middle of several) once the next layout is drawn. */
+  centerNext(name: string | string[] | null): void {
+    this.target = name === null ? [] : typeof name === 'string' ? [name] : name;
   }
 
   /** A layout was drawn: fit it, or keep the anchor in place, or keep the view; then center the target. */
@@ -81,16 +85,16 @@ export class Focus {
     const anchor = this.anchor;
     this.anchor = null;
     const target = this.target;
-    this.target = null;
-    if (this.camera.needsFit) {
+    this.target = [];
+    if (this.camera.needsFit || (!this.camera.moved && !anchor)) {
       this.fit(true);
     } else if (anchor && this.keep(anchor)) {
       // done
     } else {
       this.camera.apply();
     }
-    if (target) {
-      this.centerOn(target);
+    if (target.length > 0) {
+      this.centerOnAll(target);
     }
   }
 
@@ -108,6 +112,18 @@ export class Focus {
     const p = this.scene.placed(this.host.boxFor(name));
     if (p) {
       this.camera.centerOn(p.x, p.y);
+    }
+  }
+
+  /** Center the middle of the boxes standing for `names` (those drawn). */
+  centerOnAll(names: string[]): void {
+    const ps = names.map(n => this.scene.placed(this.host.boxFor(n))).filter(p => p !== undefined);
+    if (ps.length > 0) {
+      const x1 = Math.min(...ps.map(p => p.x));
+      const x2 = Math.max(...ps.map(p => p.x));
+      const y1 = Math.min(...ps.map(p => p.y));
+      const y2 = Math.max(...ps.map(p => p.y));
+      this.camera.centerOn((x1 + x2) / 2, (y1 + y2) / 2);
     }
   }
 

@@ -12,6 +12,7 @@ import type { Viz } from '@viz-js/viz';
 import { VisibleGraph, type Expansion, type Hierarchy, type Visible } from './hierarchy';
 import { readLayout, toDot, visibleEdges, type Edge, type Layout, type LayoutInput } from './layout';
 import { clusterTitleWidth, sizeOf } from './draw';
+import type { TextStyle } from './text';
 import { EMPTY_COPIES, layoutCopies, type CopyLayout, type CopySet } from './copies';
 import { getViz } from './viz';
 
@@ -21,6 +22,7 @@ export interface Frame {
   copies: CopyLayout;
   edges: Edge[];
   layout: Layout | null; // null when nothing is visible
+  style: TextStyle; // the type sizes the boxes were measured with (normal or present)
 }
 
 /** A pass: its frame, and when (performance.now()) it started, had the visible part, had Graphviz's layout. */
@@ -31,8 +33,14 @@ export interface Pass {
   dotAt: number;
 }
 
-/** Lay out what `expansion` opens of `h`, with the copy nodes of `copySet`. */
-export function layOut(viz: Viz, h: Hierarchy, expansion: Expansion, copySet: CopySet): Pass | { error: string } {
+/** Lay out what `expansion` opens of `h`, with the copy nodes of `copySet`, text in `style`. */
+export function layOut(
+  viz: Viz,
+  h: Hierarchy,
+  expansion: Expansion,
+  copySet: CopySet,
+  style: TextStyle
+): Pass | { error: string } {
   const startedAt = performance.now();
   const vis = new VisibleGraph(h, expansion);
   const copies = copySet.size > 0 ? layoutCopies(vis, copySet.values()) : EMPTY_COPIES;
@@ -48,7 +56,13 @@ export function layOut(viz: Viz, h: Hierarchy, expansion: Expansion, copySet: Co
   const visibleAt = performance.now();
   let layout: Layout | null = null;
   if (vis.boxes.length > 0) {
-    const dot = toDot(input, edges, sizeOf, clusterTitleWidth);
+    const dot = toDot(
+      input,
+      edges,
+      v => sizeOf(v, style),
+      g => clusterTitleWidth(g, style),
+      { titleH: style.headH - 6, ranksep: style.ranksep }
+    );
     const result = viz.render(dot, { format: 'json0', yInvert: true });
     if (result.status !== 'success' || !result.output) {
       return { error: result.errors.map(e => e.message).join('; ') };
@@ -56,7 +70,7 @@ export function layOut(viz: Viz, h: Hierarchy, expansion: Expansion, copySet: Co
     layout = readLayout(input, edges, JSON.parse(result.output));
   }
   const dotAt = performance.now();
-  return { frame: { vis, boxes: input.boxes, copies, edges, layout }, startedAt, visibleAt, dotAt };
+  return { frame: { vis, boxes: input.boxes, copies, edges, layout, style }, startedAt, visibleAt, dotAt };
 }
 
 /**

@@ -13,6 +13,8 @@
  * - `frame` (frame.ts): what is laid out now, drawn by `scene` (scene.ts);
  *   `focus` (focus.ts): where the view looks
  * - `selected`: the op, copy or group in the details pane (details.ts)
+ * - `presentation` (present.ts): present mode; `follower` (follow.ts): the
+ *   cell whose new ops are centred; `updates` (updates.ts): the newest state shown
  *
  * The parts: the toolbar (toolbar.ts, with search.ts), the stepper's bar
  * (stepbar.ts), the run list with replay and compare (history.ts: while it
@@ -41,6 +43,9 @@ import { CopySet, EMPTY_COPIES, type CopyLayout } from './copies';
 import { Openings } from './expansion';
 import { LayoutQueue, layOut, passTiming, type Frame } from './frame';
 import { Scene } from './scene';
+import { Presentation } from './present';
+import { Updates } from './updates';
+import { CellFollower } from './follow';
 import {
   EMPTY_RUN,
   EMPTY_STEPPER,
@@ -80,7 +85,9 @@ export class GraphView {
   private selected = ''; // op name or group key shown in the details pane
   private layouts = 0; // layouts done (data-flowbook-layouts: tests check runs do not relayout)
   private lastStepCurrent: string | null = null;
-  private readonly updates = { graph: 0, run: 0, stepper: 0, history: 0 }; // newest `update` shown, per state
+  private readonly updates = new Updates(); // the newest state shown, per kind (updates.ts)
+  private readonly presentation: Presentation; // present mode (present.ts)
+  private readonly follower = new CellFollower(); // the cell whose new ops are centred (follow.ts)
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
     this.cb = callbacks;
@@ -99,7 +106,11 @@ export class GraphView {
       centerOn: name => this.focus.centerOn(name),
       markMatches: () => this.markMatches(),
       fit: () => this.focus.fit(),
-      collapseAll: () => this.collapseAll()
+      collapseAll: () => this.collapseAll(),
+      togglePresent: () => {
+        this.setPresent(!this.presentation.on);
+        this.cb.onPresent?.(this.presentation.on);
+      }
     });
     this.stepBar = new StepBar(root, action => this.act(action));
     this.history = new RunHistory(root, {
@@ -118,6 +129,7 @@ export class GraphView {
       boxFor: name => this.boxFor(name),
       groupOf: key => this.h.groups.get(key)
     });
+    this.presentation = new Presentation(root, this.toolbar, this.openings, this.focus.camera);
     this.layoutQueue = new LayoutQueue(
       (viz, requestedAt) => this.doLayout(viz, requestedAt),
       err => this.showMessage(`Could not load the layout engine: ${String(err)}`)
@@ -138,7 +150,7 @@ export class GraphView {
 
   // ------------------------------------------------------------ host API
   setGraph(g: unknown): void {
-    if (!this.fresh('graph', g)) {
+    if (!this.updates.fresh('graph', g)) {
       return;
     }
     const graph = normalizeGraph(g);
@@ -152,11 +164,25 @@ export class GraphView {
       this.copies.fold(this.overlay.run, this.overlay.stepper); // those of the run it came with
     }
     this.revealStepCurrent();
+    this.centerFollowed();
     this.requestLayout();
   }
 
+  /** Turn present mode on or off: big type, the scopes' structure, fitted at scale 1 or more. */
+  setPresent(on: unknown): void {
+    if (this.presentation.set(on === true)) {
+      this.focus.fitNext();
+      this.requestLayout();
+    }
+  }
+
+  /** Centre the ops the cell with model id `cellId` makes, once the kernel sends them. */
+  followCell(cellId: string): void {
+    this.follower.follow(cellId);
+  }
+
   setRun(r: unknown): void {
-    if (!this.fresh('run', r)) {
+    if (!this.updates.fresh('run', r)) {
       return;
     }
     this.liveRun = normalizeRun(r);
@@ -167,7 +193,7 @@ export class GraphView {
 
   /** The run list (the kernel's `history` state). */
   setHistory(h: unknown): void {
-    if (this.fresh('history', h)) {
+    if (this.updates.fresh('history', h)) {
       this.history.setIndex(normalizeHistory(h));
     }
   }
@@ -186,7 +212,7 @@ export class GraphView {
   }
 
   setStepper(s: unknown): void {
-    if (!this.fresh('stepper', s)) {
+    if (!this.updates.fresh('stepper', s)) {
       return;
     }
     const st = normalizeStepper(s);
@@ -264,20 +290,6 @@ export class GraphView {
   }
 
   // ------------------------------------------------------------- lookups
-  /** Whether a state is at least as new as the one shown: the kernel numbers every state it
-   * sends (`update`), so one that arrives late is dropped, never drawn over a newer one. */
-  private fresh(key: 'graph' | 'run' | 'stepper' | 'history', state: unknown): boolean {
-    const n = (state as { update?: unknown } | null)?.update;
-    if (typeof n !== 'number') {
-      return true; // a state made in the browser or by Python directly (show_times)
-    }
-    if (n < this.updates[key]) {
-      return false;
-    }
-    this.updates[key] = n;
-    return true;
-  }
-
   private get copyLayout(): CopyLayout {
     return this.frame?.copies ?? EMPTY_COPIES;
   }
@@ -315,7 +327,7 @@ export class GraphView {
   }
 
   private doLayout(viz: Viz, requestedAt: number): void {
-    const pass = layOut(viz, this.h, this.openings, this.copies);
+    const pass = layOut(viz, this.h, this.openings, this.copies, this.presentation.style);
     if ('error' in pass) {
       this.showMessage(`Layout failed: ${pass.error}`);
       return;
@@ -398,6 +410,15 @@ export class GraphView {
   }
 
   // ------------------------------------------------------------- opening
+  /** Centre the ops of the cell followed if they changed (a few are revealed, many shown by their scopes). */
+  private centerFollowed(): void {
+    const ops = this.follower.newOps(this.h);
+    if (ops) {
+      ops.reveal.forEach(n => this.reveal(n));
+      this.focus.centerNext(ops.names);
+    }
+  }
+
   /** Open the scopes hiding the stepper's current op; true if anything opened. */
   private revealStepCurrent(): boolean {
     const st = this.overlay.stepper;

@@ -127,14 +127,15 @@ export function toDot(
   vis: LayoutInput,
   edges: Edge[],
   sizeOf: (v: Visible) => Size,
-  titleWidth: (g: Group) => number = () => 0
+  titleWidth: (g: Group) => number = () => 0,
+  opts: { titleH: number; ranksep: number } = { titleH: 16, ranksep: 0.42 }
 ): string {
   const boxId = new Map<Visible, string>();
   vis.boxes.forEach((b, i) => boxId.set(b, `n${i}`));
   const big = vis.boxes.length > 400;
   const lines: string[] = [
     'digraph G {',
-    `graph [rankdir=TB nodesep=0.28 ranksep=0.42 margin=0 fontsize=14 labeljust=l${
+    `graph [rankdir=TB nodesep=0.28 ranksep=${opts.ranksep} margin=0 fontsize=14 labeljust=l${
       big ? ' mclimit=0.3 nslimit=2 nslimit1=2 searchsize=10' : ''
     }];`,
     'node [shape=box fixedsize=true label=""];',
@@ -167,7 +168,7 @@ export function toDot(
         // the view draws itself (no text measured by Graphviz)
         const w = Math.max(8, Math.round(titleWidth(x)));
         lines.push(
-          `${indent} graph [label=<<TABLE BORDER="0" CELLPADDING="0" CELLSPACING="0" FIXEDSIZE="TRUE" WIDTH="${w}" HEIGHT="16"><TR><TD></TD></TR></TABLE>> margin=10];`
+          `${indent} graph [label=<<TABLE BORDER="0" CELLPADDING="0" CELLSPACING="0" FIXEDSIZE="TRUE" WIDTH="${w}" HEIGHT="${opts.titleH}"><TR><TD></TD></TR></TABLE>> margin=10];`
         );
         emit(x, indent + ' ');
         lines.push(`${indent}}`);

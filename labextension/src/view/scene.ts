@@ -10,11 +10,12 @@
  */
 
 import type { Group, Hierarchy, Visible } from './hierarchy';
-import type { ClusterBox, Edge, Layout, Placed, Point } from './layout';
-import { CLUSTER_HEAD_H, drawBox, drawCluster, drawEdge, html, svg } from './draw';
+import type { Edge, Layout, Placed, Point } from './layout';
+import { drawBox, drawCluster, drawEdge, drawEdgeLabel, html, svg, type Rect } from './draw';
 import { drawBadges } from './badges';
 import type { BoxState } from './overlay';
 import type { Frame } from './frame';
+import { NORMAL } from './text';
 
 const MAX_EDGE_LABELS = 400; // past this many edges, none is labelled
 const FLASH_MS = 1500;
@@ -26,6 +27,7 @@ export class Scene {
   private readonly message: HTMLDivElement;
   private readonly hatchId: string;
   private drawnLayout: Layout | null = null;
+  private badgeScale = 1; // the run's pills, times their usual size (present mode: bigger)
   private readonly boxEls = new Map<Visible, SVGGElement>();
   private readonly edgeEls = new Map<Edge, SVGGElement>();
   private readonly keyToBox = new Map<string, Visible>();
@@ -110,25 +112,42 @@ export class Scene {
     if (!frame || !l) {
       return;
     }
+    // the layout's size, in scene units (tests check fits against it)
+    scene.setAttribute('data-width', l.width.toFixed(1));
+    scene.setAttribute('data-height', l.height.toFixed(1));
     const clusters = svg('g', { class: 'fb-clusters' }, scene);
     const edgeLayer = svg('g', { class: 'fb-edges' }, scene);
     const labelLayer = frame.edges.length <= MAX_EDGE_LABELS ? svg('g', { class: 'fb-edge-labels' }, scene) : null;
     const headLayer = svg('g', { class: 'fb-cluster-heads' }, scene);
     const nodeLayer = svg('g', { class: 'fb-nodes' }, scene);
-    const bands: ClusterBox[] = [];
+    const st = frame.style;
+    this.badgeScale = st.badge / NORMAL.badge;
+    const pill = 8 * this.badgeScale; // how far the pills reach past a box's top and right
+    // what an edge label must not cover: boxes, open scopes' title bands, other labels
+    const taken: Rect[] = [];
     for (const g of frame.vis.clusters) {
       const b = l.clusters.get(g);
       if (b) {
-        drawCluster(g, b, h.ancestors(g).length - 1, clusters, headLayer);
-        bands.push(b);
+        drawCluster(g, b, h.ancestors(g).length - 1, clusters, headLayer, st);
+        taken.push({ x: b.x1, y: b.y1, w: b.x2 - b.x1, h: st.headH });
       }
     }
-    const covered = (p: Point) =>
-      bands.some(b => p.x >= b.x1 - 2 && p.x <= b.x2 + 30 && p.y >= b.y1 - 2 && p.y <= b.y1 + CLUSTER_HEAD_H + 2);
+    for (const b of frame.boxes) {
+      const p = l.boxes.get(b);
+      if (p) {
+        taken.push({ x: p.x - p.w / 2, y: p.y - p.h / 2 - pill, w: p.w + pill, h: p.h + pill });
+      }
+    }
+    const inBounds = (r: Rect) => r.x >= 0 && r.y >= 0 && r.x + r.w <= l.width && r.y + r.h <= l.height;
+    const free = (r: Rect) => inBounds(r) && !taken.some(t => overlaps(r, t, 2));
     for (const e of frame.edges) {
       const route = l.edges.get(e);
       if (route) {
-        this.edgeEls.set(e, drawEdge(e, route, edgeLayer, labelLayer, covered));
+        this.edgeEls.set(e, drawEdge(e, route, edgeLayer));
+        const r = labelLayer ? drawEdgeLabel(e, route.points, labelLayer, st, free) : null;
+        if (r) {
+          taken.push(r);
+        }
       }
     }
     for (const b of frame.boxes) {
@@ -136,7 +155,7 @@ export class Scene {
       if (!p) {
         continue;
       }
-      const el = drawBox(b, p, nodeLayer);
+      const el = drawBox(b, p, nodeLayer, st);
       el.querySelector('.fb-hatch')?.setAttribute('fill', `url(#${this.hatchId})`);
       this.boxEls.set(b, el);
       this.keyToBox.set(b.key, b);
@@ -175,7 +194,7 @@ export class Scene {
       const p = this.placed(v);
       if (p) {
         // where it ran; a copy node says it in its label
-        drawBadges(el, p, st, maxTime, v.type === 'leaf' && v.copy ? '' : st.device);
+        drawBadges(el, p, st, maxTime, v.type === 'leaf' && v.copy ? '' : st.device, this.badgeScale);
       }
     }
     for (const [e, el] of this.edgeEls) {
@@ -225,4 +244,9 @@ function setFlag(el: Element, cls: string, on: boolean): void {
   } else {
     el.classList.remove(cls);
   }
+}
+
+/** Whether two boxes come closer than `gap`. */
+function overlaps(a: Rect, b: Rect, gap: number): boolean {
+  return a.x < b.x + b.w + gap && b.x < a.x + a.w + gap && a.y < b.y + b.h + gap && b.y < a.y + a.h + gap;
 }

@@ -1,6 +1,7 @@
 /**
  * Toolbar: the row above the graph: the search box (search.ts), "Fit",
- * "Collapse all", and a summary of the graph and the run shown.
+ * "Collapse all", "Present" (a toggle: big type for a projector), and a
+ * summary of the graph and the run shown.
  */
 
 import { html } from './draw';
@@ -14,11 +15,14 @@ export interface ToolbarHost extends SearchHost {
   fit(): void;
   /** Collapse every name scope. */
   collapseAll(): void;
+  /** Turn present mode on or off. */
+  togglePresent(): void;
 }
 
 export class Toolbar {
   readonly search: Search;
   private readonly summary: HTMLSpanElement;
+  private readonly present: HTMLButtonElement;
 
   constructor(parent: HTMLElement, host: ToolbarHost) {
     const bar = html('div', 'fb-toolbar', parent);
@@ -29,7 +33,17 @@ export class Toolbar {
     const collapse = html('button', 'fb-button fb-collapse-all', bar, 'Collapse all');
     collapse.title = 'Collapse every name scope';
     collapse.addEventListener('click', () => host.collapseAll());
+    const present = (this.present = html('button', 'fb-button fb-present-toggle', bar, 'Present'));
+    present.title = 'Present mode: big labels for a projector, scopes collapsed';
+    present.setAttribute('aria-pressed', 'false');
+    present.addEventListener('click', () => host.togglePresent());
     this.summary = html('span', 'fb-summary', bar);
+  }
+
+  /** Show whether present mode is on. */
+  setPresent(on: boolean): void {
+    this.present.setAttribute('aria-pressed', String(on));
+    this.present.classList.toggle('fb-on', on);
   }
 
   /** "12 ops · run 3: done in 1.2 ms · 2 copies between devices". */

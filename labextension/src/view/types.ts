@@ -105,6 +105,8 @@ export interface ViewCallbacks {
   onSelect?: (name: string, node: NodeSpec | null) => void;
   /** A stepper button was pressed; `node` is the selected op for "run_to". */
   onAction?: (action: StepAction, node: string | null) => void;
+  /** Present mode was turned on or off with the toolbar's button. */
+  onPresent?: (on: boolean) => void;
   /** The run list needs kept run `seq` (the host answers with `receive({history_run})`). */
   onHistory?: (seq: number) => void;
 }
