@@ -126,6 +126,11 @@ BAD_FEEDS = [
     (fb.float32, [None], ["1.5"], TypeError, "Cannot feed strings to 'n:0'"),
     (fb.int32, [None], [1, None], TypeError, "NoneType"),
     (fb.int32, [None], [1.5], TypeError, "non-integer values"),
+    (fb.int32, [None], [float("inf")], TypeError, "non-integer values"),
+    (fb.int64, [None], np.array([np.nan]), TypeError, "non-integer values"),
+    (fb.float32, [None], [1e300], ValueError, "does not fit float32: 1e\\+300"),
+    (fb.float32, [None], [1 + 2j], TypeError, "complex values to 'n:0'.*imaginary part"),
+    (fb.string, [None], [1, 2], TypeError, "Cannot feed int64 values to 'n:0', which is string"),
 ]  # fmt: skip
 
 

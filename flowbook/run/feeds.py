@@ -84,36 +84,69 @@ def _made_at(t: Tensor) -> str:
 def _converted(t: Tensor, arr: np.ndarray) -> np.ndarray:
     """``arr`` as ``t``'s dtype, refusing what would change its values or make no sense."""
     dt, kind = t.dtype, arr.dtype.kind
-    if dt.is_integer and kind in "iuOb":
-        if kind == "O" and not all(isinstance(v, int) for v in arr.flat):
-            raise TypeError(
-                f"Cannot convert the value fed to '{t.name}' to {dt.name}: it holds "
-                f"{_kinds(arr)} ({_made_at(t)})"
-            )
-        if arr.size and kind in "iuO":
-            info = np.iinfo(dt.np)
-            low, high = (min(arr.flat), max(arr.flat)) if kind == "O" else (arr.min(), arr.max())
-            if low < info.min or high > info.max:
-                bad = low if low < info.min else high
-                raise ValueError(
-                    f"The value fed to '{t.name}' does not fit {dt.name}: {int(bad)} is outside "
-                    f"[{info.min}, {info.max}] ({_made_at(t)})"
-                )
-    elif dt.is_integer and kind == "f" and not np.array_equal(arr, np.trunc(arr)):
-        raise TypeError(
-            f"Cannot feed non-integer values of dtype {arr.dtype} to '{t.name}', which is "
-            f"{dt.name} ({_made_at(t)})"
-        )
-    elif kind in "USO" and dt.name != "string":
+    if dt.name == "string":
+        if kind not in "USO":
+            raise TypeError(f"Cannot feed {arr.dtype} values to '{t.name}', which is string "
+                            f"({_made_at(t)})")  # fmt: skip
+    elif kind in "USO" and not (kind == "O" and _all_numbers(arr)):
         raise TypeError(
             f"Cannot feed {_kinds(arr)} to '{t.name}', which is {dt.name} ({_made_at(t)})"
         )
+    elif kind == "c" and not dt.is_complex:
+        raise TypeError(
+            f"Cannot feed complex values to '{t.name}', which is {dt.name}: the imaginary part "
+            f"would be lost ({_made_at(t)})"
+        )
+    elif dt.is_integer:
+        _check_ints(t, arr)
+    elif dt.is_floating and kind in "fO" and arr.size:
+        finite = np.isfinite(arr.astype(np.float64)) if kind == "O" else np.isfinite(arr)
+        big = np.abs(np.where(finite, arr, 0).astype(np.float64)).max()
+        if big > np.finfo(dt.np).max:
+            raise ValueError(
+                f"The value fed to '{t.name}' does not fit {dt.name}: {big:g} is beyond its "
+                f"largest value {np.finfo(dt.np).max:g} ({_made_at(t)})"
+            )
     try:
         return arr.astype(dt.np)
     except (TypeError, ValueError, OverflowError) as e:
         raise TypeError(
             f"Cannot convert the value fed to '{t.name}' to {dt.name}: {e} ({_made_at(t)})"
         ) from None
+
+
+def _all_numbers(arr: np.ndarray) -> bool:
+    """Whether an object array holds only Python/numpy numbers (big ints, say)."""
+    return all(isinstance(v, int | float | np.number | np.bool_) for v in arr.flat)
+
+
+def _check_ints(t: Tensor, arr: np.ndarray) -> None:
+    """Refuse values an integer tensor cannot hold: fractions, NaN/inf, out of range."""
+    dt, kind = t.dtype, arr.dtype.kind
+    if not arr.size or kind == "b":
+        return
+    if kind in "fO":
+        values = arr.astype(np.float64) if kind == "O" and not _all_ints(arr) else arr
+        if values.dtype.kind == "f" and not (
+            np.isfinite(values).all() and np.array_equal(values, np.trunc(values))
+        ):
+            raise TypeError(
+                f"Cannot feed non-integer values of dtype {arr.dtype} to '{t.name}', which is "
+                f"{dt.name} ({_made_at(t)})"
+            )
+    info = np.iinfo(dt.np)
+    flat = list(arr.flat) if kind == "O" else [arr.min().item(), arr.max().item()]
+    low, high = min(flat), max(flat)
+    if low < info.min or high > info.max:
+        bad = low if low < info.min else high
+        raise ValueError(
+            f"The value fed to '{t.name}' does not fit {dt.name}: {int(bad)} is outside "
+            f"[{info.min}, {info.max}] ({_made_at(t)})"
+        )
+
+
+def _all_ints(arr: np.ndarray) -> bool:
+    return all(isinstance(v, int | np.integer) for v in arr.flat)
 
 
 def _kinds(arr: np.ndarray) -> str:
