@@ -77,8 +77,11 @@ class RunEntry:
         self.phase: str = rec.phase  # "done" or "error"
         self.error = error_state(rec.error) if rec.error is not None else None
         self.total_us: float = total_ns / 1000  # wall time of the whole run
-        self.fetches: list[str] = stats.fetched(rec.plan)  # what the run computed (shared)
-        self.placement, self.copies = stats.devices(rec.plan)  # shared with the plan
+        if prev is not None and prev.names is names:  # the same plan: share what it shares
+            self.fetches, self.placement, self.copies = prev.fetches, prev.placement, prev.copies
+        else:
+            self.fetches = stats.fetched(rec.plan)  # what the run computed (shared)
+            self.placement, self.copies = stats.devices(rec.plan)  # shared with the plan
         # times: op index -> kernel µs (NaN: not run); order: op indices as they ran
         self.times: array[float] = array("f")
         self.order: array[int] = array("I")

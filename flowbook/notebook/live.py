@@ -52,6 +52,7 @@ from flowbook.tensor import Operation
 
 _UPDATES = itertools.count(1)  # the number of each state sent, in every graph (see "Order")
 MAX_PUSHES_PER_S = 20  # updates sent to the views, per second at most
+HISTORY_EVERY_S = 0.5  # the run list's index is sent at most this often while runs stream
 SEND_ALL_VALUES = 100  # runs of at most this many ops send every value preview
 
 
@@ -74,6 +75,7 @@ class LiveGraph:
         self.stats: weakref.WeakKeyDictionary[Plan, PlanStats] = weakref.WeakKeyDictionary()
         self.stepper: Any = None  # the Stepper followed, if any
         self.history = History()  # the last runs (entries made at run end, summarised here)
+        self.history_due = 0.0  # monotonic time before which the index is not sent again
         self.step_done: list[str] = []  # ops the stepper ran, in order
         self.step_values: dict[str, str] = {}  # op name -> preview, from the stepper
         self.dirty: set[str] = set()  # states to send at the next flush
@@ -241,14 +243,27 @@ class LiveGraph:
             self.dirty.update(keys)
         FLUSHER.wake(self)
 
-    def flush(self) -> None:
-        """Send the changed states to every view now (built and sent in order: ``send_lock``)."""
+    def flush(self, force: bool = False) -> None:
+        """Send the changed states to every view now (built and sent in order: ``send_lock``).
+
+        The run list's index (``history``) goes at most every ``HISTORY_EVERY_S``
+        unless ``force``: while runs stream in, it stays dirty and a later tick sends it.
+        """
         with self.send_lock:
+            later = False
             with self.lock:
                 keys, self.dirty = self.dirty, set()
+                if "history" in keys and not force and time.monotonic() < self.history_due:
+                    keys.discard("history")
+                    self.dirty.add("history")
+                    later = True
                 views = list(self.views)
+            if later:
+                FLUSHER.wake(self)  # the next tick looks again
             if not keys or not views:
                 return
+            if "history" in keys:
+                self.history_due = time.monotonic() + HISTORY_EVERY_S
             state = self._numbered(self.state(tuple(keys)))
             for view in views:
                 try:
@@ -279,7 +294,8 @@ class LiveGraph:
         if not stats.fed and plan.feed_slots:
             stats.fed = _fed_ops(plan)
         self.record = rec
-        self.touch("run")
+        if live:  # a run watched op by op shows "running" at once; others show when done
+            self.touch("run")
         return rec
 
     def run_finished(self, rec: Record, error: BaseException | None) -> None:
@@ -331,14 +347,14 @@ class Flusher:
     def flush_now(self) -> None:
         """Send everything pending, on the calling thread (end of a cell, tests)."""
         while self.pending:
-            self._flush_pending()
+            self._flush_pending(force=True)
 
-    def _flush_pending(self) -> None:
+    def _flush_pending(self, force: bool = False) -> None:
         """Send the hubs pending now; those that get dirty meanwhile wait for the next tick."""
         hubs = list(self.pending)
         self.pending.difference_update(hubs)
         for hub in hubs:
-            hub.flush()
+            hub.flush(force)
 
     def _loop(self) -> None:
         interval = 1.0 / MAX_PUSHES_PER_S

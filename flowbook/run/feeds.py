@@ -18,6 +18,7 @@ stored value stays as it was.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -82,37 +83,53 @@ def _made_at(t: Tensor) -> str:
 
 
 def _converted(t: Tensor, arr: np.ndarray) -> np.ndarray:
-    """``arr`` as ``t``'s dtype, refusing what would change its values or make no sense."""
-    dt, kind = t.dtype, arr.dtype.kind
+    """``arr`` as ``t``'s dtype, refusing what would change its values or make no sense.
+
+    The common feeds (float64 to float32, int64 to int32) cost one cast and,
+    for a narrowing integer cast, one comparison; the checks that walk values
+    in Python run only for object arrays and floats fed to integers.
+    """
+    dt, kind, target = t.dtype, arr.dtype.kind, t.dtype.np
     if dt.name == "string":
         if kind not in "USO":
             raise TypeError(f"Cannot feed {arr.dtype} values to '{t.name}', which is string "
                             f"({_made_at(t)})")  # fmt: skip
-    elif kind in "USO" and not (kind == "O" and _all_numbers(arr)):
+        return arr.astype(target)
+    if kind in "USO" and not (kind == "O" and _all_numbers(arr)):
         raise TypeError(
             f"Cannot feed {_kinds(arr)} to '{t.name}', which is {dt.name} ({_made_at(t)})"
         )
-    elif kind == "c" and not dt.is_complex:
+    if kind == "c" and not dt.is_complex:
         raise TypeError(
             f"Cannot feed complex values to '{t.name}', which is {dt.name}: the imaginary part "
             f"would be lost ({_made_at(t)})"
         )
-    elif dt.is_integer:
-        _check_ints(t, arr)
-    elif dt.is_floating and kind in "fO" and arr.size:
-        finite = np.isfinite(arr.astype(np.float64)) if kind == "O" else np.isfinite(arr)
-        big = np.abs(np.where(finite, arr, 0).astype(np.float64)).max()
-        if big > np.finfo(dt.np).max:
-            raise ValueError(
-                f"The value fed to '{t.name}' does not fit {dt.name}: {big:g} is beyond its "
-                f"largest value {np.finfo(dt.np).max:g} ({_made_at(t)})"
-            )
+    if dt.is_integer and arr.size and kind in "fO":
+        _check_whole(t, arr)
+        if kind == "O":
+            _check_range(t, list(arr.flat))  # Python ints of any size
     try:
-        return arr.astype(dt.np)
+        if kind in "fO":  # a float too big for float32, or for the integer dtype
+            with np.errstate(over="raise", invalid="raise"):
+                out = arr.astype(target)
+        else:
+            out = arr.astype(target)
+    except FloatingPointError:
+        if dt.is_integer:
+            _check_range(t, [arr.min().item(), arr.max().item()])
+        big = float(np.abs(arr[np.isfinite(arr)]).max()) if kind == "f" else float("nan")
+        raise ValueError(
+            f"The value fed to '{t.name}' does not fit {dt.name}: {big:g} is beyond its "
+            f"largest value {np.finfo(target).max:g} ({_made_at(t)})"
+        ) from None
     except (TypeError, ValueError, OverflowError) as e:
         raise TypeError(
             f"Cannot convert the value fed to '{t.name}' to {dt.name}: {e} ({_made_at(t)})"
         ) from None
+    narrowing = dt.is_integer and kind in "iu" and arr.size and not _fits(arr.dtype, target)
+    if narrowing and (kind != target.kind or not (out == arr).all()):  # the cast wrapped
+        _check_range(t, [arr.min().item(), arr.max().item()])
+    return out
 
 
 def _all_numbers(arr: np.ndarray) -> bool:
@@ -120,29 +137,40 @@ def _all_numbers(arr: np.ndarray) -> bool:
     return all(isinstance(v, int | float | np.number | np.bool_) for v in arr.flat)
 
 
-def _check_ints(t: Tensor, arr: np.ndarray) -> None:
-    """Refuse values an integer tensor cannot hold: fractions, NaN/inf, out of range."""
-    dt, kind = t.dtype, arr.dtype.kind
-    if not arr.size or kind == "b":
-        return
-    if kind in "fO":
-        values = arr.astype(np.float64) if kind == "O" and not _all_ints(arr) else arr
-        if values.dtype.kind == "f" and not (
-            np.isfinite(values).all() and np.array_equal(values, np.trunc(values))
-        ):
-            raise TypeError(
-                f"Cannot feed non-integer values of dtype {arr.dtype} to '{t.name}', which is "
-                f"{dt.name} ({_made_at(t)})"
-            )
-    info = np.iinfo(dt.np)
-    flat = list(arr.flat) if kind == "O" else [arr.min().item(), arr.max().item()]
-    low, high = min(flat), max(flat)
+def _check_whole(t: Tensor, arr: np.ndarray) -> None:
+    """Floats fed to an integer tensor must be finite whole numbers."""
+    values = arr.astype(np.float64) if arr.dtype.kind == "O" and not _all_ints(arr) else arr
+    if values.dtype.kind == "f" and not (
+        np.isfinite(values).all() and np.array_equal(values, np.trunc(values))
+    ):
+        raise TypeError(
+            f"Cannot feed non-integer values of dtype {arr.dtype} to '{t.name}', which is "
+            f"{t.dtype.name} ({_made_at(t)})"
+        )
+
+
+def _check_range(t: Tensor, values: list) -> None:
+    """Refuse integers outside ``t``'s dtype, naming the first bound crossed."""
+    info = _iinfo(t.dtype.np)
+    low, high = min(values), max(values)
     if low < info.min or high > info.max:
         bad = low if low < info.min else high
         raise ValueError(
-            f"The value fed to '{t.name}' does not fit {dt.name}: {int(bad)} is outside "
+            f"The value fed to '{t.name}' does not fit {t.dtype.name}: {int(bad)} is outside "
             f"[{info.min}, {info.max}] ({_made_at(t)})"
         )
+
+
+@functools.cache
+def _iinfo(dtype: np.dtype) -> np.iinfo:
+    return np.iinfo(dtype)  # slow to make (microseconds): made once per dtype
+
+
+@functools.cache
+def _fits(src: np.dtype, dst: np.dtype) -> bool:
+    """Whether every value of integer dtype ``src`` is one of ``dst``."""
+    a, b = _iinfo(src), _iinfo(dst)
+    return b.min <= a.min and a.max <= b.max
 
 
 def _all_ints(arr: np.ndarray) -> bool:
