@@ -11,9 +11,9 @@ the Saver keeps the state file ``dir/checkpoint``, in TF's text format::
 Paths inside the directory are written relative to it (so the directory can
 move); relative paths read back are joined to the directory, as TF does.
 
-Every file is written by ``atomic_write``: a temporary file in the same
-directory, flushed and fsynced, then ``os.replace``d over the target, so a
-crash mid-write leaves the old file whole.
+Every file is written by ``flowbook.files.atomic_write``: a temporary file in
+the same directory, fsynced, then ``os.replace``d over the target, so a crash
+mid-write leaves the old file whole (and the next save sweeps up the temp file).
 
     >>> import tempfile
     >>> d = tempfile.mkdtemp()
@@ -23,13 +23,12 @@ crash mid-write leaves the old file whole.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import re
-from collections.abc import Callable
-from typing import IO, Any
+
+from flowbook.files import atomic_write
 
 _log = logging.getLogger("flowbook")
 SUFFIX = ".npz"  # the data file of checkpoint <prefix> is <prefix>.npz
@@ -48,39 +47,6 @@ class CheckpointState:
             f"CheckpointState(model_checkpoint_path={self.model_checkpoint_path!r}, "
             f"all_model_checkpoint_paths={self.all_model_checkpoint_paths!r})"
         )
-
-
-def atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
-    """Write ``path`` via ``write(file)`` so that readers see the old file or the new, never part."""
-    import tempfile  # lazy: tempfile (and random) add ~3 ms to `import flowbook`
-
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    """Persist a rename on POSIX; a no-op where directories cannot be opened (Windows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def data_path(prefix: str) -> str:

@@ -29,7 +29,8 @@ import numpy as np
 
 from flowbook import dtypes
 from flowbook.errors import DataLossError, NotFoundError
-from flowbook.train.checkpoint_management import atomic_write, data_path, latest_checkpoint
+from flowbook.files import atomic_write
+from flowbook.train.checkpoint_management import data_path, latest_checkpoint
 
 FORMAT = "flowbook-checkpoint"
 VERSION = 1
