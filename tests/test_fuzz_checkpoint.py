@@ -32,6 +32,7 @@ import io
 import json
 import os
 import struct
+import tempfile
 import time
 import tracemalloc
 import zipfile
@@ -96,8 +97,6 @@ def _save(data: bytes) -> None:
 # --------------------------------------------------------------- the inputs
 def _valid_checkpoints() -> list[bytes]:
     """Real checkpoints to mutate: several dtypes and shapes, one with deflated members."""
-    import tempfile
-
     values = {
         "W": np.arange(6, dtype=np.float32).reshape(2, 3),
         "step": np.array(7, np.int64),
