@@ -48,6 +48,7 @@ import numpy as np
 
 from flowbook import dtypes, hooks, registry
 from flowbook.dtypes import DType
+from flowbook.files import atomic_write
 from flowbook.tensor import Operation, Tensor
 
 # dtype name -> TensorFlow's DataType enum value (types.proto)
@@ -297,7 +298,11 @@ def as_graph_def(graph: Any, from_version: int | None = None, add_shapes: bool =
 
 
 def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool = True) -> str:
-    """Write a Graph or GraphDef to ``logdir/name`` (text or binary); returns the path."""
+    """Write a Graph or GraphDef to ``logdir/name`` (text or binary); returns the path.
+
+    The file is written whole (``flowbook.files.atomic_write``): a crash or an
+    error mid-write leaves the previous file as it was.
+    """
     gd = graph_or_graph_def
     if not hasattr(gd, "SerializeToString"):
         gd = to_graph_def(gd)
@@ -306,12 +311,10 @@ def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool =
     if as_text:
         from google.protobuf import text_format  # lazy: protobuf is slow to import
 
-        with open(path, "w") as f:
-            f.write(text_format.MessageToString(gd))
+        content: bytes | str = text_format.MessageToString(gd)
     else:
-        with open(path, "wb") as f:
-            f.write(gd.SerializeToString())
-    return path
+        content = gd.SerializeToString()
+    return atomic_write(path, content)
 
 
 def read_graph_def(path: str) -> Any:

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from flowbook.config import RunOptions
+from flowbook.files import atomic_write
 from flowbook.run.observers import Observer, observer_factory
 from flowbook.run.timings import KernelTiming, RunTimings
 from flowbook.session import observe
@@ -447,9 +448,9 @@ class Profile:
         return json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, separators=(",", ":"))
 
     def save_trace(self, path: str | Path, **kwargs: Any) -> Path:
-        """Write ``chrome_trace(**kwargs)`` to ``path``; returns the path."""
+        """Write ``chrome_trace(**kwargs)`` to ``path`` whole (``flowbook.files``); returns it."""
         path = Path(path)
-        path.write_text(self.chrome_trace(**kwargs))
+        atomic_write(path, self.chrome_trace(**kwargs))
         return path
 
 

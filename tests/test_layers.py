@@ -30,7 +30,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "flowbook"
 LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
-              "graph_keys", "limits", "names"}),
+              "graph_keys", "limits", "names", "files"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices"}),
     # the op library, and what builds or reads graphs with it

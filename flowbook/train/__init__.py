@@ -10,7 +10,8 @@
   ``learning_rate_decay``: ``exponential_decay``.
 - ``saver``: ``Saver`` (checkpoints as ``.npz``, written atomically);
   ``checkpoint_management``: ``latest_checkpoint`` and the ``checkpoint`` file;
-  ``checkpoint_utils``: the file format, ``list_variables``, ``load_variable``.
+  ``checkpoint_utils``: the file format, ``list_variables``, ``load_variable``;
+  ``checkpoint_reader``: reading damaged or hostile checkpoints (DataLossError).
 
     >>> import flowbook as fb
     >>> from flowbook import train

@@ -11,9 +11,15 @@ the Saver keeps the state file ``dir/checkpoint``, in TF's text format::
 Paths inside the directory are written relative to it (so the directory can
 move); relative paths read back are joined to the directory, as TF does.
 
-Every file is written by ``atomic_write``: a temporary file in the same
-directory, flushed and fsynced, then ``os.replace``d over the target, so a
-crash mid-write leaves the old file whole.
+Every file is written by ``flowbook.files.atomic_write``: a temporary file in
+the same directory, fsynced, then ``os.replace``d over the target, so a crash
+mid-write leaves the old file whole (and the next save sweeps up the temp file).
+
+Reading the state file is forgiving where TensorFlow's is: a file that cannot
+be read, is not UTF-8 text, is too large to be a state file, or has a line
+that does not parse is logged as a warning naming it and ignored
+(``get_checkpoint_state`` returns None).  One that parses but names no
+``model_checkpoint_path`` is a ValueError naming the file, as in TF.
 
     >>> import tempfile
     >>> d = tempfile.mkdtemp()
@@ -23,16 +29,16 @@ crash mid-write leaves the old file whole.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import re
-from collections.abc import Callable
-from typing import IO, Any
+
+from flowbook.files import atomic_write
 
 _log = logging.getLogger("flowbook")
 SUFFIX = ".npz"  # the data file of checkpoint <prefix> is <prefix>.npz
+MAX_STATE_BYTES = 1 << 24  # a larger "checkpoint" file is not a state file Saver wrote
 _LINE = re.compile(r'^\s*(\w+)\s*:\s*"(.*)"\s*$')  # key: "value" in TF's text format
 
 
@@ -48,39 +54,6 @@ class CheckpointState:
             f"CheckpointState(model_checkpoint_path={self.model_checkpoint_path!r}, "
             f"all_model_checkpoint_paths={self.all_model_checkpoint_paths!r})"
         )
-
-
-def atomic_write(path: str, write: Callable[[IO[bytes]], Any]) -> None:
-    """Write ``path`` via ``write(file)`` so that readers see the old file or the new, never part."""
-    import tempfile  # lazy: tempfile (and random) add ~3 ms to `import flowbook`
-
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    """Persist a rename on POSIX; a no-op where directories cannot be opened (Windows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def data_path(prefix: str) -> str:
@@ -100,20 +73,47 @@ def _state_path(checkpoint_dir: str, latest_filename: str | None) -> str:
     return os.path.join(os.fspath(checkpoint_dir), latest_filename or "checkpoint")
 
 
+def _ignored(path: str, why: str) -> None:
+    _log.warning(
+        "%s: %s; Checkpoint ignored (the next Saver.save into that folder rewrites it)", path, why
+    )
+
+
+def _read_state_text(path: str) -> str | None:
+    """The state file's text; None (logged) if it is missing, unreadable, huge or not UTF-8."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_STATE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        _ignored(path, f"cannot be read: {e}")
+        return None
+    if len(data) > MAX_STATE_BYTES:
+        _ignored(path, f"larger than {MAX_STATE_BYTES} bytes, so not a checkpoint state file")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        _ignored(path, f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})")
+        return None
+
+
 def get_checkpoint_state(
     checkpoint_dir: str, latest_filename: str | None = None
 ) -> CheckpointState | None:
     """The parsed ``checkpoint`` file of ``checkpoint_dir``, or None if there is none
-    (or it cannot be read: that is logged, as in TF).
+    (or it cannot be read or parsed: that is logged as a warning naming it, as in TF).
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, "checkpoint"), "w").write('model_checkpoint_path: "m-1"\\n')
+    >>> os.path.basename(get_checkpoint_state(d).model_checkpoint_path)
+    'm-1'
     """
     path = _state_path(checkpoint_dir, latest_filename)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        _log.warning("%s: %s: Checkpoint ignored", path, e)
+    text = _read_state_text(path)
+    if text is None:
         return None
     latest = ""
     every: list[str] = []
@@ -122,20 +122,26 @@ def get_checkpoint_state(
             continue
         m = _LINE.match(line)
         if m is None:
-            if ":" in line:  # a field we do not use (timestamps...)
+            if re.match(r"^\s*\w+\s*:", line):  # a field we do not use (timestamps...)
                 continue
-            _log.warning("%s:%d: cannot parse %r: Checkpoint ignored", path, lineno, line)
+            _ignored(f"{path}:{lineno}", f"cannot parse {line[:80]!r}")
             return None
         try:
             value = json.loads(f'"{m.group(2)}"')
         except ValueError:
             value = m.group(2)
+        if "\0" in value:
+            _ignored(f"{path}:{lineno}", f"a path with a NUL character: {line[:80]!r}")
+            return None
         if m.group(1) == "model_checkpoint_path":
             latest = value
         elif m.group(1) == "all_model_checkpoint_paths":
             every.append(value)
     if not latest:
-        raise ValueError(f"Invalid checkpoint state loaded from {checkpoint_dir}")
+        raise ValueError(
+            f"Invalid checkpoint state loaded from {path}: it names no model_checkpoint_path. "
+            "Delete it (or save a checkpoint into that folder) to start afresh."
+        )
     directory = os.fspath(checkpoint_dir)
     latest = latest if os.path.isabs(latest) else os.path.join(directory, latest)
     every = [p if os.path.isabs(p) else os.path.join(directory, p) for p in every]

@@ -9,7 +9,10 @@ its key, dtype and shape::
      "variables": [{"name": "W", "key": "t0", "dtype": "float32", "shape": [64, 10]}, ...]}
 
 Keeping the index inside the one file makes a checkpoint a single atomic
-write.  String variables are stored as fixed-width bytes (numpy ``S``).
+write (``flowbook.files.atomic_write``: the file appears whole or not at all,
+with the mode the umask gives a new file).  String variables are stored as
+fixed-width bytes (numpy ``S``).  Reading, which must survive damaged and
+hostile files, is ``checkpoint_reader``'s job.
 
     >>> import os, tempfile, numpy as np
     >>> prefix = os.path.join(tempfile.mkdtemp(), "model.ckpt")
@@ -22,18 +25,17 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from typing import Any
 
 import numpy as np
 
 from flowbook import dtypes
-from flowbook.errors import DataLossError, NotFoundError
-from flowbook.train.checkpoint_management import atomic_write, data_path, latest_checkpoint
+from flowbook.errors import NotFoundError
+from flowbook.files import atomic_write
+from flowbook.train.checkpoint_management import data_path, latest_checkpoint
+from flowbook.train.checkpoint_reader import FORMAT, INDEX_KEY, VERSION, read_checkpoint
 
-FORMAT = "flowbook-checkpoint"
-VERSION = 1
-INDEX_KEY = "__index__"
+__all__ = ["list_variables", "load_variable", "read_checkpoint", "write_checkpoint"]
 
 
 def _dtype_name(value: np.ndarray) -> str:
@@ -60,37 +62,6 @@ def write_checkpoint(prefix: str, values: dict[str, Any]) -> None:
     index = {"format": FORMAT, "version": VERSION, "variables": entries}
     arrays[INDEX_KEY] = np.frombuffer(json.dumps(index).encode(), dtype=np.uint8)
     atomic_write(data_path(prefix), lambda f: np.savez(f, allow_pickle=False, **arrays))
-
-
-def read_index(path: str, archive: Any) -> list[dict[str, Any]]:
-    """The index entries of an open archive; DataLossError if it is not a flowbook checkpoint."""
-    try:
-        index = json.loads(bytes(archive[INDEX_KEY]).decode())
-        if index.get("format") != FORMAT:
-            raise ValueError(f"format is {index.get('format')!r}")
-        if index.get("version", 0) > VERSION:
-            raise ValueError(f"version {index['version']} is newer than this flowbook reads")
-        return list(index["variables"])
-    except (KeyError, ValueError, TypeError) as e:
-        raise DataLossError(None, None, f"{path} is not a flowbook checkpoint: {e}") from None
-
-
-def read_checkpoint(prefix: str) -> dict[str, np.ndarray]:
-    """All ``{variable name: array}`` of checkpoint ``prefix`` (strings come back as objects)."""
-    path = data_path(prefix)
-    if not os.path.isfile(path):
-        raise NotFoundError(None, None, f"Checkpoint {prefix} not found: no file {path}")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            out: dict[str, np.ndarray] = {}
-            for entry in read_index(path, archive):
-                arr = archive[entry["key"]]
-                if entry["dtype"] == "string":
-                    arr = arr.astype(object)
-                out[entry["name"]] = arr
-            return out
-    except (OSError, zipfile.BadZipFile, ValueError, KeyError, EOFError) as e:
-        raise DataLossError(None, None, f"Unable to read checkpoint {path}: {e}") from None
 
 
 def _resolve(ckpt_dir_or_file: str) -> str:
