@@ -6,8 +6,10 @@ error, within a memory bound (numpy and Python allocations, seen through
 ``tracemalloc``) and a time bound.  By default they run a short while with
 the rest of the tests; ``FLOWBOOK_FUZZ_EXAMPLES=5000 pytest tests/test_fuzz_*``
 runs them longer (``.ci/run`` gives them about a minute in all).  An input
-that broke a reader once is kept under ``tests/fixtures/fuzz/`` and replayed
-by the fuzzer's regression test.
+that broke a reader once is kept under ``tests/fixtures/<reader>_fuzz/`` and
+replayed by the fuzzer's regression test.  (The checkpoint fuzzer keeps its
+own bound on memory, relative to the file's size, and its own time loop,
+``FLOWBOOK_FUZZ_SECONDS``; it shares the example budget.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from hypothesis import HealthCheck, settings
 EXAMPLES = int(os.environ.get("FLOWBOOK_FUZZ_EXAMPLES", "150"))
 MEMORY_BOUND = 64 << 20  # bytes one input may make a reader allocate at its peak
 TIME_BOUND_S = 2.0  # seconds one input may take
-CORPUS = Path(__file__).parent / "fixtures" / "fuzz"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 FUZZ = settings(
     max_examples=EXAMPLES,
@@ -71,6 +73,6 @@ def bounded(what: str) -> Iterator[None]:
     assert elapsed < TIME_BOUND_S, f"{what}: {elapsed:.2f} s"
 
 
-def corpus(prefix: str) -> list[Path]:
-    """The kept inputs of one fuzzer (files ``<prefix>-*`` in the corpus folder)."""
-    return sorted(CORPUS.glob(f"{prefix}-*"))
+def corpus(reader: str) -> list[Path]:
+    """The kept inputs of one fuzzer: the files of ``tests/fixtures/<reader>_fuzz/``."""
+    return sorted(p for p in (FIXTURES / f"{reader}_fuzz").glob("*") if p.suffix != ".md")

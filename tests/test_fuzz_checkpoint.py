@@ -21,8 +21,10 @@ return or raise DataLossError, allocate at most what the file can justify
 keep it in ``tests/fixtures/checkpoint_fuzz/`` and
 :func:`test_replay_kept_inputs` replays it ever after.
 
-By default a run takes a few seconds; ``FLOWBOOK_FUZZ_SECONDS=600`` fuzzes
-for ten minutes (fresh random examples round after round).
+By default a run takes a few seconds; ``FLOWBOOK_FUZZ_EXAMPLES`` (shared by
+every fuzzer, see ``fuzzing.py``) draws more examples, and
+``FLOWBOOK_FUZZ_SECONDS=600`` fuzzes for ten minutes (fresh random examples
+round after round).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fuzzing import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -53,7 +56,7 @@ FOUND = ROOT / "test-output" / "fuzz-checkpoint"  # where a failing input is sav
 FUZZ_SECONDS = float(os.environ.get("FLOWBOOK_FUZZ_SECONDS", "0"))
 SLOW_S = 2.0  # one read of a small input taking longer than this is a failure
 SETTINGS = settings(
-    max_examples=60,
+    max_examples=max(60, EXAMPLES // 4),  # fuzzing.EXAMPLES: FLOWBOOK_FUZZ_EXAMPLES, as all fuzzers
     deadline=None,  # timed by check_input itself, tracemalloc makes the first calls slow
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
