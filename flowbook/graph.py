@@ -137,7 +137,8 @@ class Graph:
         state = self._state
         with self._lock:
             full_name, claims = self._pick_name(name or op_type, state.name_stack)
-            check_op_name(full_name, op_type, site)
+            if name:  # default names are op types under scopes checked when opened
+                check_op_name(full_name, op_type, site)
             try:
                 outs = opdef.infer(*inputs, **attrs)
             except (ValueError, TypeError) as e:
@@ -194,7 +195,7 @@ class Graph:
         old = state.name_stack
         if not name:
             new = ""
-        elif check_scope_name(name).endswith("/"):
+        elif check_scope_name(name, at_top=not old).endswith("/"):
             new = name[:-1]
         else:
             with self._lock:

@@ -45,8 +45,11 @@ def check_op_name(full_name: str, op_type: str, site: Any) -> str:
     return full_name
 
 
-def check_scope_name(name: str) -> str:
+def check_scope_name(name: str, at_top: bool = False) -> str:
     """``name``, or ``ValueError`` when TF would refuse it as a name scope.
+
+    A scope opened at the top must also be a valid op name (its ops' full
+    names start with it), so that every default op name in it is valid too.
 
     >>> check_scope_name("layer 1")
     Traceback (most recent call last):
@@ -55,6 +58,11 @@ def check_scope_name(name: str) -> str:
     """
     if not _VALID_SCOPE_NAME.match(name):
         raise ValueError(f"{name!r} is not a valid name scope: names {_RULE}")
+    if at_top and not _VALID_OP_NAME.match(name):
+        raise ValueError(
+            f"{name!r} is not a valid name scope at the top: names there start with a letter, "
+            f"a digit or '.'"
+        )
     return name
 
 

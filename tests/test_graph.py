@@ -267,3 +267,8 @@ def test_scope_names_follow_tensorflows_rule():
             fb.name_scope("layer 1"),
         ):
             pass
+        with (
+            pytest.raises(ValueError, match="'_top' is not a valid name scope at the top"),
+            fb.name_scope("_top"),
+        ):
+            pass
