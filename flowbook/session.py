@@ -47,11 +47,10 @@ from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
 from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
-from flowbook.run.feeds import feed_target, feed_value
-from flowbook.run.fetches import flatten, host_value, rebuild, to_numpy
 from flowbook.run.observers import Observer, observers_for
 from flowbook.run.placement import Placer, log_placement
 from flowbook.run.plan import Plan, build_plan
+from flowbook.run.values import feed_target, feed_value, flatten, host_value, rebuild, to_numpy
 from flowbook.tensor import Operation, Tensor
 from flowbook.var_state import VarState
 

@@ -9,7 +9,8 @@
   state the threaded loop and the Stepper share;
 - ``observers`` and ``timings``: the callbacks a run reports to, and the timer
   that wraps kernels;
-- ``fetches``: flattening fetches and packing results in their shape;
+- ``values``: feeds checked as TensorFlow checks them, fetches flattened and
+  results packed in their shape;
 - ``gpu``: the CuPy device, found once per process.
 
 Every module here imports only the graph and op layers below it (and each
