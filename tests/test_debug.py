@@ -259,8 +259,8 @@ def test_an_uninitialised_variable_fails_then_steps_once_initialised():
         stepper = debug.Stepper(s, y)
         with pytest.raises(fb.errors.FailedPreconditionError, match="uninitialized value v"):
             stepper.cont()
-        read = stepper.ready()[0]  # the variable's read failed; it is still ready
-        assert read.name == "v/read" and read not in stepper.executed
+        read = stepper.ready()[0]  # y reads v when it runs (W/read passes the variable on)
+        assert read.name == "y" and read not in stepper.executed
         s.run(v.initializer)
         assert stepper.cont() == 6.0
         stepper.reset()

@@ -375,3 +375,22 @@ def test_session_state_of_ops_that_left_the_graph_is_released():
         del v
         gc.collect()
         assert op() is None and len(s._variables) == 0
+
+
+def test_a_read_after_an_update_by_control_dependency_sees_it():
+    """TF1's idiom: ``identity(v)`` under ``control_dependencies([inc])`` reads after ``inc``."""
+    v = fb.Variable(0.0, name="v")
+    inc = fb.assign_add(v, 1.0)
+    with fb.control_dependencies([inc]):
+        r = fb.identity(v)
+        doubled = v * 2.0
+    before = fb.identity(v)  # no dependency: reads whenever it runs (here: nothing updates)
+    with fb.Session() as s:
+        s.run(fb.global_variables_initializer())
+        assert s.run(r) == 1.0 and s.run(r) == 2.0
+        assert s.run(doubled) == 6.0
+        assert s.run(before) == 3.0
+        rv = v.read_value()  # read_value reads when it runs, before a later update
+        with fb.control_dependencies([rv]):
+            inc2 = fb.assign_add(v, 10.0)
+        assert s.run([rv, inc2]) == [3.0, 13.0]

@@ -205,12 +205,18 @@ def _reading_variables(op: Operation, fn: Any, inputs: tuple[Tensor, ...]) -> An
     """``fn`` reading the value of the variables among its ``inputs`` when it runs.
 
     A VariableV2 op outputs the variable itself; only the inputs an op type
-    declares as ``ref_inputs`` (the updates) take it as such.
+    declares as ``ref_inputs`` (the updates) take it as such.  A variable's
+    snapshot ``W/read`` (the Identity ``Variable`` makes, which every op
+    using ``W`` consumes) passes the variable on, as TensorFlow's Identity
+    passes on the variable's buffer: its consumers read the value when *they*
+    run, so a read placed after an update by a control dependency sees it.
     """
+    if is_snapshot(op):
+        return fn
     reads = tuple(
         k
         for k, t in enumerate(inputs)
-        if t.op.type == "VariableV2" and k not in op._opdef.ref_inputs
+        if (t.op.type == "VariableV2" or is_snapshot(t.op)) and k not in op._opdef.ref_inputs
     )
     if not reads or fn is None:
         return fn
@@ -222,6 +228,14 @@ def _reading_variables(op: Operation, fn: Any, inputs: tuple[Tensor, ...]) -> An
         return fn(*values)
 
     return read_then_run
+
+
+def is_snapshot(op: Operation) -> bool:
+    """Whether ``op`` is a variable's snapshot: the Identity ``W/read`` of VariableV2 ``W``."""
+    if op.type != "Identity" or not op.inputs:
+        return False
+    src = op.inputs[0].op
+    return src.type == "VariableV2" and op.name == f"{src.name}/read"
 
 
 def _topological_order(roots: list[Operation], fed: set[Tensor]) -> list[Operation]:
