@@ -463,3 +463,15 @@ def test_tf_print_is_a_stateful_op_that_prints_when_run(capsys):
             z = fb.identity(x)
         s.run(z)
         assert capsys.readouterr().out == "long [ 0  1  2 ... 97 98 99]\n"
+
+
+def test_value_takes_an_op_name_for_an_op_with_one_output():
+    x = fb.constant(2.0, name="x")
+    h = fb.multiply(x, 3.0, name="h")
+    pair = fb.split(fb.constant([1.0, 2.0]), 2, name="pair")
+    with fb.Session() as s:
+        stepper = debug.Stepper(s, [h, *pair])
+        stepper.cont()
+        assert stepper.value("h") == 6.0 == stepper.value(h.op) == stepper.value("h:0")
+        with pytest.raises(ValueError, match="has 2 outputs: name one, as 'pair:0'"):
+            stepper.value("pair")

@@ -50,8 +50,8 @@ def test_fetch_structures():
 def test_unknown_fetches_are_clear_errors():
     fb.constant(1.0, name="a")
     with fb.Session() as s:
-        with pytest.raises(KeyError, match="'nope:0'"):
-            s.run("nope:0")
+        with pytest.raises(ValueError, match="'nope:0' cannot be interpreted as a Tensor"):
+            s.run("nope:0")  # ValueError, as in TensorFlow
         with pytest.raises(TypeError, match="invalid type"):
             s.run(3.5)
         with pytest.raises(TypeError, match="None"):
@@ -394,3 +394,12 @@ def test_a_read_after_an_update_by_control_dependency_sees_it():
         with fb.control_dependencies([rv]):
             inc2 = fb.assign_add(v, 10.0)
         assert s.run([rv, inc2]) == [3.0, 13.0]
+
+
+def test_strings_come_back_as_bytes_as_in_tensorflow():
+    with fb.Session() as s:
+        assert s.run(fb.constant("abc")) == b"abc"
+        got = s.run(fb.constant(["a", "é"]))
+        assert got.dtype == object and got.tolist() == [b"a", "é".encode()]
+        p = fb.placeholder(fb.string, [None])
+        assert s.run(fb.identity(p), {p: ["x", "y"]}).tolist() == [b"x", b"y"]

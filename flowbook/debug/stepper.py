@@ -328,8 +328,16 @@ class Stepper:
         return i
 
     def _tensor(self, x: Any) -> Tensor:
-        t = self._element(x, allow_operation=False)
-        return t  # type: ignore[return-value]
+        """A tensor, its name, or an op (or op name) with one output, meaning that output."""
+        element = self._element(x, allow_operation=True)
+        if isinstance(element, Operation):
+            if len(element.outputs) != 1:
+                raise ValueError(
+                    f"{element.describe()} has {len(element.outputs)} outputs: name one, "
+                    f"as '{element.name}:0'"
+                )
+            return element.outputs[0]
+        return element
 
     def _element(self, x: Any, allow_operation: bool) -> Tensor | Operation:
         if isinstance(x, Operation | Tensor):

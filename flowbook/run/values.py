@@ -94,8 +94,8 @@ def fetch_element(graph: Graph, f: Any) -> Tensor | Operation:
         raise TypeError(
             f"Fetch argument {f!r} has invalid type {type(f)}, must be a string or Tensor. ({e})"
         ) from None
-    except KeyError as e:
-        raise KeyError(
+    except KeyError as e:  # TensorFlow says ValueError, naming what is missing
+        raise ValueError(
             f"Fetch argument {f!r} cannot be interpreted as a Tensor. ({e.args[0]})"
         ) from None
     except ValueError as e:
@@ -104,16 +104,30 @@ def fetch_element(graph: Graph, f: Any) -> Tensor | Operation:
 
 
 def to_numpy(value: Any) -> Any:
+    """A fetched value as the user gets it: numpy, strings as ``bytes`` (as TensorFlow returns them).
+
+    >>> to_numpy(np.array(["a", "b"], dtype=object)).tolist(), to_numpy(np.str_("c"))
+    ([b'a', b'b'], b'c')
+    """
     t = type(value)
     if t is np.ndarray:
+        if value.dtype.kind in "OU":
+            return _as_bytes(value)
         if value.ndim == 0:
             return value[()]
         return value if value.flags.writeable else value.copy()
     if isinstance(value, np.generic):
-        return value
+        return value.encode() if isinstance(value, str) else value
     if t is VarState:  # a fetch of a variable's own output ("W:0") gives its value
         return to_numpy(value.read())
     return np.asarray(value)
+
+
+def _as_bytes(value: np.ndarray) -> Any:
+    """A string array (object of ``str``, or unicode) as TF gives it: an object array of bytes."""
+    out = np.empty(value.shape, dtype=object)
+    out.flat[:] = [v.encode() if isinstance(v, str) else v for v in value.flat]
+    return out[()] if out.ndim == 0 else out
 
 
 def host_value(value: Any) -> Any:
