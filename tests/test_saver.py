@@ -299,3 +299,11 @@ def test_errors(tmp_path):
         assert train.Saver(allow_empty=True).last_checkpoints == []
         with fb.Session() as other, pytest.raises(ValueError, match="another graph"):
             saver.save(other, str(tmp_path / "x"))
+
+
+def test_a_string_variable_holding_a_number_is_refused_not_saved_as_nuls(tmp_path):
+    from flowbook.train.checkpoint_utils import write_checkpoint
+
+    with pytest.raises(TypeError, match="variable 's' is a string variable but holds int 5"):
+        write_checkpoint(str(tmp_path / "m"), {"s": np.array(["a", 5], dtype=object)})
+    assert list(tmp_path.iterdir()) == []  # nothing written, no temp file left

@@ -44,6 +44,18 @@ def _dtype_name(value: np.ndarray) -> str:
     return dtypes.as_dtype(value.dtype).name
 
 
+def _as_bytes(name: str, x: Any) -> bytes:
+    """A string variable's element as bytes; anything else is refused (``bytes(5)`` is 5 NULs)."""
+    if isinstance(x, bytes):
+        return x
+    if isinstance(x, str):
+        return x.encode()
+    raise TypeError(
+        f"variable '{name}' is a string variable but holds {type(x).__name__} {x!r}: "
+        "only str and bytes can be saved"
+    )
+
+
 def write_checkpoint(prefix: str, values: dict[str, Any]) -> None:
     """Write ``{variable name: array}`` to ``<prefix>.npz``, atomically."""
     arrays: dict[str, np.ndarray] = {}
@@ -52,10 +64,9 @@ def write_checkpoint(prefix: str, values: dict[str, Any]) -> None:
         arr = np.asarray(value)
         dtype = _dtype_name(arr)
         if dtype == "string":
-            arr = np.array(
-                [x.encode() if isinstance(x, str) else bytes(x) for x in arr.reshape(-1)],
-                dtype=bytes,
-            ).reshape(arr.shape)
+            arr = np.array([_as_bytes(name, x) for x in arr.reshape(-1)], dtype=bytes).reshape(
+                arr.shape
+            )
         key = f"t{i}"
         arrays[key] = arr
         entries.append({"name": name, "key": key, "dtype": dtype, "shape": list(arr.shape)})
