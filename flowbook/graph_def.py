@@ -141,8 +141,8 @@ OUTPUT_COUNTS: dict[str, int] = {
 def attr_kind(name: str) -> str:
     """The OpDef attr type of a flowbook attr, guessed from TensorFlow's naming.
 
-    >>> attr_kind("strides"), attr_kind("padding"), attr_kind("keep_dims")
-    ('list(int)', 'string', 'bool')
+    >>> attr_kind("strides"), attr_kind("padding"), attr_kind("keep_dims"), attr_kind("alpha")
+    ('list(int)', 'string', 'bool', 'float')
     """
     if name in ("dtype", "SrcT", "DstT", "out_type", "output_type", "Tout", "Tidx"):
         return "type"
@@ -158,8 +158,10 @@ def attr_kind(name: str) -> str:
         return "string"
     if name in ("ksize", "strides", "dilations", "squeeze_dims"):
         return "list(int)"
-    if name.startswith(("transpose", "adj", "keep", "use_", "validate")):
+    if name.startswith(("transpose", "adj", "keep", "use_", "validate")) or name == "unique":
         return "bool"
+    if name in ("alpha", "beta", "bias", "epsilon"):
+        return "float"
     return "int"
 
 

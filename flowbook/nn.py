@@ -22,7 +22,20 @@ from flowbook.ops.loss_ops import (
     sparse_softmax_cross_entropy_with_logits,
 )
 from flowbook.ops.math_ops import sigmoid, tanh  # type: ignore[attr-defined]
-from flowbook.ops.nn_ops import elu, log_softmax, relu, relu6, softmax, softplus
+from flowbook.ops.nn_ops import (
+    crelu,
+    elu,
+    leaky_relu,
+    log_softmax,
+    relu,
+    relu6,
+    relu_layer,
+    selu,
+    softmax,
+    softplus,
+    softsign,
+    xw_plus_b,
+)
 from flowbook.ops.pool_ops import avg_pool, max_pool
 
 __all__ = [
@@ -32,19 +45,25 @@ __all__ = [
     "conv2d_backprop_filter",
     "conv2d_backprop_input",
     "conv2d_transpose",
+    "crelu",
     "dropout",
     "elu",
     "l2_loss",
+    "leaky_relu",
     "log_softmax",
     "max_pool",
     "relu",
     "relu6",
+    "relu_layer",
+    "selu",
     "sigmoid",
     "sigmoid_cross_entropy_with_logits",
     "softmax",
     "softmax_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits_v2",
     "softplus",
+    "softsign",
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "xw_plus_b",
 ]

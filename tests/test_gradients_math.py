@@ -432,6 +432,8 @@ ACTIVATION_DOMAINS = {
     "Relu6": lambda s: RNG.choice([-1.0, 1.0, 3.0, 5.0, 7.0], s) + _uniform(-0.5, 0.5, s),
     "Elu": lambda s: _signed(0.2, 2, s),
     "Softplus": lambda s: _uniform(-3, 3, s),
+    "Selu": lambda s: _signed(0.2, 2, s),
+    "Softsign": lambda s: _signed(0.2, 2, s),
 }
 
 

@@ -42,6 +42,9 @@ def every_op():
         + tf.nn.relu6(x)
         + tf.nn.elu(x)
         + tf.nn.softplus(x)
+        + tf.nn.selu(x)
+        + tf.nn.softsign(x)
+        + tf.nn.leaky_relu(x, 0.3)
     )
     y = (
         y

@@ -471,6 +471,9 @@ ACT_REF = {
     "Relu6": lambda a: np.clip(a, 0, 6),
     "Elu": lambda a: np.where(a > 0, a, np.expm1(np.minimum(a, 0))),
     "Softplus": lambda a: np.log1p(np.exp(a)),
+    # Selu and Softsign from their papers' formulas (the constants of Klambauer et al. 2017)
+    "Selu": lambda a: 1.0507009873554805 * np.where(a > 0, a, 1.6732632423543772 * np.expm1(a)),
+    "Softsign": lambda a: a / (1 + np.abs(a)),
 }
 
 

@@ -1,4 +1,4 @@
-"""Neural-network activations: Relu, Relu6, Elu, Softplus, Softmax, LogSoftmax.
+"""Neural-network activations: Relu, Relu6, Elu, Selu, Softplus, Softsign, LeakyRelu, Softmax...
 
 Each kernel is a small pure function of ``xp`` and the array, written to be
 numerically stable: softmax subtracts the maximum before ``exp``, softplus is
@@ -10,6 +10,9 @@ only and transposes for others; here Softmax and LogSoftmax take an ``axis``
 attr (default -1, so a GraphDef without it still runs).  The gradients (in
 the rows, and beside Softmax's registration) use TF's formulas, built from
 existing ops (``where`` instead of TF's ReluGrad-style kernels).
+``LeakyRelu`` has an ``alpha`` attr, so it is registered beside the table.
+``crelu``, ``relu_layer`` and ``xw_plus_b`` are compositions, as in TF1
+(concat of relu(x) and relu(-x); relu(x @ w + b); x @ w + b).
 ``flowbook.nn`` re-exports the wrappers.
 
     >>> import flowbook as fb
@@ -23,14 +26,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
+from flowbook.graph import name_scope
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import make1, tensor
+from flowbook.ops.conv_ops import bias_add
 from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
 from flowbook.registry import OpDef, Out, register, register_gradient
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import fmt
 
-__all__ = ["elu", "log_softmax", "relu", "relu6", "softmax", "softplus"]
+__all__ = [
+    "crelu",
+    "elu",
+    "leaky_relu",
+    "log_softmax",
+    "relu",
+    "relu6",
+    "relu_layer",
+    "selu",
+    "softmax",
+    "softplus",
+    "softsign",
+    "xw_plus_b",
+]
+
+SELU_ALPHA = 1.6732632423543772848170429916717  # the SELU paper's constants (Klambauer 2017)
+SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _relu(xp: Any, x: Any) -> Any:
@@ -47,6 +70,15 @@ def _elu(xp: Any, x: Any) -> Any:
 
 def _softplus(xp: Any, x: Any) -> Any:
     return xp.logaddexp(x, 0)  # log(1 + e^x) without overflow
+
+
+def _selu(xp: Any, x: Any) -> Any:
+    neg = xp.expm1(xp.minimum(x, 0)) * x.dtype.type(SELU_ALPHA)
+    return xp.where(x > 0, x, neg) * x.dtype.type(SELU_SCALE)
+
+
+def _softsign(xp: Any, x: Any) -> Any:
+    return x / (xp.abs(x) + 1)
 
 
 def _softmax(xp: Any, logits: Any, axis: int = -1) -> Any:
@@ -95,6 +127,24 @@ ACTIVATIONS: list[Activation] = [
     ),
     Activation(
         "Softplus", _softplus, FLOAT, lambda g, x, y: math_ops.multiply(g, math_ops.sigmoid(x))
+    ),
+    # TF's SeluGrad: g * (y + scale * alpha) where y < 0, g * scale elsewhere
+    Activation(
+        "Selu",
+        _selu,
+        FLOAT,
+        lambda g, x, y: array_ops.where(
+            math_ops.less(y, 0),
+            math_ops.multiply(g, math_ops.add(y, SELU_SCALE * SELU_ALPHA)),
+            math_ops.multiply(g, SELU_SCALE),
+        ),
+    ),
+    # TF's SoftsignGrad: g / (1 + |x|)^2
+    Activation(
+        "Softsign",
+        _softsign,
+        FLOAT,
+        lambda g, x, y: math_ops.divide(g, math_ops.square(math_ops.add(math_ops.abs(x), 1))),
     ),
 ]
 
@@ -146,6 +196,26 @@ def _log_softmax_grad(op: Operation, g: Tensor) -> Tensor:
     y, axis = op.outputs[0], op.attrs.get("axis", -1)
     total = math_ops.reduce_sum(g, axis=axis, keepdims=True)
     return math_ops.subtract(g, math_ops.multiply(total, math_ops.exp(y)))
+
+
+def _leaky_relu_infer(features: Tensor, alpha: float = 0.2) -> Out:
+    check_dtype(features.dtype, FLOAT, "features")
+    return Out(features.dtype, features._shape)
+
+
+def _leaky_relu(xp: Any, x: Any, alpha: float = 0.2) -> Any:
+    return xp.where(x > 0, x, x * x.dtype.type(alpha))
+
+
+register(OpDef("LeakyRelu", ("features",), ("alpha",), _leaky_relu_infer, _leaky_relu))
+
+
+@register_gradient("LeakyRelu")
+def _leaky_relu_grad(op: Operation, g: Tensor) -> Tensor:
+    """TF's LeakyReluGrad: g where x > 0, alpha * g elsewhere."""
+    alpha = op.attrs.get("alpha", 0.2)
+    scaled = math_ops.multiply(g, alpha)
+    return array_ops.where(math_ops.greater(op.inputs[0], 0), g, scaled)
 
 
 def relu(features: Any, name: str | None = None) -> Tensor:
@@ -223,3 +293,81 @@ def log_softmax(
     [-0.6931, -0.6931]
     """
     return make1("LogSoftmax", (tensor(logits),), {"axis": _axis(axis, dim)}, name=name)
+
+
+def selu(features: Any, name: str | None = None) -> Tensor:
+    """scale * (x if x > 0 else alpha * (exp(x) - 1)), the self-normalising SELU.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     [round(v, 4) for v in s.run(fb.nn.selu([0.0, 1.0])).tolist()]
+    [0.0, 1.0507]
+    """
+    return make1("Selu", (tensor(features),), name=name)
+
+
+def softsign(features: Any, name: str | None = None) -> Tensor:
+    """features / (|features| + 1) element-wise.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.nn.softsign([-3.0, 1.0])).tolist()
+    [-0.75, 0.5]
+    """
+    return make1("Softsign", (tensor(features),), name=name)
+
+
+def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
+    """x for x > 0, alpha * x otherwise; integer features are cast to float32 first, as TF does.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.nn.leaky_relu([-1.0, 2.0], alpha=0.5)).tolist()
+    [-0.5, 2.0]
+    """
+    with name_scope(name, "LeakyRelu") as scope:
+        x = tensor(features, name="features")
+        if x.dtype.is_integer:
+            x = math_ops.cast(x, "float32")
+        attrs = {"alpha": float(np.float32(alpha))}  # a float attr is a float32 in a GraphDef
+        return make1("LeakyRelu", (x,), attrs, name=scope)
+
+
+def crelu(features: Any, name: str | None = None, axis: int = -1) -> Tensor:
+    """Concatenated ReLU: relu(concat([x, -x], axis)), twice the depth along ``axis``.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.nn.crelu([[1.0, -2.0]])).tolist()
+    [[1.0, 0.0, 0.0, 2.0]]
+    """
+    with name_scope(name, "CRelu") as scope:
+        x = tensor(features, name="features")
+        c = array_ops.concat([x, math_ops.negative(x)], axis, name="concat")
+        return relu(c, name=scope)
+
+
+def xw_plus_b(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
+    """matmul(x, weights) + biases, the bias added by ``bias_add``.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.nn.xw_plus_b([[1.0, 2.0]], [[1.0], [1.0]], [0.5])).tolist()
+    [[3.5]]
+    """
+    with name_scope(name, "xw_plus_b") as scope:
+        mm = math_ops.matmul(tensor(x, name="x"), tensor(weights, name="weights"))
+        return bias_add(mm, tensor(biases, name="biases"), name=scope)
+
+
+def relu_layer(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
+    """relu(matmul(x, weights) + biases).
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.nn.relu_layer([[1.0, -2.0]], [[1.0], [1.0]], [0.5])).tolist()
+    [[0.0]]
+    """
+    with name_scope(name, "relu_layer") as scope:
+        mm = math_ops.matmul(tensor(x, name="x"), tensor(weights, name="weights"))
+        return relu(bias_add(mm, tensor(biases, name="biases")), name=scope)
