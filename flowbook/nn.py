@@ -13,6 +13,7 @@ from flowbook.ops.conv_ops import (
     conv2d_backprop_input,
     conv2d_transpose,
 )
+from flowbook.ops.logit_losses import log_poisson_loss, weighted_cross_entropy_with_logits
 from flowbook.ops.loss_ops import (
     dropout,
     l2_loss,
@@ -36,10 +37,19 @@ from flowbook.ops.nn_ops import (
     softsign,
     xw_plus_b,
 )
+from flowbook.ops.norm_ops import (
+    batch_normalization,
+    fused_batch_norm,
+    l2_normalize,
+    local_response_normalization,
+    lrn,
+    moments,
+)
 from flowbook.ops.pool_ops import avg_pool, max_pool
 
 __all__ = [
     "avg_pool",
+    "batch_normalization",
     "bias_add",
     "conv2d",
     "conv2d_backprop_filter",
@@ -48,10 +58,16 @@ __all__ = [
     "crelu",
     "dropout",
     "elu",
+    "fused_batch_norm",
     "l2_loss",
+    "l2_normalize",
     "leaky_relu",
+    "local_response_normalization",
+    "log_poisson_loss",
     "log_softmax",
+    "lrn",
     "max_pool",
+    "moments",
     "relu",
     "relu6",
     "relu_layer",
@@ -65,5 +81,6 @@ __all__ = [
     "softsign",
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "weighted_cross_entropy_with_logits",
     "xw_plus_b",
 ]

@@ -32,6 +32,7 @@ MODULES = (
     "flowbook.ops.state_ops",
     "flowbook.ops.control_flow_ops",
     "flowbook.ops.broadcast_grad",
+    "flowbook.ops.norm_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -41,6 +42,7 @@ X34 = RNG.standard_normal((3, 4))
 X234 = RNG.standard_normal((2, 3, 4))
 X5 = RNG.standard_normal(5)
 X131 = RNG.standard_normal((1, 3, 1))
+X2236 = RNG.standard_normal((2, 2, 3, 6))
 C23 = np.arange(6.0).reshape(2, 3)
 COND = np.array([[True, False, True], [False, False, True]])
 
@@ -112,6 +114,7 @@ CASES = [
     ("segment_sum", lambda x: fb.unsorted_segment_sum(x, [2, 0, -1, 2, 1], 4), X5),
     ("segment_sum_rows", lambda x: fb.unsorted_segment_sum(x, [1, 1, 0], 2), X34),
     ("strided_slice_grad", lambda x: _strided_slice_grad(x), X23),
+    ("lrn", lambda x: fb.nn.lrn(x, 2, 1.5, 0.7, 0.75), X2236),
     ("mirror_pad_grad", lambda x: make1("MirrorPadGrad", [x, fb.constant(PADS)], REFLECT), X34),
 ]
 
@@ -149,7 +152,7 @@ def test_every_op_declares_its_gradient():
         "Where", "Const", "Placeholder", "VariableV2", "Assign", "AssignAdd", "AssignSub",
         "IsVariableInitialized", "NoOp", "BroadcastGradientArgs", "RandomUniform",
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
-        "InvertPermutation", "ConcatOffset",
+        "InvertPermutation", "ConcatOffset", "LRNGrad",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -150,6 +150,7 @@ def every_op():
         + tf.reduce_sum(m)
         + tf.reduce_sum(b)
         + tf.reduce_sum(p)
+        + tf.reduce_sum(tf.nn.lrn(c, 1, alpha=0.25))
         + tf.reduce_sum(s)
         + loss
     )
