@@ -69,6 +69,7 @@ from flowbook.graph_def import import_graph_def
 from flowbook.notebook import load_ipython_extension, unload_ipython_extension
 from flowbook.ops import array_ops, math_ops, nn_ops, operators, random_ops
 from flowbook.ops.array_ops import *
+from flowbook.ops.clip_ops import *
 from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
