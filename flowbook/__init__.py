@@ -26,6 +26,7 @@ from flowbook import (
     losses,
     nn,
     profiling,
+    random,
     session,
     summary,
     timeline,

@@ -77,6 +77,8 @@ _NO_T = frozenset(
         "RandomStandardNormal",
         "TruncatedNormal",
         "RandomUniformInt",
+        "LogUniformCandidateSampler",
+        "UniformCandidateSampler",
     }
 )  # op types whose TensorFlow OpDef has no "T" from input 0
 
@@ -135,6 +137,8 @@ OUTPUT_COUNTS: dict[str, int] = {
     "BroadcastGradientArgs": 2,
     "SoftmaxCrossEntropyWithLogits": 2,
     "SparseSoftmaxCrossEntropyWithLogits": 2,
+    "LogUniformCandidateSampler": 3,
+    "UniformCandidateSampler": 3,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 

@@ -6,6 +6,10 @@
 0.5
 """
 
+from flowbook.ops.candidate_sampling_ops import (
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
 from flowbook.ops.conv_ops import (
     bias_add,
     conv2d,
@@ -13,6 +17,7 @@ from flowbook.ops.conv_ops import (
     conv2d_backprop_input,
     conv2d_transpose,
 )
+from flowbook.ops.embedding_ops import embedding_lookup
 from flowbook.ops.logit_losses import log_poisson_loss, weighted_cross_entropy_with_logits
 from flowbook.ops.loss_ops import (
     dropout,
@@ -46,6 +51,7 @@ from flowbook.ops.norm_ops import (
     moments,
 )
 from flowbook.ops.pool_ops import avg_pool, max_pool
+from flowbook.ops.sampled_losses import nce_loss, sampled_softmax_loss
 
 __all__ = [
     "avg_pool",
@@ -58,6 +64,7 @@ __all__ = [
     "crelu",
     "dropout",
     "elu",
+    "embedding_lookup",
     "fused_batch_norm",
     "l2_loss",
     "l2_normalize",
@@ -65,12 +72,15 @@ __all__ = [
     "local_response_normalization",
     "log_poisson_loss",
     "log_softmax",
+    "log_uniform_candidate_sampler",
     "lrn",
     "max_pool",
     "moments",
+    "nce_loss",
     "relu",
     "relu6",
     "relu_layer",
+    "sampled_softmax_loss",
     "selu",
     "sigmoid",
     "sigmoid_cross_entropy_with_logits",
@@ -81,6 +91,7 @@ __all__ = [
     "softsign",
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "uniform_candidate_sampler",
     "weighted_cross_entropy_with_logits",
     "xw_plus_b",
 ]

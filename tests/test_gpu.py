@@ -275,6 +275,8 @@ NOT_ON_GPU = {
     "Shape": "reads its input's shape only: on the host",
     "Size": "reads its input's shape only: on the host",
     "Rank": "reads its input's shape only: on the host",
+    "LogUniformCandidateSampler": "a data-dependent draw loop: host only",
+    "UniformCandidateSampler": "a data-dependent draw loop: host only",
 }
 
 

@@ -33,6 +33,7 @@ MODULES = (
     "flowbook.ops.control_flow_ops",
     "flowbook.ops.broadcast_grad",
     "flowbook.ops.norm_ops",
+    "flowbook.ops.candidate_sampling_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -152,7 +153,8 @@ def test_every_op_declares_its_gradient():
         "Where", "Const", "Placeholder", "VariableV2", "Assign", "AssignAdd", "AssignSub",
         "IsVariableInitialized", "NoOp", "BroadcastGradientArgs", "RandomUniform",
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
-        "InvertPermutation", "ConcatOffset", "LRNGrad",
+        "InvertPermutation", "ConcatOffset", "LRNGrad", "LogUniformCandidateSampler",
+        "UniformCandidateSampler",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -180,6 +180,8 @@ def every_op():
     tf.print("total is", total, "{}")
     tf.summary.merge([tf.summary.scalar("t", total), tf.summary.histogram("h", x)])
     tf.no_op(name="nop")
+    tf.nn.log_uniform_candidate_sampler([[1]], 1, 2, True, 5, seed=1)
+    tf.nn.uniform_candidate_sampler([[1, 2]], 2, 3, False, 5)
     feed = {
         "x:0": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
         "n:0": np.ones((2, 3), np.int32),

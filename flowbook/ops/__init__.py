@@ -6,6 +6,7 @@ every other module converts Python values with it.
 
 from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     array_ops,
+    candidate_sampling_ops,
     constant_op,
     control_flow_ops,
     conv_ops,
