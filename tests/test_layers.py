@@ -30,7 +30,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "flowbook"
 LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
-              "graph_keys", "limits", "names", "files"}),
+              "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices"}),
     # the op library, and what builds or reads graphs with it
@@ -44,6 +44,8 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("train", {"gradients", "gradient_checker", "train", "summary", "live_plots", "datasets"}),
     # observers built from RunOptions/ConfigProto
     ("debug", {"debug", "profiling", "timeline"}),
+    # tf.test: TestCase's sessions and assertions
+    ("testing", {"test_util"}),
     # the notebook, the widget, and the package's front door
     ("notebook", {"notebook", "widget", "app", ""}),
 )  # fmt: skip
