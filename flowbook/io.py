@@ -1,4 +1,4 @@
-"""TF1's ``tf.io`` names that flowbook has: writing and reading GraphDefs, and ``gfile``.
+"""TF1's ``tf.io`` names that flowbook has: GraphDefs, ``gfile``, and TFRecord files.
 
 >>> import flowbook as tf
 >>> callable(tf.io.write_graph), tf.io.gfile.exists("/")
@@ -7,5 +7,6 @@
 
 from flowbook import gfile
 from flowbook.graph_def import read_graph_def, write_graph
+from flowbook.tfrecord import TFRecordWriter, tf_record_iterator
 
-__all__ = ["gfile", "read_graph_def", "write_graph"]
+__all__ = ["TFRecordWriter", "gfile", "read_graph_def", "tf_record_iterator", "write_graph"]
