@@ -38,7 +38,9 @@ from flowbook import (
 )
 from flowbook import test_util as test
 from flowbook import tf_logging as logging
+from flowbook import tfrecord as python_io
 from flowbook.compat import (
+    control_flow_v2_enabled,
     disable_control_flow_v2,
     disable_eager_execution,
     disable_resource_variables,
@@ -47,6 +49,7 @@ from flowbook.compat import (
     disable_v2_tensorshape,
     executing_eagerly,
     executing_eagerly_outside_functions,
+    resource_variables_enabled,
 )
 from flowbook.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from flowbook.dtypes import (
@@ -68,6 +71,7 @@ from flowbook.dtypes import (
     uint8,
     uint16,
 )
+from flowbook.errors import OpError
 from flowbook.gradients import gradients
 from flowbook.graph import (
     Graph,
@@ -104,6 +108,7 @@ from flowbook.summary import (
 )
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Dimension, TensorShape
+from flowbook.tf_logging import get_logger
 from flowbook.variables import (
     Variable,
     all_variables,

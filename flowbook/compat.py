@@ -74,6 +74,16 @@ def executing_eagerly_outside_functions() -> bool:
     return False
 
 
+def control_flow_v2_enabled() -> bool:
+    """Always False: flowbook has TF1's control flow only."""
+    return False
+
+
+def resource_variables_enabled() -> bool:
+    """Always False: flowbook's variables are TF1's."""
+    return False
+
+
 def as_bytes(bytes_or_text: Any, encoding: str = "utf-8") -> bytes:
     """``bytes`` as is, ``str`` encoded.
 
@@ -117,8 +127,8 @@ def path_to_str(path: Any) -> Any:
 
 __all__ = [
     "as_bytes", "as_str", "as_str_any", "as_text", "bytes_or_text_types", "complex_types",
-    "disable_control_flow_v2", "disable_eager_execution", "disable_resource_variables",
-    "disable_tensor_equality", "disable_v2_behavior", "disable_v2_tensorshape",
-    "executing_eagerly", "executing_eagerly_outside_functions", "integral_types",
-    "path_to_str", "real_types", "v1",
+    "control_flow_v2_enabled", "disable_control_flow_v2", "disable_eager_execution",
+    "disable_resource_variables", "disable_tensor_equality", "disable_v2_behavior",
+    "disable_v2_tensorshape", "executing_eagerly", "executing_eagerly_outside_functions",
+    "integral_types", "path_to_str", "real_types", "resource_variables_enabled", "v1",
 ]  # fmt: skip

@@ -370,6 +370,9 @@ def test_compat_v1_is_flowbook_and_the_switches_are_no_ops():
     with pytest.raises(TypeError):
         tf.compat.as_bytes(3)
     assert not hasattr(tf, "enable_eager_execution")  # flowbook has no eager mode to offer
+    assert not tf.control_flow_v2_enabled() and not tf.resource_variables_enabled()
+    assert tf.get_logger() is logging.getLogger("flowbook") and tf.OpError is errors.OpError
+    assert tf.python_io.TFRecordWriter is tf.io.TFRecordWriter
 
 
 def test_node_def_and_other_protos_are_tensorflows():
