@@ -11,14 +11,19 @@ multithreaded scheduler over numpy kernels.
     12.0
 """
 
+import importlib as _importlib
+import sys as _sys
 import typing as _typing
 
 from flowbook import (
     app,
+    compat,
     datasets,
     debug,
     dtypes,
     errors,
+    flags,
+    gfile,
     gradient_checker,
     graph_def_import,  # fills hooks.import_graph_def
     hooks,
@@ -31,6 +36,21 @@ from flowbook import (
     summary,
     timeline,
     train,
+)
+from flowbook import test_util as test
+from flowbook import tf_logging as logging
+from flowbook import tfrecord as python_io
+from flowbook.compat import (
+    control_flow_v2_enabled,
+    disable_control_flow_v2,
+    disable_eager_execution,
+    disable_resource_variables,
+    disable_tensor_equality,
+    disable_v2_behavior,
+    disable_v2_tensorshape,
+    executing_eagerly,
+    executing_eagerly_outside_functions,
+    resource_variables_enabled,
 )
 from flowbook.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from flowbook.dtypes import (
@@ -52,6 +72,7 @@ from flowbook.dtypes import (
     uint8,
     uint16,
 )
+from flowbook.errors import OpError
 from flowbook.gradients import gradients
 from flowbook.graph import (
     Graph,
@@ -89,6 +110,7 @@ from flowbook.summary import (
 )
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Dimension, TensorShape
+from flowbook.tf_logging import get_logger
 from flowbook.variables import (
     Variable,
     all_variables,
@@ -115,14 +137,27 @@ def show(target: _typing.Any = None, height: int = 520, present: bool = False) -
     return _show(target, height, present)
 
 
+# TF1's protocol-buffer classes, TensorFlow's own messages from the tensorboard package,
+# loaded on first use (tensorboard is slow to import): name -> its module in tensorboard.compat.proto
+_PROTOS = {
+    "NodeDef": "node_def_pb2", "GraphDef": "graph_pb2", "AttrValue": "attr_value_pb2",
+    "NameAttrList": "attr_value_pb2", "Event": "event_pb2", "SessionLog": "event_pb2",
+    "LogMessage": "event_pb2", "Summary": "summary_pb2", "SummaryMetadata": "summary_pb2",
+    "HistogramProto": "summary_pb2",
+}  # fmt: skip
+
+
 def __getattr__(name: str) -> _typing.Any:
     if name == "GraphWidget":  # imported on demand: anywidget is not needed to build graphs
         from flowbook.widget import GraphWidget
 
         return GraphWidget
+    if name in _PROTOS:  # tf.NodeDef (device functions), tf.Summary...
+        return getattr(_importlib.import_module("tensorboard.compat.proto." + _PROTOS[name]), name)
     raise AttributeError(f"module 'flowbook' has no attribute {name!r}")
 
 
+compat.v1 = _sys.modules[__name__]  # tf.compat.v1 is flowbook: TF1's API is all it has
 operators.attach(Tensor)
 operators.attach(Variable)
 

@@ -4,7 +4,12 @@ In a script, ``fb.app.run()`` calls ``main(sys.argv)`` (``main`` defaults to
 the ``main`` function of the ``__main__`` module) and exits with its return
 value, as TensorFlow does.  Inside IPython or a Jupyter kernel ``sys.exit``
 would only print a SystemExit traceback, so there ``run`` returns main's
-value instead.  No flags are parsed: ``main`` gets argv as given.
+value instead.  Before ``main`` runs, argv is parsed into the flags defined
+with ``tf.app.flags``/``tf.flags`` (absl's, see :mod:`flowbook.flags`), as TF1
+did: known flags are consumed and ``main`` gets ``argv[0]`` and the rest;
+arguments that are no flag of ours are left for ``main`` to see.  A bad flag
+value (``--steps=abc``) prints absl's message and exits with status 1 in a
+script, and raises ``flags.Error`` in IPython.
 
     >>> try:
     ...     run(lambda argv: len(argv), argv=["prog", "-x"])
@@ -19,7 +24,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["run"]
+from flowbook import flags
+
+__all__ = ["flags", "run"]
 
 
 def _in_ipython() -> bool:
@@ -34,10 +41,18 @@ def _in_ipython() -> bool:
 
 
 def run(main: Callable[[list[str]], Any] | None = None, argv: Sequence[str] | None = None) -> Any:
-    """Call ``main(argv)`` (default: ``__main__.main`` and ``sys.argv``), then ``sys.exit`` with
-    its return value, except in IPython/Jupyter, where the value is returned.
+    """Parse the flags in ``argv`` (default ``sys.argv``), call ``main(remaining argv)``
+    (default: ``__main__.main``), then ``sys.exit`` with its return value, except in
+    IPython/Jupyter, where the value is returned.
     """
     args = list(sys.argv if argv is None else argv)
+    try:
+        args = flags.parse(args)
+    except flags.Error as e:
+        if _in_ipython():
+            raise
+        print(f"FATAL Flags parsing error: {e}", file=sys.stderr)
+        sys.exit(1)
     if main is None:
         main = getattr(sys.modules["__main__"], "main", None)
         if main is None:

@@ -30,7 +30,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "flowbook"
 LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
-              "graph_keys", "limits", "names", "files"}),
+              "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
+              "tfrecord"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices"}),
     # the op library, and what builds or reads graphs with it
@@ -41,11 +42,14 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("run", {"run", "gpu_sim"}),
     ("session", {"session"}),
     # training: gradients, optimizers, checkpoints, summaries
-    ("train", {"gradients", "gradient_checker", "train", "summary", "live_plots", "datasets"}),
+    ("train", {"gradients", "gradient_checker", "train", "summary", "live_plots", "datasets",
+               "input_data"}),
     # observers built from RunOptions/ConfigProto
     ("debug", {"debug", "profiling", "timeline"}),
-    # the notebook, the widget, and the package's front door
-    ("notebook", {"notebook", "widget", "app", ""}),
+    # tf.test: TestCase's sessions and assertions
+    ("testing", {"test_util"}),
+    # the notebook, the widget, the package's front door, and the TF1 alias on top of it
+    ("notebook", {"notebook", "widget", "app", "", "tf1"}),
 )  # fmt: skip
 LAYER_OF: dict[str, int] = {
     ("flowbook." + name).rstrip("."): rank
@@ -60,6 +64,9 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
         "the live graph (and its watcher) load only when the extension does, in a notebook"
     ),
     ("flowbook.notebook.extension", "flowbook.notebook.panel"): "as above: notebook only",
+    ("flowbook.notebook.extension", "flowbook.tf1"): (
+        "%flowbook_as_tensorflow: flowbook.tf1 imports the flowbook package, which imports us"
+    ),
 }
 
 

@@ -45,6 +45,11 @@ Only the default graph is tracked: ops built inside ``with tf.Graph().as_default
 belong to that graph, usually re-created by the re-run anyway.  Errors from
 flowbook get a short traceback (``flowbook.notebook.tracebacks``).
 
+The extension also adds the line magic ``%flowbook_as_tensorflow``: from then
+on ``import tensorflow as tf`` in this kernel gives flowbook (the alias of
+``flowbook.tf1``, for unchanged TF1 notebooks); ``%flowbook_as_tensorflow off``
+removes the alias.
+
     >>> CellTracker.key_for(None, "x = 1")
     'sha1:34bce5f775de97f5'
     >>> CellTracker.key_for("7a1b-c2", "x = 1")
@@ -175,6 +180,20 @@ def load_ipython_extension(ip: Any) -> None:
 
     live.install_cell_hook(ip)  # after the tracker's hook: views see this cell's stale marks
     panel.register(ip)  # the JupyterLab side panel's comm
+    ip.register_magic_function(flowbook_as_tensorflow, "line", "flowbook_as_tensorflow")
+
+
+def flowbook_as_tensorflow(line: str = "") -> None:
+    """``%flowbook_as_tensorflow``: ``import tensorflow`` gives flowbook; ``... off`` undoes it."""
+    from flowbook import tf1  # lazy: flowbook.tf1 imports the flowbook package, which imports us
+
+    arg = line.strip().lower()
+    if arg in ("off", "uninstall", "0", "false"):
+        tf1.uninstall()
+    elif arg in ("", "on"):
+        tf1.install()
+    else:
+        raise ValueError(f"%flowbook_as_tensorflow takes nothing, 'on' or 'off', got {line!r}")
 
 
 def unload_ipython_extension(ip: Any) -> None:

@@ -1,0 +1,170 @@
+"""Unchanged TF1 scripts: ``import tensorflow as tf`` answered by flowbook, on request.
+
+``python -m flowbook.tf1 script.py [args]`` (or the ``flowbook-tf1`` command)
+runs a script as ``python script.py [args]`` would, with the alias below in
+place; in a notebook, ``%load_ext flowbook`` then ``%flowbook_as_tensorflow``
+does the same for the cells that follow.  The alias is opt-in only: plain
+``import flowbook`` never installs it.
+
+**The alias** (:func:`install`) puts entries in ``sys.modules``:
+
+- ``tensorflow`` and ``tensorflow.compat.v1`` -> the ``flowbook`` module, and
+  ``tensorflow.compat`` -> ``flowbook.compat``;
+- ``tensorflow.<sub>`` -> ``flowbook.<sub>`` for every submodule of flowbook
+  already loaded (``import tensorflow.train`` reuses ``flowbook.train``, never
+  a second copy of it);
+- ``tensorflow.examples.tutorials.mnist.input_data`` (and the packages on the
+  way) -> :mod:`flowbook.input_data`, the digits scaled to 28x28 standing in
+  for MNIST (never downloaded).
+
+and puts a finder first on ``sys.meta_path`` that answers every *other*
+``tensorflow.*`` import (``tensorflow.python.ops``, ``tensorflow.contrib``...)
+with a ``ModuleNotFoundError`` saying flowbook has only TF1's public API.
+:func:`uninstall` removes exactly what ``install`` added.
+
+**Other libraries see flowbook as TensorFlow** while the alias is active.
+TensorBoard's event writer, which ``tf.summary.FileWriter`` uses, imports
+``tensorflow`` and calls ``tf.io.gfile.makedirs`` and ``tf.io.gfile.GFile``;
+flowbook's :mod:`flowbook.gfile` serves them.  TensorBoard remembers the
+module it found for the rest of the process, even after ``uninstall``.  A
+process that has imported the real TensorFlow cannot have the alias.
+
+    >>> import sys
+    >>> with as_tensorflow():
+    ...     import tensorflow as tf
+    ...     tf.__name__, tf.compat.v1 is tf
+    ('flowbook', True)
+    >>> "tensorflow" in sys.modules
+    False
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import os
+import runpy
+import sys
+import types
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import flowbook
+from flowbook import input_data
+
+_MNIST = "tensorflow.examples.tutorials.mnist"
+_ADDED: dict[str, Any] = {}  # sys.modules entries install() made -> the module each holds
+
+
+class _Refuser(importlib.abc.MetaPathFinder):
+    """Refuses the ``tensorflow.*`` modules the alias does not provide, saying why."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname == "tensorflow" or fullname.startswith("tensorflow."):
+            raise ModuleNotFoundError(
+                f"No module named {fullname!r}: flowbook stands in for TensorFlow 1's public "
+                "API (import tensorflow as tf; tf.compat.v1; tensorflow.examples.tutorials"
+                ".mnist.input_data), not for TensorFlow's internal modules",
+                name=fullname,
+            )
+        return None
+
+
+_REFUSER = _Refuser()
+
+
+def _aliases() -> dict[str, Any]:
+    """The ``sys.modules`` entries the alias consists of: name -> module."""
+    table: dict[str, Any] = {
+        "tensorflow": flowbook,
+        "tensorflow.compat": flowbook.compat,
+        "tensorflow.compat.v1": flowbook,
+    }
+    for name, module in list(sys.modules.items()):
+        if name.startswith("flowbook.") and module is not None:
+            table.setdefault("tensorflow." + name.removeprefix("flowbook."), module)
+    parts = _MNIST.split(".")
+    chain = [".".join(parts[: i + 1]) for i in range(1, len(parts))]  # tensorflow.examples...
+    for name in chain:
+        package = types.ModuleType(name, f"flowbook's stand-in for {name}")
+        package.__path__ = []  # a package: its submodules come from sys.modules only
+        table[name] = package
+    table[_MNIST + ".input_data"] = input_data
+    for name in chain:  # each package holds the next as an attribute, as imports expect
+        child = chain[chain.index(name) + 1] if name != chain[-1] else _MNIST + ".input_data"
+        setattr(table[name], child.rpartition(".")[2], table[child])
+    return table
+
+
+def is_installed() -> bool:
+    """Whether ``import tensorflow`` gives flowbook now."""
+    return sys.modules.get("tensorflow") is flowbook
+
+
+def install() -> None:
+    """Make ``import tensorflow`` (and ``tensorflow.compat.v1``, the MNIST helper) give flowbook.
+
+    Installing twice is harmless.  Raises ``RuntimeError`` if the real TensorFlow is imported.
+    """
+    present = sys.modules.get("tensorflow")
+    if present is not None and present is not flowbook:
+        raise RuntimeError(
+            "the real tensorflow is imported in this process already; flowbook cannot stand in "
+            "for it (start a new process or kernel and alias before importing tensorflow)"
+        )
+    for name, module in _aliases().items():
+        if name not in sys.modules:
+            sys.modules[name] = module
+            _ADDED[name] = module
+    if _REFUSER not in sys.meta_path:
+        sys.meta_path.insert(0, _REFUSER)
+
+
+def uninstall() -> None:
+    """Remove what :func:`install` added (``import tensorflow`` fails again, or finds the real one)."""
+    for name, module in list(_ADDED.items()):
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+        del _ADDED[name]
+    with contextlib.suppress(ValueError):
+        sys.meta_path.remove(_REFUSER)
+
+
+@contextlib.contextmanager
+def as_tensorflow() -> Iterator[types.ModuleType]:
+    """The alias for the ``with`` block only (removed after, unless it was installed before)."""
+    was = is_installed()
+    install()
+    try:
+        yield flowbook
+    finally:
+        if not was:
+            uninstall()
+
+
+USAGE = "usage: python -m flowbook.tf1 script.py [args...]  (or: flowbook-tf1 script.py ...)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a TF1 script with flowbook as ``tensorflow``: ``main(["train.py", "--steps=5"])``.
+
+    The script runs as ``__main__`` with ``sys.argv = [script, *args]`` and its folder first on
+    ``sys.path``, as ``python script.py`` would; ``SystemExit`` from it passes through.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stderr if not args else sys.stdout)
+        return 2 if not args else 0
+    script = args[0]
+    if not os.path.isfile(script):
+        print(f"flowbook.tf1: cannot open file {script!r}\n{USAGE}", file=sys.stderr)
+        return 2
+    install()
+    sys.argv = args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
