@@ -114,6 +114,12 @@ TYPE_ATTRS: dict[str, dict[str, int]] = dict(
         "AvgPoolGrad": {"T": 1},
         "ScalarSummary": {"T": 1},
         "HistogramSummary": {"T": 1},
+        **{s: {"T": 0, "Tidx": 1} for s in ("Cumsum", "Cumprod")},
+        **{f"Segment{k}": {"T": 0, "Tindices": 1} for k in ("Sum", "Mean", "Max", "Min", "Prod")},
+        **{
+            f"UnsortedSegment{k}": {"T": 0, "Tindices": 1, "Tnumsegments": 2}
+            for k in ("Max", "Min", "Prod")
+        },
     }
 )
 
@@ -158,6 +164,8 @@ def attr_kind(name: str) -> str:
         return "string"
     if name in ("ksize", "strides", "dilations", "squeeze_dims"):
         return "list(int)"
+    if name in ("exclusive", "reverse"):
+        return "bool"
     if name.startswith(("transpose", "adj", "keep", "use_", "validate")):
         return "bool"
     return "int"

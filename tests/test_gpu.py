@@ -272,6 +272,8 @@ NOT_ON_GPU = {
     "Shape": "reads its input's shape only: on the host",
     "Size": "reads its input's shape only: on the host",
     "Rank": "reads its input's shape only: on the host",
+    "SegmentProd": "host only: CuPy has no multiply.at",
+    "UnsortedSegmentProd": "host only: CuPy has no multiply.at",
 }
 
 

@@ -32,6 +32,8 @@ MODULES = (
     "flowbook.ops.state_ops",
     "flowbook.ops.control_flow_ops",
     "flowbook.ops.broadcast_grad",
+    "flowbook.ops.scan_ops",
+    "flowbook.ops.segment_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -45,6 +47,7 @@ C23 = np.arange(6.0).reshape(2, 3)
 COND = np.array([[True, False, True], [False, False, True]])
 
 
+ZERO5 = np.array([1.0, 0.0, 1.0, 0.0, 0.0])  # segment 0 has one zero, segment 1 two
 PADS = [[1, 0], [1, 1]]
 REFLECT = {"mode": "REFLECT"}
 
@@ -113,6 +116,22 @@ CASES = [
     ("segment_sum_rows", lambda x: fb.unsorted_segment_sum(x, [1, 1, 0], 2), X34),
     ("strided_slice_grad", lambda x: _strided_slice_grad(x), X23),
     ("mirror_pad_grad", lambda x: make1("MirrorPadGrad", [x, fb.constant(PADS)], REFLECT), X34),
+    # the long tail of issue 16: scans, segments
+    ("cumsum", lambda x: fb.cumsum(x, axis=1), X23),
+    ("cumsum_excl_rev", lambda x: fb.cumsum(x, -1, exclusive=True, reverse=True), X234),
+    ("cumprod", lambda x: fb.cumprod(x, axis=0), X34),
+    ("cumprod_excl_rev", lambda x: fb.cumprod(x, 1, exclusive=True, reverse=True), X34),
+    ("seg_sum", lambda x: fb.segment_sum(x, [0, 0, 2]), X34),
+    ("seg_mean", lambda x: fb.segment_mean(x, [0, 1, 1]), X34),
+    ("seg_max", lambda x: fb.segment_max(x, [0, 0, 0, 1, 1]), X5),
+    ("seg_min", lambda x: fb.segment_min(x, [0, 0, 1]), X34),
+    ("seg_max_ties", lambda x: fb.segment_max(fb.round(x * 0) + x[:1], [0, 0, 1, 1, 1]), X5),
+    ("seg_prod", lambda x: fb.segment_prod(x, [0, 0, 1, 1, 1]), X5),
+    ("seg_prod_zeros", lambda x: fb.segment_prod(x * ZERO5, [0, 0, 1, 1, 2]), X5),
+    ("useg_max", lambda x: fb.unsorted_segment_max(x, [1, -1, 0], 2), X34),
+    ("useg_min", lambda x: fb.unsorted_segment_min(x, [[0, 1, 0], [-1, 1, 2]], 3), X234),
+    ("useg_prod", lambda x: fb.unsorted_segment_prod(x, [2, 0, 2, -1, 2], 3), X5),
+    ("useg_mean", lambda x: fb.unsorted_segment_mean(x, [1, 1, 0], 2), X34),
 ]
 
 

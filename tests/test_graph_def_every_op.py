@@ -20,6 +20,21 @@ from flowbook.dtypes import DType
 from flowbook.registry import OPS
 
 
+def long_tail_ops(x):
+    """The ops of issue 16's long tail (scans, segments...), with their gradients."""
+    ids = [0, 0]
+    parts = [
+        tf.cumsum(x, 1, exclusive=True),
+        tf.cumprod(x, 1, reverse=True),
+        *(f(x, ids) for f in (tf.segment_sum, tf.segment_mean, tf.segment_max)),
+        *(f(x, ids) for f in (tf.segment_min, tf.segment_prod)),
+        *(f(x, ids, 1) for f in (tf.unsorted_segment_max, tf.unsorted_segment_min)),
+        tf.unsorted_segment_prod(x, ids, 1),
+    ]
+    total = tf.add_n([tf.reduce_sum(p) for p in parts])
+    return total
+
+
 def every_op():
     """One or more ops of every registered type (gradients bring the *Grad ops)."""
     x = tf.placeholder(tf.float32, [2, 3], name="x")
@@ -157,6 +172,7 @@ def every_op():
         + tf.reduce_sum(v)
         + tf.reduce_sum(tf.cast(ni, tf.float32))
     )
+    total += long_tail_ops(x)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)

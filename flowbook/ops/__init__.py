@@ -14,6 +14,8 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     nn_ops,
     pool_ops,
     random_ops,
+    scan_ops,
+    segment_ops,
     selection_ops,
     state_ops,
     summary_ops,

@@ -1,0 +1,145 @@
+"""The long tail of issue 16 (scans, segments...), checked against numpy as tables.
+
+Every row is ``(id, build, reference)``: ``build()`` makes the tensor in a
+fresh graph, ``reference()`` computes the same with numpy.  Each case checks
+the value, the dtype, and that the runtime shape fits the static shape that
+``infer`` promised.  TensorFlow's documented corner cases and the build-time
+errors (naming the op and the line that made it) follow the tables.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import flowbook as fb
+from flowbook.tensor_shape import compatible
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 4)).astype(np.float32)
+I5 = np.array([3, 1, 4, 1, 5], np.int32)
+D = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]], np.float32)
+
+
+def _exclusive(a, axis, identity):
+    out = np.moveaxis(a, axis, 0)
+    out = np.concatenate([np.full_like(out[:1], identity), out[:-1]])
+    return np.moveaxis(out, 0, axis)
+
+
+def _segments(data, ids, n, fn, empty):
+    out = np.full((n, *data.shape[ids.ndim :]), empty, data.dtype)
+    flat, rows = ids.ravel(), data.reshape((ids.size, *data.shape[ids.ndim :]))
+    for s in range(n):
+        if (flat == s).any():
+            out[s] = fn(rows[flat == s], axis=0)
+    return out
+
+
+F32_MIN = -np.inf
+SCAN_CASES = [
+    ("cumsum_0", lambda: fb.cumsum(A), lambda: np.cumsum(A, 0)),
+    ("cumsum_1", lambda: fb.cumsum(A, axis=1), lambda: np.cumsum(A, 1)),
+    ("cumsum_neg", lambda: fb.cumsum(A, axis=-1), lambda: np.cumsum(A, 1)),
+    ("cumsum_int", lambda: fb.cumsum(I5), lambda: np.cumsum(I5).astype(np.int32)),
+    ("cumsum_rev", lambda: fb.cumsum(I5, reverse=True), lambda: np.cumsum(I5[::-1], dtype=np.int32)[::-1]),
+    ("cumsum_excl", lambda: fb.cumsum(A, 1, exclusive=True),
+     lambda: _exclusive(np.cumsum(A, 1), 1, 0)),
+    ("cumsum_excl_rev", lambda: fb.cumsum(I5, exclusive=True, reverse=True),
+     lambda: np.array([11, 10, 6, 5, 0], np.int32)),
+    ("cumprod", lambda: fb.cumprod(A, 1), lambda: np.cumprod(A, 1)),
+    ("cumprod_excl", lambda: fb.cumprod(I5, exclusive=True),
+     lambda: np.array([1, 3, 3, 12, 12], np.int32)),
+    ("cumprod_rev", lambda: fb.cumprod(A, 0, reverse=True), lambda: np.cumprod(A[::-1], 0)[::-1]),
+    ("cumsum_empty", lambda: fb.cumsum(np.zeros((0, 2), np.float32), exclusive=True),
+     lambda: np.zeros((0, 2), np.float32)),
+]  # fmt: skip
+IDS = np.array([0, 0, 2, 3], np.int32)
+UIDS = np.array([2, -1, 0, 2], np.int32)
+SEGMENT_CASES = [
+    ("segment_sum", lambda: fb.segment_sum(D, IDS), lambda: _segments(D, IDS, 4, np.sum, 0)),
+    ("segment_mean", lambda: fb.segment_mean(D, IDS), lambda: _segments(D, IDS, 4, np.mean, 0)),
+    ("segment_max", lambda: fb.segment_max(D, IDS), lambda: _segments(D, IDS, 4, np.max, 0)),
+    ("segment_min", lambda: fb.segment_min(D, IDS), lambda: _segments(D, IDS, 4, np.min, 0)),
+    ("segment_prod", lambda: fb.segment_prod(D, IDS), lambda: _segments(D, IDS, 4, np.prod, 1)),
+    ("segment_int_mean", lambda: fb.segment_mean([1, 2, 7], [0, 0, 1]),
+     lambda: np.array([1, 7], np.int32)),
+    ("useg_max", lambda: fb.unsorted_segment_max(D, UIDS, 3),
+     lambda: _segments(D, UIDS, 3, np.max, F32_MIN)),
+    ("useg_min", lambda: fb.unsorted_segment_min(D, UIDS, 3),
+     lambda: _segments(D, UIDS, 3, np.min, np.inf)),
+    ("useg_prod", lambda: fb.unsorted_segment_prod(D, UIDS, 3),
+     lambda: _segments(D, UIDS, 3, np.prod, 1)),
+    ("useg_mean", lambda: fb.unsorted_segment_mean(D, UIDS, 3),
+     lambda: _segments(D, UIDS, 3, np.mean, 0)),
+    ("useg_int_max", lambda: fb.unsorted_segment_max(I5, [1, 1, 0, 0, 1], 3),
+     lambda: np.array([4, 5, np.iinfo(np.int32).min], np.int32)),
+    ("useg_2d_ids", lambda: fb.unsorted_segment_min(D.reshape(2, 2, 2), [[0, 1], [1, 0]], 2),
+     lambda: np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)),
+]  # fmt: skip
+CASES = SCAN_CASES + SEGMENT_CASES
+
+
+@pytest.mark.parametrize("name,build,reference", CASES, ids=[c[0] for c in CASES])
+def test_against_numpy(name, build, reference):
+    with fb.Graph().as_default(), fb.Session() as s:
+        t = build()
+        got = s.run(t)
+    want = np.asarray(reference())
+    assert got.dtype == want.dtype, name
+    assert compatible(t._shape, got.shape), (name, t._shape, got.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=name)
+
+
+def test_static_shapes():
+    with fb.Graph().as_default():
+        x = fb.placeholder(fb.float32, [None, 3])
+        assert fb.cumsum(x, 1).shape.as_list() == [None, 3]
+        assert fb.segment_sum(x, [0, 1, 1]).shape.as_list() == [2, 3]
+        ids = fb.placeholder(fb.int32, [None])
+        assert fb.segment_max(x, ids).shape.as_list() == [None, 3]
+        assert fb.unsorted_segment_prod(x, ids, 7).shape.as_list() == [7, 3]
+
+
+def _err(exc, pattern, fn):
+    with fb.Graph().as_default(), pytest.raises(exc) as info:
+        fn()
+    assert re.search(pattern, str(info.value)), str(info.value)
+    assert re.search(r"\(tests/test_ops_longtail\.py:\d+\)", str(info.value)), str(info.value)
+
+
+def test_build_errors_name_the_op_and_line():
+    _err(ValueError, r"^Cumsum 'Cumsum'.*axis 2 is out of range", lambda: fb.cumsum(A, 2))
+    _err(TypeError, r"^Cumprod .*DataType bool", lambda: fb.cumprod([True, False]))
+    _err(
+        TypeError,
+        r"^Cumsum .*'axis' of 'Cumsum' Op has type float",
+        lambda: fb.cumsum(A, fb.constant(1.0)),
+    )
+    _err(ValueError, r"^SegmentSum .*not increasing", lambda: fb.segment_sum(D, [0, 1, 0, 2]))
+    _err(ValueError, r"^SegmentMax .*must be >= 0", lambda: fb.segment_max(D, [-1, 0, 0, 0]))
+    _err(ValueError, r"^SegmentMean .*has 3 ids but data has 4 rows",
+         lambda: fb.segment_mean(D, [0, 0, 1]))  # fmt: skip
+    _err(ValueError, r"^SegmentSum .*must be a vector", lambda: fb.segment_sum(D, [[0, 0]]))
+    _err(TypeError, r"^SegmentMin .*DataType complex64",
+         lambda: fb.segment_min(np.ones(2, np.complex64), [0, 0]))  # fmt: skip
+    _err(ValueError, r"^UnsortedSegmentMax .*prefix of the data shape",
+         lambda: fb.unsorted_segment_max(D, [0, 1], 2))  # fmt: skip
+
+
+def test_sorted_ids_are_checked_at_run_time():
+    with fb.Graph().as_default(), fb.Session() as s:
+        ids = fb.placeholder(fb.int32, [None])
+        t = fb.segment_sum(D, ids)
+        assert s.run(t, {ids: [0, 0, 1, 1]}).tolist() == [[4.0, 6.0], [12.0, 14.0]]
+        with pytest.raises(fb.errors.InvalidArgumentError, match="not increasing"):
+            s.run(t, {ids: [1, 0, 1, 1]})
+        with pytest.raises(fb.errors.InvalidArgumentError, match="is not < 2"):
+            s.run(fb.unsorted_segment_max(D, ids, 2), {ids: [0, 2, 1, 1]})
+
+
+def test_namespaces():
+    for name in ("cumsum", "cumprod", "segment_sum", "unsorted_segment_mean"):
+        assert callable(getattr(fb, name)), name
