@@ -73,8 +73,10 @@ from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.math_ops import *
+from flowbook.ops.partition_ops import *
 from flowbook.ops.random_ops import *
-from flowbook.ops.scan_ops import *  # issue 16's long tail: one line per module
+from flowbook.ops.scan_ops import *
+from flowbook.ops.scatter_ops import *
 from flowbook.ops.segment_ops import *
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile

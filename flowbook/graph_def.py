@@ -115,6 +115,10 @@ TYPE_ATTRS: dict[str, dict[str, int]] = dict(
         "ScalarSummary": {"T": 1},
         "HistogramSummary": {"T": 1},
         **{s: {"T": 0, "Tidx": 1} for s in ("Cumsum", "Cumprod")},
+        **{s: {"T": 0, "Tindices": 1} for s in ("ScatterUpdate", "ScatterAdd", "ScatterSub")},
+        "GatherNd": {"Tparams": 0, "Tindices": 1},
+        "ScatterNd": {"T": 1, "Tindices": 0},
+        "DynamicStitch": {"T": -1},
         **{f"Segment{k}": {"T": 0, "Tindices": 1} for k in ("Sum", "Mean", "Max", "Min", "Prod")},
         **{
             f"UnsortedSegment{k}": {"T": 0, "Tindices": 1, "Tnumsegments": 2}

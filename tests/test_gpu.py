@@ -188,6 +188,17 @@ def _variable_row():
     return [out, v.assign(v * 3.0), fb.group(*up)], None, [v.initializer]
 
 
+def _long_tail_row():
+    """Issue 16's ops the gradient rows do not reach: the variable scatters."""
+    v = fb.Variable(np.arange(6.0).reshape(3, 2), name="v")
+    up = fb.scatter_update(v, [2], [[7.0, 8.0]])
+    with fb.control_dependencies([up]):
+        add = fb.scatter_add(v, [0, 0], np.ones((2, 2)))
+    with fb.control_dependencies([add]):
+        sub = fb.scatter_sub(v, 1, [1.0, 1.0])
+    return [sub], None, [v.initializer]
+
+
 DIFF_ROWS = (
     [(f"array/{c[0]}", lambda c=c: _array_row(c[1], c[3])) for c in test_ops_array.CASES]
     + [
@@ -213,6 +224,7 @@ DIFF_ROWS = (
     ]
     + [(f"nn/{k}", lambda v=v: _nn_row(*v)) for k, v in test_nn_blocks.GRADIENT_CASES.items()]
     + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
+    + [("long-tail", _long_tail_row)]
 )
 
 

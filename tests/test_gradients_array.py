@@ -34,6 +34,8 @@ MODULES = (
     "flowbook.ops.broadcast_grad",
     "flowbook.ops.scan_ops",
     "flowbook.ops.segment_ops",
+    "flowbook.ops.scatter_ops",
+    "flowbook.ops.partition_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -132,6 +134,15 @@ CASES = [
     ("useg_min", lambda x: fb.unsorted_segment_min(x, [[0, 1, 0], [-1, 1, 2]], 3), X234),
     ("useg_prod", lambda x: fb.unsorted_segment_prod(x, [2, 0, 2, -1, 2], 3), X5),
     ("useg_mean", lambda x: fb.unsorted_segment_mean(x, [1, 1, 0], 2), X34),
+    # scatters, n-d gathers, partitions
+    ("gather_nd", lambda x: fb.gather_nd(x, [[1, 2], [0, 0], [1, 2]]), X23),
+    ("gather_nd_slices", lambda x: fb.gather_nd(x, [[[1]], [[0]]]), X234),
+    ("scatter_nd", lambda x: fb.scatter_nd([[1], [3], [1]], x[:3], [4]), X5),
+    ("scatter_nd_rows", lambda x: fb.scatter_nd([[0, 2], [0, 2]], x[:2], [2, 3, 4]), X34),
+    ("dynamic_partition", lambda x: fb.dynamic_partition(x, [2, 0, 2], 3)[2], X34),
+    ("dynamic_partition_2d", lambda x: fb.dynamic_partition(x, [[1, 0, 1], [1, 1, 0]], 2)[0], X234),
+    ("dynamic_stitch", lambda x: fb.dynamic_stitch([[3, 0], [1, 2, 4]], [x[:2], x[2:]]), X5),
+    ("dynamic_stitch_rows", lambda x: fb.dynamic_stitch([[1], [0, 2]], [x[:1], x[1:]]), X34),
 ]
 
 
@@ -168,7 +179,7 @@ def test_every_op_declares_its_gradient():
         "Where", "Const", "Placeholder", "VariableV2", "Assign", "AssignAdd", "AssignSub",
         "IsVariableInitialized", "NoOp", "BroadcastGradientArgs", "RandomUniform",
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
-        "InvertPermutation", "ConcatOffset",
+        "InvertPermutation", "ConcatOffset", "ScatterUpdate", "ScatterAdd", "ScatterSub",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -20,8 +20,11 @@ from flowbook.dtypes import DType
 from flowbook.registry import OPS
 
 
-def long_tail_ops(x):
-    """The ops of issue 16's long tail (scans, segments...), with their gradients."""
+def long_tail_ops(x, v):
+    """The ops of issue 16's long tail (scans, segments...); ``v`` a [2, 3] variable."""
+    tf.scatter_update(v, [1], [[1.0, 2.0, 3.0]])
+    tf.scatter_add(v, [0, 0], tf.ones([2, 3]))
+    tf.scatter_sub(v, 1, [1.0, 2.0, 3.0])
     ids = [0, 0]
     parts = [
         tf.cumsum(x, 1, exclusive=True),
@@ -30,6 +33,9 @@ def long_tail_ops(x):
         *(f(x, ids) for f in (tf.segment_min, tf.segment_prod)),
         *(f(x, ids, 1) for f in (tf.unsorted_segment_max, tf.unsorted_segment_min)),
         tf.unsorted_segment_prod(x, ids, 1),
+        tf.gather_nd(x, [[1, 2], [0, 0]]),
+        tf.scatter_nd([[1], [0]], x, [3, 3]),
+        tf.dynamic_stitch([[1], [0]], tf.dynamic_partition(x, [1, 0], 2)),
     ]
     total = tf.add_n([tf.reduce_sum(p) for p in parts])
     return total
@@ -172,7 +178,7 @@ def every_op():
         + tf.reduce_sum(v)
         + tf.reduce_sum(tf.cast(ni, tf.float32))
     )
-    total += long_tail_ops(x)
+    total += long_tail_ops(x, v)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)

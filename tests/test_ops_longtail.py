@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import flowbook as fb
+from flowbook.ops._builder import make1
 from flowbook.tensor_shape import compatible
 
 RNG = np.random.default_rng(0)
@@ -79,7 +80,32 @@ SEGMENT_CASES = [
     ("useg_2d_ids", lambda: fb.unsorted_segment_min(D.reshape(2, 2, 2), [[0, 1], [1, 0]], 2),
      lambda: np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)),
 ]  # fmt: skip
-CASES = SCAN_CASES + SEGMENT_CASES
+P = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+ND = np.array([[1, 2], [0, 0], [1, 2]], np.int32)
+INDEX_CASES = [
+    ("gather_nd_entries", lambda: fb.gather_nd(P, [[1, 2, 3], [0, 1, 0]]),
+     lambda: P[[1, 0], [2, 1], [3, 0]]),
+    ("gather_nd_slices", lambda: fb.gather_nd(P, ND), lambda: P[ND[:, 0], ND[:, 1]]),
+    ("gather_nd_batched", lambda: fb.gather_nd(P, [[[1]], [[0]]]), lambda: P[[[1], [0]]]),
+    ("gather_nd_int64", lambda: fb.gather_nd(P, np.array([[1]], np.int64)), lambda: P[[1]]),
+    ("scatter_nd_repeats", lambda: fb.scatter_nd([[1], [3], [1]], [9, 10, 11], [5]),
+     lambda: np.array([0, 20, 0, 10, 0], np.int32)),
+    ("scatter_nd_rows", lambda: fb.scatter_nd(ND, np.ones((3, 4), np.float32), [2, 3, 4]),
+     lambda: np.add.at(z := np.zeros((2, 3, 4), np.float32), (ND[:, 0], ND[:, 1]), 1) or z),
+    ("dynamic_stitch", lambda: fb.dynamic_stitch([[1, 3], [0, 2]], [[1.0, 2.0], [3.0, 4.0]]),
+     lambda: np.array([3.0, 1.0, 4.0, 2.0], np.float32)),
+    ("dynamic_stitch_later_wins", lambda: fb.dynamic_stitch([[0, 1], [1]], [[1, 2], [3]]),
+     lambda: np.array([1, 3], np.int32)),
+    ("dynamic_stitch_rows", lambda: fb.dynamic_stitch([0, [2, 1]], [D[:1][0], D[1:3]]),
+     lambda: D[[0, 2, 1]]),
+]  # fmt: skip
+PARTS = np.array([[0, 2, 1], [2, 2, 0]], np.int32)
+for _k in range(3):
+    INDEX_CASES.append(
+        (f"dynamic_partition_{_k}", lambda k=_k: fb.dynamic_partition(P, PARTS, 3)[k],
+         lambda k=_k: P[k == PARTS])
+    )  # fmt: skip
+CASES = SCAN_CASES + SEGMENT_CASES + INDEX_CASES
 
 
 @pytest.mark.parametrize("name,build,reference", CASES, ids=[c[0] for c in CASES])
@@ -129,6 +155,62 @@ def test_build_errors_name_the_op_and_line():
          lambda: fb.unsorted_segment_max(D, [0, 1], 2))  # fmt: skip
 
 
+def test_index_build_errors_name_the_op_and_line():
+    _err(ValueError, r"^GatherNd .*give 4 coordinates", lambda: fb.gather_nd(P, [[0, 0, 0, 0]]))
+    _err(TypeError, r"^GatherNd .*'indices' of 'GatherNd' Op has type float",
+         lambda: fb.gather_nd(P, fb.constant([[0.0]])))  # fmt: skip
+    _err(ValueError, r"^ScatterNd .*updates must have shape \[3,4\]",
+         lambda: fb.scatter_nd(ND, np.ones((3, 5)), [2, 3, 4]))  # fmt: skip
+    _err(ValueError, r"^DynamicPartition .*prefix of data",
+         lambda: fb.dynamic_partition(P, [0, 1, 0], 2))  # fmt: skip
+    _err(ValueError, r"^DynamicPartition .*at least 1", lambda: fb.dynamic_partition(P, [0], 0))
+    _err(TypeError, r"^DynamicStitch .*data\[1\]' .* has type int32 that does not match",
+         lambda: make1("DynamicStitch", [fb.constant([0]), fb.constant([1]), fb.constant([1.0]),
+                                         fb.constant([2])], {"N": 2}))  # fmt: skip
+
+
+def test_index_run_errors():
+    with fb.Graph().as_default(), fb.Session() as s:
+        i = fb.placeholder(fb.int32, [None, 2])
+        with pytest.raises(fb.errors.InvalidArgumentError, match="index 3 in dimension 1"):
+            s.run(fb.gather_nd(P, i), {i: [[0, 3]]})
+        with pytest.raises(fb.errors.InvalidArgumentError, match="index -1 in dimension 0"):
+            s.run(fb.scatter_nd(i, [1.0], [2, 3]), {i: [[-1, 0]]})
+        p = fb.placeholder(fb.int32, [None])
+        with pytest.raises(fb.errors.InvalidArgumentError, match="contain 2, which is not"):
+            s.run(fb.dynamic_partition([1, 2], p, 2), {p: [0, 2]})
+
+
+def test_variable_scatters():
+    with fb.Graph().as_default(), fb.Session() as s:
+        v = fb.Variable(np.zeros((4, 2), np.float32), name="v")
+        s.run(v.initializer)
+        got = s.run(fb.scatter_update(v, [3, 0], [[1, 2], [3, 4]]))
+        assert got.tolist() == [[3, 4], [0, 0], [0, 0], [1, 2]]
+        add = fb.scatter_add(v, [[1, 1], [1, 0]], np.ones((2, 2, 2), np.float32))
+        assert s.run(add).tolist() == [[4, 5], [3, 3], [0, 0], [1, 2]]  # repeats add up
+        assert s.run(fb.scatter_sub(v, 2, [5, 6])).tolist() == [[4, 5], [3, 3], [-5, -6], [1, 2]]
+        assert s.run(v).tolist() == [[4, 5], [3, 3], [-5, -6], [1, 2]]  # the variable changed
+        with pytest.raises(fb.errors.InvalidArgumentError, match="index 4 in dimension 0"):
+            s.run(fb.scatter_add(v, [4], [[1, 1]]))
+        assert s.run(v)[0].tolist() == [4, 5]  # a failed scatter leaves the value alone
+        assert fb.gradients(add, [v])[0] is None
+    with fb.Graph().as_default():
+        v = fb.Variable([1.0, 2.0], name="w")
+        _err_in(ValueError, r"^ScatterAdd .*updates must have shape indices.shape",
+                lambda: fb.scatter_add(v, [0, 1], [1.0]))  # fmt: skip
+        with pytest.raises(TypeError, match="needs a Variable"):
+            fb.scatter_update(fb.constant([1.0]), [0], [2.0])
+        with fb.Session() as s, pytest.raises(fb.errors.FailedPreconditionError, match="w"):
+            s.run(fb.scatter_update(v, [0], [5.0]))
+
+
+def _err_in(exc, pattern, fn):
+    with pytest.raises(exc) as info:
+        fn()
+    assert re.search(pattern, str(info.value)), str(info.value)
+
+
 def test_sorted_ids_are_checked_at_run_time():
     with fb.Graph().as_default(), fb.Session() as s:
         ids = fb.placeholder(fb.int32, [None])
@@ -141,5 +223,6 @@ def test_sorted_ids_are_checked_at_run_time():
 
 
 def test_namespaces():
-    for name in ("cumsum", "cumprod", "segment_sum", "unsorted_segment_mean"):
+    for name in ("cumsum", "cumprod", "segment_sum", "unsorted_segment_mean", "gather_nd",
+                 "scatter_nd", "scatter_update", "dynamic_partition", "dynamic_stitch"):  # fmt: skip
         assert callable(getattr(fb, name)), name
