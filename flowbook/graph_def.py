@@ -119,6 +119,8 @@ TYPE_ATTRS: dict[str, dict[str, int]] = dict(
         "GatherNd": {"Tparams": 0, "Tindices": 1},
         "ScatterNd": {"T": 1, "Tindices": 0},
         "DynamicStitch": {"T": -1},
+        "InTopKV2": {"T": 1},
+        "ReverseSequence": {"T": 0, "Tlen": 1},
         **{f"Segment{k}": {"T": 0, "Tindices": 1} for k in ("Sum", "Mean", "Max", "Min", "Prod")},
         **{
             f"UnsortedSegment{k}": {"T": 0, "Tindices": 1, "Tnumsegments": 2}
@@ -145,6 +147,7 @@ OUTPUT_COUNTS: dict[str, int] = {
     "BroadcastGradientArgs": 2,
     "SoftmaxCrossEntropyWithLogits": 2,
     "SparseSoftmaxCrossEntropyWithLogits": 2,
+    "TopKV2": 2,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 
@@ -168,7 +171,9 @@ def attr_kind(name: str) -> str:
         return "string"
     if name in ("ksize", "strides", "dilations", "squeeze_dims"):
         return "list(int)"
-    if name in ("exclusive", "reverse"):
+    if name == "equation":
+        return "string"
+    if name in ("exclusive", "reverse", "sorted"):
         return "bool"
     if name.startswith(("transpose", "adj", "keep", "use_", "validate")):
         return "bool"

@@ -24,6 +24,7 @@ from flowbook.ops.loss_ops import (
 from flowbook.ops.math_ops import sigmoid, tanh  # type: ignore[attr-defined]
 from flowbook.ops.nn_ops import elu, log_softmax, relu, relu6, softmax, softplus
 from flowbook.ops.pool_ops import avg_pool, max_pool
+from flowbook.ops.sort_ops import in_top_k, top_k
 
 __all__ = [
     "avg_pool",
@@ -34,6 +35,7 @@ __all__ = [
     "conv2d_transpose",
     "dropout",
     "elu",
+    "in_top_k",
     "l2_loss",
     "log_softmax",
     "max_pool",
@@ -47,4 +49,5 @@ __all__ = [
     "softplus",
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "top_k",
 ]

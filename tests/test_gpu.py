@@ -189,14 +189,15 @@ def _variable_row():
 
 
 def _long_tail_row():
-    """Issue 16's ops the gradient rows do not reach: the variable scatters."""
+    """Issue 16's ops the gradient rows do not reach: variable scatters and in_top_k."""
     v = fb.Variable(np.arange(6.0).reshape(3, 2), name="v")
     up = fb.scatter_update(v, [2], [[7.0, 8.0]])
     with fb.control_dependencies([up]):
         add = fb.scatter_add(v, [0, 0], np.ones((2, 2)))
     with fb.control_dependencies([add]):
         sub = fb.scatter_sub(v, 1, [1.0, 1.0])
-    return [sub], None, [v.initializer]
+    ranked = fb.nn.in_top_k(np.array([[0.1, 0.5, 0.5], [0.9, 0.2, 0.3]], np.float32), [2, 1], 1)
+    return [sub, ranked], None, [v.initializer]
 
 
 DIFF_ROWS = (
@@ -305,7 +306,7 @@ HOST_INPUT_NAMES = {
     "shape", "perm", "dim", "axis", "reduction_indices", "dimension", "multiples", "dims",
     "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
     "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
-    "filter_sizes", "orig_input_shape", "minval", "maxval",
+    "filter_sizes", "orig_input_shape", "minval", "maxval", "k",
 }  # fmt: skip
 
 

@@ -36,6 +36,9 @@ MODULES = (
     "flowbook.ops.segment_ops",
     "flowbook.ops.scatter_ops",
     "flowbook.ops.partition_ops",
+    "flowbook.ops.sort_ops",
+    "flowbook.ops.einsum_ops",
+    "flowbook.ops.sequence_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -143,6 +146,19 @@ CASES = [
     ("dynamic_partition_2d", lambda x: fb.dynamic_partition(x, [[1, 0, 1], [1, 1, 0]], 2)[0], X234),
     ("dynamic_stitch", lambda x: fb.dynamic_stitch([[3, 0], [1, 2, 4]], [x[:2], x[2:]]), X5),
     ("dynamic_stitch_rows", lambda x: fb.dynamic_stitch([[1], [0, 2]], [x[:1], x[1:]]), X34),
+    # ordering, einsum, sequences
+    ("top_k", lambda x: fb.nn.top_k(x, 2).values, X234),
+    ("top_k_vector", lambda x: fb.nn.top_k(x, 5).values, X5),
+    # sort along another axis and tensordot need a known rank: reshape gives it back
+    ("sort_axis0", lambda x: fb.sort(fb.reshape(x, [3, 4]), 0, direction="DESCENDING"), X34),
+    ("einsum_matmul", lambda x: fb.einsum("ij,jk->ik", x, fb.constant(X34)), X23),
+    ("einsum_square", lambda x: fb.einsum("ij,kj", x, x), X23),
+    ("einsum_summed", lambda x: fb.einsum("ijk,j->i", x, fb.constant(X5[:3])), X234),
+    ("einsum_outer", lambda x: fb.einsum("i,j->ij", x, fb.constant(X5[:2])), X5),
+    ("tensordot", lambda x: fb.tensordot(fb.reshape(x, [2, 3]), X34, [[1], [0]]), X23),
+    ("reverse_sequence", lambda x: fb.reverse_sequence(x, [3, 1, 2], seq_axis=1), X34),
+    ("reverse_sequence_b1", lambda x: fb.reverse_sequence(x, [2, 0, 1], 0, batch_axis=1), X234),
+    ("meshgrid", lambda x: fb.meshgrid(x, fb.constant(X5[:2]))[0], X5),
 ]
 
 
@@ -180,6 +196,7 @@ def test_every_op_declares_its_gradient():
         "IsVariableInitialized", "NoOp", "BroadcastGradientArgs", "RandomUniform",
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
         "InvertPermutation", "ConcatOffset", "ScatterUpdate", "ScatterAdd", "ScatterSub",
+        "InTopKV2",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -36,7 +36,11 @@ def long_tail_ops(x, v):
         tf.gather_nd(x, [[1, 2], [0, 0]]),
         tf.scatter_nd([[1], [0]], x, [3, 3]),
         tf.dynamic_stitch([[1], [0]], tf.dynamic_partition(x, [1, 0], 2)),
+        tf.nn.top_k(x, 2).values,
+        tf.einsum("ij,kj->ik", x, x),
+        tf.reverse_sequence(x, [1, 3], seq_axis=1),
     ]
+    tf.nn.in_top_k(x, [0, 1], 1)
     total = tf.add_n([tf.reduce_sum(p) for p in parts])
     return total
 

@@ -105,7 +105,60 @@ for _k in range(3):
         (f"dynamic_partition_{_k}", lambda k=_k: fb.dynamic_partition(P, PARTS, 3)[k],
          lambda k=_k: P[k == PARTS])
     )  # fmt: skip
-CASES = SCAN_CASES + SEGMENT_CASES + INDEX_CASES
+TIES = np.array([[1.0, 3.0, 3.0, 2.0, 3.0], [5.0, 4.0, 4.0, 6.0, 4.0]], np.float32)
+B = RNG.standard_normal((2, 4, 3)).astype(np.float32)
+SEQ = np.arange(12).reshape(3, 4).astype(np.int32)
+ORDER_CASES = [
+    ("top_k_values", lambda: fb.nn.top_k(A, 2).values, lambda: -np.sort(-A, axis=1)[:, :2]),
+    ("top_k_ties_lower_index_first", lambda: fb.nn.top_k(TIES, 3).indices,
+     lambda: np.array([[1, 2, 4], [3, 0, 1]], np.int32)),
+    ("math_top_k_int", lambda: fb.math.top_k(I5, 2)[0], lambda: np.array([5, 4], np.int32)),
+    ("top_k_all", lambda: fb.nn.top_k(I5, 5).indices, lambda: np.array([4, 2, 0, 1, 3], np.int32)),
+    ("sort", lambda: fb.sort(A), lambda: np.sort(A, axis=-1)),
+    ("sort_desc_axis0", lambda: fb.sort(B, axis=0, direction="DESCENDING"),
+     lambda: -np.sort(-B, axis=0)),
+    ("sort_int", lambda: fb.sort(I5), lambda: np.sort(I5)),
+    ("argsort", lambda: fb.argsort(B, axis=1),
+     lambda: np.argsort(B, axis=1, kind="stable").astype(np.int32)),
+    ("argsort_stable", lambda: fb.argsort(TIES[0]), lambda: np.array([0, 3, 1, 2, 4], np.int32)),
+    ("in_top_k", lambda: fb.nn.in_top_k(TIES, [2, 1], 2),
+     lambda: np.array([True, False])),
+    ("in_top_k_boundary_ties", lambda: fb.math.in_top_k(TIES, [4, 2], 1),
+     lambda: np.array([True, False])),
+    ("in_top_k_bad_target", lambda: fb.nn.in_top_k(TIES, [7, -1], 5),
+     lambda: np.array([False, False])),
+    ("in_top_k_nan", lambda: fb.nn.in_top_k([[np.nan, 1.0]], [0], 2), lambda: np.array([False])),
+    ("einsum_matmul", lambda: fb.einsum("ij,jk->ik", A, A.T), lambda: A @ A.T),
+    ("einsum_implicit", lambda: fb.einsum("ba,bc", A, A), lambda: np.einsum("ba,bc", A, A)),
+    ("einsum_trace", lambda: fb.einsum("ii", A[:3, :3]), lambda: np.trace(A[:3, :3])),
+    ("einsum_batch", lambda: fb.einsum("bij,bjk->bik", B, B.transpose(0, 2, 1)),
+     lambda: B @ B.transpose(0, 2, 1)),
+    ("einsum_three", lambda: fb.einsum("i,ij,j->", A[:, 0], A, A[0]),
+     lambda: np.einsum("i,ij,j->", A[:, 0], A, A[0])),
+    ("tensordot_int", lambda: fb.tensordot(B, A, 1), lambda: np.tensordot(B, A, 1)),
+    ("tensordot_pairs", lambda: fb.tensordot(B, B, [[0, 1], [0, 1]]),
+     lambda: np.tensordot(B, B, [[0, 1], [0, 1]])),
+    ("tensordot_outer", lambda: fb.tensordot(A[0], A[1], 0), lambda: np.multiply.outer(A[0], A[1])),
+    ("reverse_sequence", lambda: fb.reverse_sequence(SEQ, [2, 4, 0], seq_axis=1),
+     lambda: np.array([[1, 0, 2, 3], [7, 6, 5, 4], [8, 9, 10, 11]], np.int32)),
+    ("reverse_sequence_tf1_names", lambda: fb.reverse_sequence(SEQ, [3, 1, 2, 2], seq_dim=0,
+                                                               batch_dim=1),
+     lambda: np.array([[8, 1, 6, 7], [4, 5, 2, 3], [0, 9, 10, 11]], np.int32)),
+    ("sequence_mask", lambda: fb.sequence_mask([1, 3, 0], 4),
+     lambda: np.arange(4) < np.array([[1], [3], [0]])),
+    ("sequence_mask_default_len", lambda: fb.sequence_mask([[1], [2]], dtype=fb.float32),
+     lambda: (np.arange(2) < np.array([[[1]], [[2]]])).astype(np.float32)),
+    ("meshgrid_xy", lambda: fb.stack(fb.meshgrid([1, 2, 3], [4, 5])),
+     lambda: np.stack(np.meshgrid([1, 2, 3], [4, 5])).astype(np.int32)),
+    ("meshgrid_ij", lambda: fb.stack(fb.meshgrid([1, 2], [3, 4, 5], [6], indexing="ij")),
+     lambda: np.stack(np.meshgrid([1, 2], [3, 4, 5], [6], indexing="ij")).astype(np.int32)),
+    ("arg_max", lambda: fb.arg_max(A, 1), lambda: np.argmax(A, 1)),
+    ("arg_min_int32", lambda: fb.arg_min(A, 0, output_type=fb.int32),
+     lambda: np.argmin(A, 0).astype(np.int32)),
+    ("select", lambda: fb.select(A > 0, A, -A), lambda: np.abs(A)),
+    ("concat_old_order", lambda: fb.concat(1, [A, A]), lambda: np.concatenate([A, A], 1)),
+]  # fmt: skip
+CASES = SCAN_CASES + SEGMENT_CASES + INDEX_CASES + ORDER_CASES
 
 
 @pytest.mark.parametrize("name,build,reference", CASES, ids=[c[0] for c in CASES])
@@ -169,6 +222,48 @@ def test_index_build_errors_name_the_op_and_line():
                                          fb.constant([2])], {"N": 2}))  # fmt: skip
 
 
+def test_order_and_einsum_build_errors():
+    _err(ValueError, r"^TopKV2 .*at least k=6 columns", lambda: fb.nn.top_k(I5, 6))
+    _err(TypeError, r"^TopKV2 .*DataType complex64",
+         lambda: fb.nn.top_k(np.ones(2, np.complex64)))  # fmt: skip
+    _err(ValueError, r"^InTopKV2 .*one row per target", lambda: fb.nn.in_top_k(TIES, [1], 1))
+    _err(ValueError, r"^Einsum .*subscript 'j' is 4 and 3",
+         lambda: fb.einsum("ij,jk->ik", A, A))  # fmt: skip
+    _err(ValueError, r"^Einsum .*ellipses", lambda: fb.einsum("...i,i", A, A[0]))
+    _err(ValueError, r"^Einsum .*subscripts 'ijk' say rank 3", lambda: fb.einsum("ijk", A))
+    _err(ValueError, r"^Einsum .*has 1 operands, 2 inputs", lambda: fb.einsum("ij", A, A))
+    _err(ValueError, r"^ReverseSequence .*seq_lengths has 2 entries",
+         lambda: fb.reverse_sequence(SEQ, [1, 2], seq_axis=1))  # fmt: skip
+    _err(ValueError, r"^ReverseSequence .*must differ",
+         lambda: fb.reverse_sequence(SEQ, [1, 2, 3], seq_axis=0))  # fmt: skip
+    with fb.Graph().as_default():
+        with pytest.raises(ValueError, match="direction must be"):
+            fb.sort(A, direction="UP")
+        with pytest.raises(ValueError, match="indexing must be"):
+            fb.meshgrid([1], [2], indexing="yx")
+        with pytest.raises(ValueError, match="known rank"):
+            fb.tensordot(fb.placeholder(fb.float32), A, 1)
+        with pytest.raises(LookupError, match="repeated subscript"):
+            x = fb.constant(A[:3, :3])
+            fb.gradients(fb.einsum("ii", x), [x])
+
+
+def test_reverse_sequence_lengths_checked_at_run_time():
+    with fb.Graph().as_default(), fb.Session() as s:
+        n = fb.placeholder(fb.int64, [3])
+        with pytest.raises(fb.errors.InvalidArgumentError, match="must be in \\[0, 4\\]"):
+            s.run(fb.reverse_sequence(SEQ, n, seq_axis=1), {n: [1, 5, 0]})
+
+
+def test_static_shapes_of_order_ops():
+    with fb.Graph().as_default():
+        x = fb.placeholder(fb.float32, [None, 7])
+        assert [t.shape.as_list() for t in fb.nn.top_k(x, 3)] == [[None, 3], [None, 3]]
+        assert fb.nn.in_top_k(x, fb.placeholder(fb.int32, [None]), 2).shape.as_list() == [None]
+        assert fb.einsum("bi,ij->bj", x, fb.zeros([7, 2])).shape.as_list() == [None, 2]
+        assert fb.sequence_mask(fb.placeholder(fb.int32, [5]), 9).shape.as_list() == [5, 9]
+
+
 def test_index_run_errors():
     with fb.Graph().as_default(), fb.Session() as s:
         i = fb.placeholder(fb.int32, [None, 2])
@@ -224,5 +319,13 @@ def test_sorted_ids_are_checked_at_run_time():
 
 def test_namespaces():
     for name in ("cumsum", "cumprod", "segment_sum", "unsorted_segment_mean", "gather_nd",
-                 "scatter_nd", "scatter_update", "dynamic_partition", "dynamic_stitch"):  # fmt: skip
+                 "scatter_nd", "scatter_update", "dynamic_partition", "dynamic_stitch", "sort",
+                 "argsort", "einsum", "tensordot", "meshgrid", "sequence_mask",
+                 "reverse_sequence", "arg_max", "arg_min", "select"):  # fmt: skip
         assert callable(getattr(fb, name)), name
+    for name in ("cumsum", "cumprod", "segment_sum", "segment_mean", "segment_max", "segment_min",
+                 "segment_prod", "unsorted_segment_max", "unsorted_segment_min",
+                 "unsorted_segment_mean", "unsorted_segment_prod", "unsorted_segment_sum",
+                 "top_k", "in_top_k", "reduce_sum", "argmax"):  # fmt: skip
+        assert getattr(fb.math, name) is getattr(fb, name, getattr(fb.nn, name, None)), name
+    assert fb.nn.top_k is fb.math.top_k and fb.nn.in_top_k is fb.math.in_top_k

@@ -6,10 +6,12 @@ every other module converts Python values with it.
 
 from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     array_ops,
+    compat_ops,
     constant_op,
     control_flow_ops,
     conv_ops,
     debug_ops,
+    einsum_ops,
     math_ops,
     nn_ops,
     partition_ops,
@@ -19,6 +21,8 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     scatter_ops,
     segment_ops,
     selection_ops,
+    sequence_ops,
+    sort_ops,
     state_ops,
     summary_ops,
 )
