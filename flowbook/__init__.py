@@ -29,6 +29,7 @@ from flowbook import (
     hooks,
     io,
     losses,
+    math,
     nn,
     profiling,
     random,
@@ -92,11 +93,19 @@ from flowbook.notebook import load_ipython_extension, unload_ipython_extension
 from flowbook.ops import array_ops, math_ops, nn_ops, operators, random_ops
 from flowbook.ops.array_ops import *
 from flowbook.ops.clip_ops import *
+from flowbook.ops.compat_ops import *
 from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
+from flowbook.ops.einsum_ops import *
 from flowbook.ops.math_ops import *
+from flowbook.ops.partition_ops import *
 from flowbook.ops.random_ops import *
+from flowbook.ops.scan_ops import *
+from flowbook.ops.scatter_ops import *
+from flowbook.ops.segment_ops import *
+from flowbook.ops.sequence_ops import *
+from flowbook.ops.sort_ops import argsort, sort
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile
 from flowbook.run import gpu

@@ -116,6 +116,18 @@ TYPE_ATTRS: dict[str, dict[str, int]] = dict(
         "AvgPoolGrad": {"T": 1},
         "ScalarSummary": {"T": 1},
         "HistogramSummary": {"T": 1},
+        **{s: {"T": 0, "Tidx": 1} for s in ("Cumsum", "Cumprod")},
+        **{s: {"T": 0, "Tindices": 1} for s in ("ScatterUpdate", "ScatterAdd", "ScatterSub")},
+        "GatherNd": {"Tparams": 0, "Tindices": 1},
+        "ScatterNd": {"T": 1, "Tindices": 0},
+        "DynamicStitch": {"T": -1},
+        "InTopKV2": {"T": 1},
+        "ReverseSequence": {"T": 0, "Tlen": 1},
+        **{f"Segment{k}": {"T": 0, "Tindices": 1} for k in ("Sum", "Mean", "Max", "Min", "Prod")},
+        **{
+            f"UnsortedSegment{k}": {"T": 0, "Tindices": 1, "Tnumsegments": 2}
+            for k in ("Max", "Min", "Prod")
+        },
     }
 )
 
@@ -139,6 +151,7 @@ OUTPUT_COUNTS: dict[str, int] = {
     "SparseSoftmaxCrossEntropyWithLogits": 2,
     "LogUniformCandidateSampler": 3,
     "UniformCandidateSampler": 3,
+    "TopKV2": 2,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 
@@ -162,6 +175,10 @@ def attr_kind(name: str) -> str:
         return "string"
     if name in ("ksize", "strides", "dilations", "squeeze_dims"):
         return "list(int)"
+    if name == "equation":
+        return "string"
+    if name in ("exclusive", "reverse", "sorted"):
+        return "bool"
     if name.startswith(("transpose", "adj", "keep", "use_", "validate")) or name == "unique":
         return "bool"
     if name in ("alpha", "beta", "bias", "epsilon"):

@@ -52,6 +52,7 @@ from flowbook.ops.norm_ops import (
 )
 from flowbook.ops.pool_ops import avg_pool, max_pool
 from flowbook.ops.sampled_losses import nce_loss, sampled_softmax_loss
+from flowbook.ops.sort_ops import in_top_k, top_k
 
 __all__ = [
     "avg_pool",
@@ -66,6 +67,7 @@ __all__ = [
     "elu",
     "embedding_lookup",
     "fused_batch_norm",
+    "in_top_k",
     "l2_loss",
     "l2_normalize",
     "leaky_relu",
@@ -91,6 +93,7 @@ __all__ = [
     "softsign",
     "sparse_softmax_cross_entropy_with_logits",
     "tanh",
+    "top_k",
     "uniform_candidate_sampler",
     "weighted_cross_entropy_with_logits",
     "xw_plus_b",

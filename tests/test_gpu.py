@@ -191,6 +191,18 @@ def _variable_row():
     return [out, v.assign(v * 3.0), fb.group(*up)], None, [v.initializer]
 
 
+def _long_tail_row():
+    """Issue 16's ops the gradient rows do not reach: variable scatters and in_top_k."""
+    v = fb.Variable(np.arange(6.0).reshape(3, 2), name="v")
+    up = fb.scatter_update(v, [2], [[7.0, 8.0]])
+    with fb.control_dependencies([up]):
+        add = fb.scatter_add(v, [0, 0], np.ones((2, 2)))
+    with fb.control_dependencies([add]):
+        sub = fb.scatter_sub(v, 1, [1.0, 1.0])
+    ranked = fb.nn.in_top_k(np.array([[0.1, 0.5, 0.5], [0.9, 0.2, 0.3]], np.float32), [2, 1], 1)
+    return [sub, ranked], None, [v.initializer]
+
+
 DIFF_ROWS = (
     [(f"array/{c[0]}", lambda c=c: _array_row(c[1], c[3])) for c in test_ops_array.CASES]
     + [
@@ -216,6 +228,7 @@ DIFF_ROWS = (
     ]
     + [(f"nn/{k}", lambda v=v: _nn_row(*v)) for k, v in test_nn_blocks.GRADIENT_CASES.items()]
     + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
+    + [("long-tail", _long_tail_row)]
 )
 
 
@@ -277,6 +290,8 @@ NOT_ON_GPU = {
     "Rank": "reads its input's shape only: on the host",
     "LogUniformCandidateSampler": "a data-dependent draw loop: host only",
     "UniformCandidateSampler": "a data-dependent draw loop: host only",
+    "SegmentProd": "host only: CuPy has no multiply.at",
+    "UnsortedSegmentProd": "host only: CuPy has no multiply.at",
 }
 
 
@@ -296,7 +311,7 @@ HOST_INPUT_NAMES = {
     "shape", "perm", "dim", "axis", "reduction_indices", "dimension", "multiples", "dims",
     "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
     "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
-    "filter_sizes", "orig_input_shape", "minval", "maxval",
+    "filter_sizes", "orig_input_shape", "minval", "maxval", "k",
 }  # fmt: skip
 
 

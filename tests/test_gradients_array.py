@@ -34,6 +34,13 @@ MODULES = (
     "flowbook.ops.broadcast_grad",
     "flowbook.ops.norm_ops",
     "flowbook.ops.candidate_sampling_ops",
+    "flowbook.ops.scan_ops",
+    "flowbook.ops.segment_ops",
+    "flowbook.ops.scatter_ops",
+    "flowbook.ops.partition_ops",
+    "flowbook.ops.sort_ops",
+    "flowbook.ops.einsum_ops",
+    "flowbook.ops.sequence_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -48,6 +55,7 @@ C23 = np.arange(6.0).reshape(2, 3)
 COND = np.array([[True, False, True], [False, False, True]])
 
 
+ZERO5 = np.array([1.0, 0.0, 1.0, 0.0, 0.0])  # segment 0 has one zero, segment 1 two
 PADS = [[1, 0], [1, 1]]
 REFLECT = {"mode": "REFLECT"}
 
@@ -117,6 +125,44 @@ CASES = [
     ("strided_slice_grad", lambda x: _strided_slice_grad(x), X23),
     ("lrn", lambda x: fb.nn.lrn(x, 2, 1.5, 0.7, 0.75), X2236),
     ("mirror_pad_grad", lambda x: make1("MirrorPadGrad", [x, fb.constant(PADS)], REFLECT), X34),
+    # the long tail of issue 16: scans, segments
+    ("cumsum", lambda x: fb.cumsum(x, axis=1), X23),
+    ("cumsum_excl_rev", lambda x: fb.cumsum(x, -1, exclusive=True, reverse=True), X234),
+    ("cumprod", lambda x: fb.cumprod(x, axis=0), X34),
+    ("cumprod_excl_rev", lambda x: fb.cumprod(x, 1, exclusive=True, reverse=True), X34),
+    ("seg_sum", lambda x: fb.segment_sum(x, [0, 0, 2]), X34),
+    ("seg_mean", lambda x: fb.segment_mean(x, [0, 1, 1]), X34),
+    ("seg_max", lambda x: fb.segment_max(x, [0, 0, 0, 1, 1]), X5),
+    ("seg_min", lambda x: fb.segment_min(x, [0, 0, 1]), X34),
+    ("seg_max_ties", lambda x: fb.segment_max(fb.round(x * 0) + x[:1], [0, 0, 1, 1, 1]), X5),
+    ("seg_prod", lambda x: fb.segment_prod(x, [0, 0, 1, 1, 1]), X5),
+    ("seg_prod_zeros", lambda x: fb.segment_prod(x * ZERO5, [0, 0, 1, 1, 2]), X5),
+    ("useg_max", lambda x: fb.unsorted_segment_max(x, [1, -1, 0], 2), X34),
+    ("useg_min", lambda x: fb.unsorted_segment_min(x, [[0, 1, 0], [-1, 1, 2]], 3), X234),
+    ("useg_prod", lambda x: fb.unsorted_segment_prod(x, [2, 0, 2, -1, 2], 3), X5),
+    ("useg_mean", lambda x: fb.unsorted_segment_mean(x, [1, 1, 0], 2), X34),
+    # scatters, n-d gathers, partitions
+    ("gather_nd", lambda x: fb.gather_nd(x, [[1, 2], [0, 0], [1, 2]]), X23),
+    ("gather_nd_slices", lambda x: fb.gather_nd(x, [[[1]], [[0]]]), X234),
+    ("scatter_nd", lambda x: fb.scatter_nd([[1], [3], [1]], x[:3], [4]), X5),
+    ("scatter_nd_rows", lambda x: fb.scatter_nd([[0, 2], [0, 2]], x[:2], [2, 3, 4]), X34),
+    ("dynamic_partition", lambda x: fb.dynamic_partition(x, [2, 0, 2], 3)[2], X34),
+    ("dynamic_partition_2d", lambda x: fb.dynamic_partition(x, [[1, 0, 1], [1, 1, 0]], 2)[0], X234),
+    ("dynamic_stitch", lambda x: fb.dynamic_stitch([[3, 0], [1, 2, 4]], [x[:2], x[2:]]), X5),
+    ("dynamic_stitch_rows", lambda x: fb.dynamic_stitch([[1], [0, 2]], [x[:1], x[1:]]), X34),
+    # ordering, einsum, sequences
+    ("top_k", lambda x: fb.nn.top_k(x, 2).values, X234),
+    ("top_k_vector", lambda x: fb.nn.top_k(x, 5).values, X5),
+    # sort along another axis and tensordot need a known rank: reshape gives it back
+    ("sort_axis0", lambda x: fb.sort(fb.reshape(x, [3, 4]), 0, direction="DESCENDING"), X34),
+    ("einsum_matmul", lambda x: fb.einsum("ij,jk->ik", x, fb.constant(X34)), X23),
+    ("einsum_square", lambda x: fb.einsum("ij,kj", x, x), X23),
+    ("einsum_summed", lambda x: fb.einsum("ijk,j->i", x, fb.constant(X5[:3])), X234),
+    ("einsum_outer", lambda x: fb.einsum("i,j->ij", x, fb.constant(X5[:2])), X5),
+    ("tensordot", lambda x: fb.tensordot(fb.reshape(x, [2, 3]), X34, [[1], [0]]), X23),
+    ("reverse_sequence", lambda x: fb.reverse_sequence(x, [3, 1, 2], seq_axis=1), X34),
+    ("reverse_sequence_b1", lambda x: fb.reverse_sequence(x, [2, 0, 1], 0, batch_axis=1), X234),
+    ("meshgrid", lambda x: fb.meshgrid(x, fb.constant(X5[:2]))[0], X5),
 ]
 
 
@@ -154,7 +200,7 @@ def test_every_op_declares_its_gradient():
         "IsVariableInitialized", "NoOp", "BroadcastGradientArgs", "RandomUniform",
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
         "InvertPermutation", "ConcatOffset", "LRNGrad", "LogUniformCandidateSampler",
-        "UniformCandidateSampler",
+        "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -20,6 +20,31 @@ from flowbook.dtypes import DType
 from flowbook.registry import OPS
 
 
+def long_tail_ops(x, v):
+    """The ops of issue 16's long tail (scans, segments...); ``v`` a [2, 3] variable."""
+    tf.scatter_update(v, [1], [[1.0, 2.0, 3.0]])
+    tf.scatter_add(v, [0, 0], tf.ones([2, 3]))
+    tf.scatter_sub(v, 1, [1.0, 2.0, 3.0])
+    ids = [0, 0]
+    parts = [
+        tf.cumsum(x, 1, exclusive=True),
+        tf.cumprod(x, 1, reverse=True),
+        *(f(x, ids) for f in (tf.segment_sum, tf.segment_mean, tf.segment_max)),
+        *(f(x, ids) for f in (tf.segment_min, tf.segment_prod)),
+        *(f(x, ids, 1) for f in (tf.unsorted_segment_max, tf.unsorted_segment_min)),
+        tf.unsorted_segment_prod(x, ids, 1),
+        tf.gather_nd(x, [[1, 2], [0, 0]]),
+        tf.scatter_nd([[1], [0]], x, [3, 3]),
+        tf.dynamic_stitch([[1], [0]], tf.dynamic_partition(x, [1, 0], 2)),
+        tf.nn.top_k(x, 2).values,
+        tf.einsum("ij,kj->ik", x, x),
+        tf.reverse_sequence(x, [1, 3], seq_axis=1),
+    ]
+    tf.nn.in_top_k(x, [0, 1], 1)
+    total = tf.add_n([tf.reduce_sum(p) for p in parts])
+    return total
+
+
 def every_op():
     """One or more ops of every registered type (gradients bring the *Grad ops)."""
     x = tf.placeholder(tf.float32, [2, 3], name="x")
@@ -161,6 +186,7 @@ def every_op():
         + tf.reduce_sum(v)
         + tf.reduce_sum(tf.cast(ni, tf.float32))
     )
+    total += long_tail_ops(x, v)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)

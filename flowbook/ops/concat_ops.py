@@ -129,11 +129,16 @@ def _concat_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
 def concat(values: Any, axis: Any, name: str = "concat") -> Tensor:
     """Join tensors along an existing dimension ``axis``.
 
+    TF before 1.0 took ``concat(axis, values)``: a Python int first and a list
+    second are read in that old order.
+
     >>> import flowbook as fb
     >>> with fb.Graph().as_default():
     ...     fb.concat([fb.zeros([2, 3]), fb.ones([2, 4])], 1).shape.as_list()
     [2, 7]
     """
+    if isinstance(values, int) and isinstance(axis, list | tuple):
+        values, axis = axis, values  # the old argument order
     with name_scope(name, "concat") as scope:
         tensors = _convert_all(values, "values")
         axis_t = int_input(axis, "axis")
