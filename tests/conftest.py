@@ -7,9 +7,6 @@ import pytest
 
 import flowbook as fb
 
-# TF1 scripts run by tests through `python -m flowbook.tf1` (they `import tensorflow`): not tests
-collect_ignore_glob = ["fixtures/tf1_scripts/*"]
-
 
 @pytest.fixture(autouse=True)
 def fresh_graph():

@@ -22,7 +22,7 @@ from flowbook import errors, input_data, tf1
 from flowbook.tfrecord import TFRecordWriter, tf_record_iterator
 
 ROOT = Path(__file__).parent.parent
-SCRIPT = ROOT / "tests" / "fixtures" / "tf1_scripts" / "mnist_softmax.py"
+SCRIPT = ROOT / "tutorials" / "data" / "mnist_softmax.py"  # tutorial 08 runs it too
 REAL_TF = importlib.util.find_spec("tensorflow") is not None and not tf1.is_installed()
 
 
