@@ -22,6 +22,7 @@ from flowbook import (
     gradient_checker,
     graph_def_import,  # fills hooks.import_graph_def
     hooks,
+    initializers,
     io,
     losses,
     nn,
@@ -66,6 +67,19 @@ from flowbook.graph import (
     set_random_seed,
 )
 from flowbook.graph_def import import_graph_def
+from flowbook.initializers import (
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    orthogonal_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    uniform_unit_scaling_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
 from flowbook.notebook import load_ipython_extension, unload_ipython_extension
 from flowbook.ops import array_ops, math_ops, nn_ops, operators, random_ops
 from flowbook.ops.array_ops import *
@@ -87,6 +101,15 @@ from flowbook.summary import (
 )
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Dimension, TensorShape
+from flowbook.variable_scope import (
+    AUTO_REUSE,
+    VariableScope,
+    get_local_variable,
+    get_variable,
+    get_variable_scope,
+    no_regularizer,
+    variable_scope,
+)
 from flowbook.variables import (
     Variable,
     all_variables,
