@@ -24,6 +24,7 @@ from flowbook import (
     hooks,
     initializers,
     io,
+    layers,
     losses,
     nn,
     profiling,

@@ -22,11 +22,13 @@ from flowbook.ops.loss_ops import (
     sparse_softmax_cross_entropy_with_logits,
 )
 from flowbook.ops.math_ops import sigmoid, tanh  # type: ignore[attr-defined]
+from flowbook.ops.nn_impl import batch_normalization, moments
 from flowbook.ops.nn_ops import elu, log_softmax, relu, relu6, softmax, softplus
 from flowbook.ops.pool_ops import avg_pool, max_pool
 
 __all__ = [
     "avg_pool",
+    "batch_normalization",
     "bias_add",
     "conv2d",
     "conv2d_backprop_filter",
@@ -37,6 +39,7 @@ __all__ = [
     "l2_loss",
     "log_softmax",
     "max_pool",
+    "moments",
     "relu",
     "relu6",
     "sigmoid",
