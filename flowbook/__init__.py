@@ -15,6 +15,7 @@ import typing as _typing
 
 from flowbook import (
     app,
+    contrib,
     datasets,
     debug,
     dtypes,
@@ -108,6 +109,7 @@ from flowbook.variable_scope import (
     get_local_variable,
     get_variable,
     get_variable_scope,
+    model_variables,
     no_regularizer,
     variable_scope,
 )

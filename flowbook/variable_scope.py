@@ -46,6 +46,7 @@ __all__ = [
     "get_local_variable",
     "get_variable",
     "get_variable_scope",
+    "model_variables",
     "no_regularizer",
     "variable_scope",
 ]
@@ -421,3 +422,14 @@ def get_local_variable(name: str, shape: Any = None, dtype: Any = None, **kwargs
 def no_regularizer(_: Any) -> None:
     """A regularizer that adds no loss: turns off a scope's regularizer for one variable."""
     return None
+
+
+def model_variables(scope: str | None = None) -> list[Variable]:
+    """The variables of the MODEL_VARIABLES collection (``tf.contrib.layers`` files them there).
+
+    >>> import flowbook as tf
+    >>> with tf.Graph().as_default():
+    ...     tf.model_variables()
+    []
+    """
+    return get_default_graph().get_collection("model_variables", scope)
