@@ -18,6 +18,7 @@ import typing as _typing
 from flowbook import (
     app,
     compat,
+    contrib,
     datasets,
     debug,
     dtypes,
@@ -27,7 +28,9 @@ from flowbook import (
     gradient_checker,
     graph_def_import,  # fills hooks.import_graph_def
     hooks,
+    initializers,
     io,
+    layers,
     losses,
     math,
     nn,
@@ -89,6 +92,19 @@ from flowbook.graph import (
     set_random_seed,
 )
 from flowbook.graph_def import import_graph_def
+from flowbook.initializers import (
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    orthogonal_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    uniform_unit_scaling_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
 from flowbook.notebook import load_ipython_extension, unload_ipython_extension
 from flowbook.ops import array_ops, math_ops, nn_ops, operators, random_ops
 from flowbook.ops.array_ops import *
@@ -120,6 +136,16 @@ from flowbook.summary import (
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Dimension, TensorShape
 from flowbook.tf_logging import get_logger
+from flowbook.variable_scope import (
+    AUTO_REUSE,
+    VariableScope,
+    get_local_variable,
+    get_variable,
+    get_variable_scope,
+    model_variables,
+    no_regularizer,
+    variable_scope,
+)
 from flowbook.variables import (
     Variable,
     all_variables,

@@ -116,6 +116,8 @@ def _wrap(r: Any) -> Any:
         return _wrap(np.array(r))
     if t is tuple or t is list:
         return t(_wrap(e) for e in r)
+    if isinstance(r, tuple):  # numpy's named results (linalg.qr): plain tuples, as CuPy's
+        return tuple(_wrap(e) for e in r)
     return r
 
 

@@ -158,6 +158,7 @@ def _misc_row():
         fb.matmul(a, a, transpose_b=True),
         fb.matrix_inverse(a),
         fb.matrix_determinant(a),
+        *fb.qr(a),
         fb.matmul(fb.stack([a, a]), fb.stack([a, a])),
         fb.add_n([a, a, a]),
         fb.check_numerics(a, "bad"),

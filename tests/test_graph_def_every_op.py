@@ -119,6 +119,7 @@ def every_op():
         tf.matmul(x, tf.transpose(x))
         + tf.matrix_determinant(tf.constant(np.eye(2), tf.float32) + 0.1)
         + tf.matrix_inverse(tf.constant(np.eye(2), tf.float32) * 2.0)
+        + tf.qr(tf.constant(np.eye(2), tf.float32) * 2.0)[1]
     )
     b = tf.matmul(tf.expand_dims(x, 0), tf.expand_dims(tf.transpose(x), 0))
     img = tf.reshape(tf.tile(x, [1, 6]), [1, 6, 6, 1])

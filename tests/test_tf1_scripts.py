@@ -115,8 +115,11 @@ def test_alias_maps_tensorflow_names_and_is_removed_cleanly(alias):
     assert mnist_helper is input_data
     with pytest.raises(ModuleNotFoundError, match="internal modules"):
         import tensorflow.python.ops
+    from tensorflow.contrib import layers  # contrib's common corners are flowbook's
+
+    assert layers is fb.contrib.layers
     with pytest.raises(ModuleNotFoundError, match="public"):
-        from tensorflow.contrib import layers  # noqa: F401
+        import tensorflow.contrib.slim
     tf1.install()  # twice: harmless
     tf1.uninstall()
     assert not any(n == "tensorflow" or n.startswith("tensorflow.") for n in sys.modules)

@@ -1,4 +1,4 @@
-"""Matrix ops: MatMul, BatchMatMulV2, MatrixInverse and MatrixDeterminant.
+"""Matrix ops: MatMul, BatchMatMulV2, MatrixInverse, MatrixDeterminant and Qr.
 
 Each op's ``infer`` checks ranks and inner or square dimensions when the
 graph is built, so ``matmul(x[32,784], w[100,10])`` fails at the line that
@@ -28,11 +28,11 @@ from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
 from flowbook.ops.elementwise import INEXACT, NUMBER, check_dtype
 from flowbook.ops.elementwise_ops import conj, multiply, negative
 from flowbook.ops.reduction_ops import reduce_sum
-from flowbook.registry import OpDef, Out, register, register_gradient
+from flowbook.registry import OpDef, Out, no_gradient, register, register_gradient
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import Shape, broadcast, fmt, num_elements
 
-__all__ = ["matmul", "matrix_determinant", "matrix_inverse"]
+__all__ = ["matmul", "matrix_determinant", "matrix_inverse", "qr"]
 
 _HEAVY_FLOPS = 1 << 18  # below this many multiply-adds a kernel runs inline
 
@@ -292,3 +292,41 @@ def matrix_determinant(input: Any, name: str | None = None) -> Tensor:
     5.0
     """
     return make1("MatrixDeterminant", (tensor(input),), name=name)
+
+
+def _qr_infer(x: Tensor, full_matrices: bool = False) -> list[Out]:
+    check_dtype(x.dtype, INEXACT - {dtypes.float16}, "input")
+    s = _matrix_dims("input", x._shape, False)
+    if s is None:
+        return [Out(x.dtype, None), Out(x.dtype, None)]
+    m, n = s[-2], s[-1]
+    k = m if full_matrices or m is None or n is None else min(m, n)
+    return [Out(x.dtype, (*s[:-2], m, k)), Out(x.dtype, (*s[:-2], k, n))]
+
+
+register(
+    OpDef(
+        "Qr",
+        ("input",),
+        ("full_matrices",),
+        _qr_infer,
+        lambda xp, x, full_matrices=False: tuple(
+            xp.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+        ),
+        heavy=lambda op: True,
+    )
+)
+no_gradient("Qr")  # flowbook needs it for the orthogonal initializer only
+
+
+def qr(input: Any, full_matrices: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """``(q, r)`` with ``q`` orthonormal columns and ``r`` upper triangular, ``q @ r == input``.
+
+    >>> import flowbook as fb, numpy as np
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     q, r = s.run(fb.qr([[3.0, 1.0], [4.0, 2.0]]))
+    >>> bool(np.allclose(q @ r, [[3, 1], [4, 2]]))
+    True
+    """
+    op = make("Qr", (tensor(input),), {"full_matrices": full_matrices}, name=name)
+    return op.outputs[0], op.outputs[1]

@@ -207,17 +207,15 @@ def batch_normalization(
     ...     s.run(y).tolist()
     [-1.0, 1.0]
     """
-    with name_scope(name, "batchnorm"):
+    with name_scope(name, "batchnorm"):  # TF's expression, so the ops get TF's names
         x = tensor(x, name="x")
         mean = tensor(mean, dtype=x.dtype, name="mean")
-        variance = tensor(variance, dtype=x.dtype, name="variance")
-        inv = math_ops.rsqrt(math_ops.add(variance, variance_epsilon))
+        inv = math_ops.rsqrt(tensor(variance, dtype=x.dtype, name="variance") + variance_epsilon)
         if scale is not None:
-            inv = math_ops.multiply(inv, tensor(scale, dtype=x.dtype, name="scale"))
-        shift = math_ops.negative(math_ops.multiply(mean, inv))
-        if offset is not None:
-            shift = math_ops.add(tensor(offset, dtype=x.dtype, name="offset"), shift)
-        return math_ops.add(math_ops.multiply(x, inv), shift)
+            inv = inv * tensor(scale, dtype=x.dtype, name="scale")
+        if offset is None:
+            return x * inv + -mean * inv
+        return x * inv + (tensor(offset, dtype=x.dtype, name="offset") - mean * inv)
 
 
 def _channels_shape(data_format: str) -> tuple[list[int], list[int]]:

@@ -1,0 +1,58 @@
+"""``tf.layers``: TF1's layers, as classes and as functions, with TF's variable names.
+
+Each layer makes its variables with ``tf.get_variable`` inside a variable
+scope named after it (``dense``, ``dense_1``, ``conv2d``...), so checkpoints
+and GraphDefs line up with TensorFlow's; see :mod:`flowbook.layers.base`.
+
+    >>> import flowbook as tf
+    >>> with tf.Graph().as_default():
+    ...     y = tf.layers.dense(tf.zeros([2, 3]), 4)
+    ...     [v.name for v in tf.global_variables()]
+    ['dense/kernel:0', 'dense/bias:0']
+"""
+
+from flowbook.layers.base import Layer
+from flowbook.layers.convolutional import (
+    AveragePooling1D,
+    AveragePooling2D,
+    Conv1D,
+    Conv2D,
+    Conv2DTranspose,
+    MaxPooling1D,
+    MaxPooling2D,
+    average_pooling1d,
+    average_pooling2d,
+    conv1d,
+    max_pooling1d,
+    max_pooling2d,
+)
+from flowbook.layers.convolutional import conv2d_layer as conv2d
+from flowbook.layers.convolutional import conv2d_transpose_layer as conv2d_transpose
+from flowbook.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
+from flowbook.layers.normalization import BatchNormalization, batch_normalization
+
+__all__ = [
+    "AveragePooling1D",
+    "AveragePooling2D",
+    "BatchNormalization",
+    "Conv1D",
+    "Conv2D",
+    "Conv2DTranspose",
+    "Dense",
+    "Dropout",
+    "Flatten",
+    "Layer",
+    "MaxPooling1D",
+    "MaxPooling2D",
+    "average_pooling1d",
+    "average_pooling2d",
+    "batch_normalization",
+    "conv1d",
+    "conv2d",
+    "conv2d_transpose",
+    "dense",
+    "dropout",
+    "flatten",
+    "max_pooling1d",
+    "max_pooling2d",
+]
