@@ -196,4 +196,24 @@ def conv_net(x):
 cnn_accuracy = train_and_test(conv_net, steps=400, lr=3e-3)
 print(f"CNN test accuracy: {cnn_accuracy:.3f}")
 assert cnn_accuracy >= 0.95"""),
+    md("""## The same network with `tf.layers`
+
+Most TF1 code does not make its weights by hand: `tf.layers` makes them, names them
+(`conv2d/kernel`, `conv2d/bias`, `dense/kernel`...) and initialises them (Glorot uniform, as
+TensorFlow does). The same network in five layers; its variables are listed after training."""),
+    code("""def layers_net(x):
+    image = tf.reshape(x, [-1, 8, 8, 1])
+    h = tf.layers.conv2d(image, 16, 3, padding="same", activation=tf.nn.relu)
+    h = tf.layers.max_pooling2d(h, 2, 2, padding="same")  # 4x4x16
+    h = tf.layers.conv2d(h, 32, 3, padding="same", activation=tf.nn.relu)
+    h = tf.layers.max_pooling2d(h, 2, 2, padding="same")  # 2x2x32
+    h = tf.layers.dense(tf.layers.flatten(h), 64, activation=tf.nn.relu)
+    logits = tf.layers.dense(h, 10)
+    print([v.name for v in tf.trainable_variables()])
+    return logits
+
+
+layers_accuracy = train_and_test(layers_net, steps=400, lr=3e-3)
+print(f"tf.layers CNN test accuracy: {layers_accuracy:.3f}")
+assert layers_accuracy >= 0.95"""),
 ])
