@@ -115,6 +115,7 @@ from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
 from flowbook.ops.math_ops import *
+from flowbook.ops.nn_conv import required_space_to_batch_paddings
 from flowbook.ops.partition_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.scan_ops import *
@@ -122,6 +123,14 @@ from flowbook.ops.scatter_ops import *
 from flowbook.ops.segment_ops import *
 from flowbook.ops.sequence_ops import *
 from flowbook.ops.sort_ops import argsort, sort
+from flowbook.ops.space_ops import (
+    batch_to_space,
+    batch_to_space_nd,
+    depth_to_space,
+    space_to_batch,
+    space_to_batch_nd,
+    space_to_depth,
+)  # fmt: skip
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile
 from flowbook.run import gpu

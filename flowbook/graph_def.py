@@ -114,6 +114,9 @@ TYPE_ATTRS: dict[str, dict[str, int]] = dict(
         "RandomUniformInt": {"T": 0},
         "Conv2DBackpropInput": {"T": 1},
         "AvgPoolGrad": {"T": 1},
+        "DepthwiseConv2dNativeBackpropInput": {"T": 1},
+        "SpaceToBatchND": {"T": 0, "Tblock_shape": 1, "Tpaddings": 2},
+        "BatchToSpaceND": {"T": 0, "Tblock_shape": 1, "Tcrops": 2},
         "ScalarSummary": {"T": 1},
         "HistogramSummary": {"T": 1},
         **{s: {"T": 0, "Tidx": 1} for s in ("Cumsum", "Cumprod")},
@@ -152,6 +155,7 @@ OUTPUT_COUNTS: dict[str, int] = {
     "LogUniformCandidateSampler": 3,
     "UniformCandidateSampler": 3,
     "TopKV2": 2,
+    "MaxPoolWithArgmax": 2,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 
@@ -161,7 +165,7 @@ def attr_kind(name: str) -> str:
     >>> attr_kind("strides"), attr_kind("padding"), attr_kind("keep_dims"), attr_kind("alpha")
     ('list(int)', 'string', 'bool', 'float')
     """
-    if name in ("dtype", "SrcT", "DstT", "out_type", "output_type", "Tout", "Tidx"):
+    if name in ("dtype", "SrcT", "DstT", "out_type", "output_type", "Tout", "Tidx", "Targmax"):
         return "type"
     if name == "shape":
         return "shape"
@@ -177,7 +181,7 @@ def attr_kind(name: str) -> str:
         return "list(int)"
     if name == "equation":
         return "string"
-    if name in ("exclusive", "reverse", "sorted"):
+    if name in ("exclusive", "reverse", "sorted", "include_batch_in_index"):
         return "bool"
     if name.startswith(("transpose", "adj", "keep", "use_", "validate")) or name == "unique":
         return "bool"

@@ -17,6 +17,14 @@ from flowbook.ops.conv_ops import (
     conv2d_backprop_input,
     conv2d_transpose,
 )
+from flowbook.ops.depthwise_ops import *
+from flowbook.ops.depthwise_ops import __all__ as _depthwise
+from flowbook.ops.depthwise_ops import (
+    depthwise_conv2d_native_backprop_filter as depthwise_conv2d_backprop_filter,
+)
+from flowbook.ops.depthwise_ops import (
+    depthwise_conv2d_native_backprop_input as depthwise_conv2d_backprop_input,
+)
 from flowbook.ops.embedding_ops import embedding_lookup
 from flowbook.ops.logit_losses import log_poisson_loss, weighted_cross_entropy_with_logits
 from flowbook.ops.loss_ops import (
@@ -28,6 +36,8 @@ from flowbook.ops.loss_ops import (
     sparse_softmax_cross_entropy_with_logits,
 )
 from flowbook.ops.math_ops import sigmoid, tanh  # type: ignore[attr-defined]
+from flowbook.ops.nn_conv import *
+from flowbook.ops.nn_conv import __all__ as _conv
 from flowbook.ops.nn_ops import (
     crelu,
     elu,
@@ -42,6 +52,10 @@ from flowbook.ops.nn_ops import (
     softsign,
     xw_plus_b,
 )
+from flowbook.ops.nn_pool import *
+from flowbook.ops.nn_pool import __all__ as _pool
+from flowbook.ops.nn_stats import *
+from flowbook.ops.nn_stats import __all__ as _stats
 from flowbook.ops.norm_ops import (
     batch_normalization,
     fused_batch_norm,
@@ -50,9 +64,10 @@ from flowbook.ops.norm_ops import (
     lrn,
     moments,
 )
-from flowbook.ops.pool_ops import avg_pool, max_pool
+from flowbook.ops.pool_ops import avg_pool, max_pool, max_pool_with_argmax
 from flowbook.ops.sampled_losses import nce_loss, sampled_softmax_loss
 from flowbook.ops.sort_ops import in_top_k, top_k
+from flowbook.ops.space_ops import depth_to_space, space_to_batch, space_to_depth
 
 __all__ = [
     "avg_pool",
@@ -97,4 +112,8 @@ __all__ = [
     "uniform_candidate_sampler",
     "weighted_cross_entropy_with_logits",
     "xw_plus_b",
-]
+    # issue 16: the conv/pool/spatial tail
+    *_depthwise, *_conv, *_pool, *_stats,
+    "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input",
+    "depth_to_space", "max_pool_with_argmax", "space_to_batch", "space_to_depth",
+]  # fmt: skip

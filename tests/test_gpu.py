@@ -312,7 +312,7 @@ HOST_INPUT_NAMES = {
     "shape", "perm", "dim", "axis", "reduction_indices", "dimension", "multiples", "dims",
     "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
     "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
-    "filter_sizes", "orig_input_shape", "minval", "maxval", "k",
+    "filter_sizes", "orig_input_shape", "minval", "maxval", "k", "block_shape", "crops",
 }  # fmt: skip
 
 

@@ -41,6 +41,8 @@ MODULES = (
     "flowbook.ops.sort_ops",
     "flowbook.ops.einsum_ops",
     "flowbook.ops.sequence_ops",
+    "flowbook.ops.space_ops",
+    "flowbook.ops.depthwise_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -52,6 +54,18 @@ X5 = RNG.standard_normal(5)
 X131 = RNG.standard_normal((1, 3, 1))
 X2236 = RNG.standard_normal((2, 2, 3, 6))
 C23 = np.arange(6.0).reshape(2, 3)
+X2466 = RNG.standard_normal((2, 4, 6, 6))
+F3 = RNG.standard_normal((2, 3, 6, 2))  # a depthwise filter over 6 channels, multiplier 2
+W3 = RNG.standard_normal((2, 2, 6, 3))
+
+
+def _dw_backprop_input(dy):
+    return fb.nn.depthwise_conv2d_native_backprop_input([2, 2, 3, 6], F3, dy, [1, 2, 1, 1], "SAME")
+
+
+def _dw_backprop_filter(x):
+    dy = fb.constant(RNG.standard_normal((2, 1, 3, 12)))
+    return fb.nn.depthwise_conv2d_native_backprop_filter(x, F3.shape, dy, [1, 2, 1, 1], "SAME")
 COND = np.array([[True, False, True], [False, False, True]])
 
 
@@ -163,6 +177,18 @@ CASES = [
     ("reverse_sequence", lambda x: fb.reverse_sequence(x, [3, 1, 2], seq_axis=1), X34),
     ("reverse_sequence_b1", lambda x: fb.reverse_sequence(x, [2, 0, 1], 0, batch_axis=1), X234),
     ("meshgrid", lambda x: fb.meshgrid(x, fb.constant(X5[:2]))[0], X5),
+    # issue 16's spatial moves and depthwise conv (one input differentiated at a time)
+    ("space_to_batch_nd", lambda x: fb.space_to_batch_nd(x, [2, 3], [[1, 1], [2, 1]]), X2236),
+    ("batch_to_space_nd", lambda x: fb.batch_to_space_nd(x, [1, 2], [[0, 1], [1, 0]]), X2236),
+    ("space_to_batch_1d", lambda x: fb.space_to_batch_nd(x, [2], [[0, 1]]), X234),
+    ("space_to_depth", lambda x: fb.nn.space_to_depth(x, 2), X2466),
+    ("depth_to_space", lambda x: fb.nn.depth_to_space(x, 2), X2236[:, :, :, :4]),
+    ("depthwise", lambda x: fb.nn.depthwise_conv2d_native(x, F3, [1, 2, 1, 1], "SAME"), X2236),
+    ("depthwise_rate", lambda x: fb.nn.depthwise_conv2d(x, F3, [1] * 4, "SAME", rate=2), X2466),
+    ("depthwise_bi", lambda x: _dw_backprop_input(x), RNG.standard_normal((2, 1, 3, 12))),
+    ("depthwise_bf", lambda x: _dw_backprop_filter(x), X2236),
+    ("atrous_conv2d", lambda x: fb.nn.atrous_conv2d(x, W3[..., :6, :], 2, "SAME"), X2236),
+    ("conv1d", lambda x: fb.nn.conv1d(x, W3[0, :, :4, :], 2, "VALID"), X234),
 ]
 
 

@@ -41,8 +41,20 @@ def long_tail_ops(x, v):
         tf.reverse_sequence(x, [1, 3], seq_axis=1),
     ]
     tf.nn.in_top_k(x, [0, 1], 1)
+    parts += nn_conv_tail_ops(x)
     total = tf.add_n([tf.reduce_sum(p) for p in parts])
     return total
+
+
+def nn_conv_tail_ops(x):
+    """Issue 16's conv/pool/spatial tail: depthwise, space/batch/depth moves, argmax pool."""
+    img = tf.reshape(tf.tile(x, [2, 4]), [2, 4, 3, 2])
+    d = tf.nn.depthwise_conv2d(img, tf.ones([2, 2, 2, 3]), [1, 1, 1, 1], "SAME", rate=[2, 2])
+    s2d = tf.nn.depth_to_space(tf.nn.space_to_depth(tf.reshape(d, [2, 4, 6, 3]), 2), 2)
+    pooled, arg = tf.nn.max_pool_with_argmax(img, [1, 2, 2, 1], [1, 1, 1, 1], "VALID")
+    with_arg = pooled + tf.cast(arg, tf.float32)
+    (gx,) = tf.gradients(tf.reduce_sum(d**2) + tf.reduce_sum(s2d) + tf.reduce_sum(with_arg), img)
+    return [d, s2d, with_arg, tf.gradients(tf.reduce_sum(gx**2), img)[0]]
 
 
 def every_op():

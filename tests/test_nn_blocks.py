@@ -216,6 +216,19 @@ def _conv(x, w, s, p):
 
 
 X, W = (2, 5, 4, 2), (3, 2, 2, 3)  # conv input and filter
+DW, DW_Y = (3, 2, 2, 3), (2, 3, 2, 6)  # a depthwise filter (multiplier 3), its SAME/2 output
+
+
+def _dw(x, w, s, p):
+    return fb.nn.depthwise_conv2d_native(x, w, [1, s, s, 1], p)
+
+
+def _dw_bi(w, dy):
+    return fb.nn.depthwise_conv2d_native_backprop_input(X, w, dy, [1, 2, 2, 1], "SAME")
+
+
+def _dw_bf(x, dy):
+    return fb.nn.depthwise_conv2d_native_backprop_filter(x, DW, dy, [1, 2, 2, 1], "SAME")
 Y_SAME2, Y_VALID1 = (2, 3, 2, 3), (2, 3, 3, 3)
 KS, ST = [1, 3, 2, 1], [1, 2, 1, 1]  # a pool window and strides
 P_SAME = (2, 3, 4, 2)  # pooled shape of X under KS/ST, SAME
@@ -264,6 +277,24 @@ GRADIENT_CASES = {
         1,
     ),
     "avg_pool_grad/grad": (lambda g: make1("AvgPoolGrad", (fb.constant(X), g), A), [P_SAME], 0),
+    # issue 16's tail: depthwise conv (each input), its backprops, the argmax pool
+    "depthwise/input/SAME2": (lambda x, w: _dw(x, w, 2, "SAME"), [X, DW], 0),
+    "depthwise/filter/SAME2": (lambda x, w: _dw(x, w, 2, "SAME"), [X, DW], 1),
+    "depthwise/filter/VALID1": (lambda x, w: _dw(x, w, 1, "VALID"), [X, DW], 1),
+    "depthwise_backprop_input/filter": (lambda w, dy: _dw_bi(w, dy), [DW, DW_Y], 0),
+    "depthwise_backprop_input/dy": (lambda w, dy: _dw_bi(w, dy), [DW, DW_Y], 1),
+    "depthwise_backprop_filter/input": (lambda x, dy: _dw_bf(x, dy), [X, DW_Y], 0),
+    "depthwise_backprop_filter/dy": (lambda x, dy: _dw_bf(x, dy), [X, DW_Y], 1),
+    "separable/pointwise": (
+        lambda p: fb.nn.separable_conv2d(np.ones(X), np.ones(DW), p, [1, 1, 1, 1], "SAME"),
+        [(1, 1, 6, 2)],
+        0,
+    ),
+    "max_pool_with_argmax": (
+        lambda x: fb.nn.max_pool_with_argmax(x, KS, ST, "SAME")[0],
+        [X],
+        0,
+    ),
     "bias_add/value": (fb.nn.bias_add, [(2, 3, 4), (4,)], 0),
     "bias_add/bias": (fb.nn.bias_add, [(2, 3, 4), (4,)], 1),
     "bias_add_grad": (lambda d: make1("BiasAddGrad", (d,)), [(2, 3, 4)], 0),

@@ -12,6 +12,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     control_flow_ops,
     conv_ops,
     debug_ops,
+    depthwise_ops,
     einsum_ops,
     logit_losses,
     math_ops,
@@ -26,6 +27,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     selection_ops,
     sequence_ops,
     sort_ops,
+    space_ops,
     state_ops,
     summary_ops,
 )

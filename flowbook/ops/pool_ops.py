@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowbook import dtypes
 from flowbook.ops import array_ops
-from flowbook.ops._builder import make1, same_dtype, tensor
+from flowbook.ops._builder import make, make1, same_dtype, tensor
 from flowbook.ops._shape_inputs import check_int, host_ints
 from flowbook.ops.constant_op import partial_shape_value
 from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
@@ -46,7 +47,7 @@ from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import Shape, fmt, num_elements
 
-__all__ = ["avg_pool", "max_pool"]
+__all__ = ["avg_pool", "max_pool", "max_pool_with_argmax"]
 
 
 # ------------------------------------------------------------ pool ops
@@ -200,6 +201,59 @@ def _max_pool_grad_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
     return [array_ops.zeros_like(x), array_ops.zeros_like(y), back]
 
 
+# ------------------------------------------------------------ MaxPoolWithArgmax
+def _argmax_infer(
+    input: Tensor,
+    ksize: Any,
+    strides: Any,
+    padding: str,
+    Targmax: Any = dtypes.int64,
+    include_batch_in_index: bool = False,
+) -> list[Out]:
+    check_dtype(input.dtype, REAL, "input")
+    if Targmax not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"MaxPoolWithArgmax: Targmax must be int32 or int64, got {Targmax}")
+    k, s = _pool_attrs("MaxPoolWithArgmax", ksize, strides, padding)
+    shape = _pool_shape(input._shape, k, s, padding)
+    return [Out(input.dtype, shape), Out(Targmax, shape)]
+
+
+@register_op(
+    "MaxPoolWithArgmax",
+    ("input",),
+    _argmax_infer,
+    ("ksize", "strides", "padding", "Targmax", "include_batch_in_index"),
+    heavy=_pool_heavy,
+)
+def _max_pool_with_argmax(
+    xp: Any,
+    x: Any,
+    ksize: Any,
+    strides: Any,
+    padding: str,
+    Targmax: Any = dtypes.int64,
+    include_batch_in_index: bool = False,
+) -> tuple[Any, Any]:
+    """The pool and, per output cell, where its first maximum is in the flattened input:
+    ``(y * W + x) * C + c``, plus ``b * H * W * C`` with ``include_batch_in_index``."""
+    g, k, s = _geometry(x.shape, ksize, strides, padding)
+    y = windows(xp, pad_nhwc(xp, x, g, _lowest(xp, x.dtype)), g, k, s).max(axis=(3, 4))
+    arg = _argmax(xp, x, g, k, s).astype(xp.int64)
+    n, h, w, c = x.shape
+    rows = (xp.arange(g.oh) * s[0] - g.top)[None, :, None, None] + arg // k[1]
+    cols = (xp.arange(g.ow) * s[1] - g.left)[None, None, :, None] + arg % k[1]
+    flat = (rows * w + cols) * c + xp.arange(c)
+    if include_batch_in_index:
+        flat = flat + (xp.arange(n) * (h * w * c))[:, None, None, None]
+    return y, flat.astype(Targmax.as_numpy_dtype)
+
+
+@register_gradient("MaxPoolWithArgmax")
+def _max_pool_with_argmax_grad(op: Any, grad: Tensor, _: Tensor) -> Tensor:
+    attrs = {**attrs_of(op, ("ksize", "strides", "padding")), "data_format": "NHWC"}
+    return make1("MaxPoolGrad", (op.inputs[0], op.outputs[0], grad), attrs)
+
+
 # ------------------------------------------------------------ AvgPool
 def _counts(
     xp: Any, g: Geometry, hw: tuple[int, int], k: tuple[int, int], s: tuple[int, int], dtype: Any
@@ -321,3 +375,36 @@ def avg_pool(
     [[1.5, 2.0], [2.5, 3.0]]
     """
     return _pool("AvgPool", value, ksize, strides, padding, data_format, name)
+
+
+def max_pool_with_argmax(
+    input: Any,
+    ksize: Any,
+    strides: Any,
+    padding: Any,
+    data_format: str = "NHWC",
+    Targmax: Any = None,
+    name: str | None = None,
+    output_dtype: Any = None,
+    include_batch_in_index: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """:func:`max_pool` and the flattened input index of each maximum (``(y * W + x) * C + c``).
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     x = fb.reshape(fb.constant([1.0, 4.0, 3.0, 2.0]), [1, 2, 2, 1])
+    ...     y, i = fb.nn.max_pool_with_argmax(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    ...     s.run(i).ravel().tolist()
+    [1]
+    """
+    if data_format != "NHWC":
+        raise ValueError(f"MaxPoolWithArgmax: data_format must be 'NHWC', got {data_format!r}")
+    attrs = {
+        "ksize": tuple(window_list(ksize, "ksize")),
+        "strides": tuple(window_list(strides, "strides")),
+        "padding": padding_str(padding),
+        "Targmax": dtypes.as_dtype(output_dtype or Targmax or dtypes.int64),
+        "include_batch_in_index": bool(include_batch_in_index),
+    }
+    op = make("MaxPoolWithArgmax", (tensor(input),), attrs, name=name)
+    return op.outputs[0], op.outputs[1]
