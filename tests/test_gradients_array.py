@@ -66,6 +66,8 @@ def _dw_backprop_input(dy):
 def _dw_backprop_filter(x):
     dy = fb.constant(RNG.standard_normal((2, 1, 3, 12)))
     return fb.nn.depthwise_conv2d_native_backprop_filter(x, F3.shape, dy, [1, 2, 1, 1], "SAME")
+
+
 COND = np.array([[True, False, True], [False, False, True]])
 
 

@@ -229,6 +229,8 @@ def _dw_bi(w, dy):
 
 def _dw_bf(x, dy):
     return fb.nn.depthwise_conv2d_native_backprop_filter(x, DW, dy, [1, 2, 2, 1], "SAME")
+
+
 Y_SAME2, Y_VALID1 = (2, 3, 2, 3), (2, 3, 3, 3)
 KS, ST = [1, 3, 2, 1], [1, 2, 1, 1]  # a pool window and strides
 P_SAME = (2, 3, 4, 2)  # pooled shape of X under KS/ST, SAME
