@@ -3,11 +3,14 @@
 - ``optimizer``: the ``Optimizer`` base (``minimize`` = ``compute_gradients`` +
   ``apply_gradients``; slot variables), and one module per optimizer:
   ``GradientDescentOptimizer``, ``MomentumOptimizer``, ``AdamOptimizer``,
-  ``AdagradOptimizer``, ``RMSPropOptimizer``.  Updates are ordinary graph ops
+  ``AdagradOptimizer``, ``RMSPropOptimizer``, ``AdadeltaOptimizer``, ``FtrlOptimizer``,
+  and the proximal family (``proximal``: ``ProximalGradientDescentOptimizer``,
+  ``ProximalAdagradOptimizer``, ``AdagradDAOptimizer``).  Updates are ordinary graph ops
   ending in ``assign``/``assign_add``/``assign_sub``, with TF's kernel formulas,
   so they show in the graph and match TensorFlow to float32 round-off.
 - ``training_util``: ``get_or_create_global_step`` and friends;
-  ``learning_rate_decay``: ``exponential_decay``.
+  ``learning_rate_decay``: the schedules (``exponential_decay``,
+  ``piecewise_constant``, ``polynomial_decay``, ``cosine_decay``...).
 - ``saver``: ``Saver`` (checkpoints as ``.npz``, written atomically);
   ``checkpoint_management``: ``latest_checkpoint`` and the ``checkpoint`` file;
   ``checkpoint_utils``: the file format, ``list_variables``, ``load_variable``;
@@ -28,6 +31,7 @@
 
 from flowbook.graph_def import write_graph
 from flowbook.summary import FileWriter as SummaryWriter
+from flowbook.train.adadelta import AdadeltaOptimizer
 from flowbook.train.adagrad import AdagradOptimizer
 from flowbook.train.adam import AdamOptimizer
 from flowbook.train.checkpoint_management import (
@@ -38,10 +42,27 @@ from flowbook.train.checkpoint_management import (
     update_checkpoint_state,
 )
 from flowbook.train.checkpoint_utils import list_variables, load_variable
+from flowbook.train.ftrl import FtrlOptimizer
 from flowbook.train.gradient_descent import GradientDescentOptimizer
-from flowbook.train.learning_rate_decay import exponential_decay
+from flowbook.train.learning_rate_decay import (
+    cosine_decay,
+    cosine_decay_restarts,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    noisy_linear_cosine_decay,
+    piecewise_constant,
+    piecewise_constant_decay,
+    polynomial_decay,
+)
 from flowbook.train.momentum import MomentumOptimizer
 from flowbook.train.optimizer import Optimizer
+from flowbook.train.proximal import (
+    AdagradDAOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
+)
 from flowbook.train.rmsprop import RMSPropOptimizer
 from flowbook.train.saver import Saver
 from flowbook.train.training_util import (
@@ -53,26 +74,40 @@ from flowbook.train.training_util import (
 )
 
 __all__ = [
+    "AdadeltaOptimizer",
+    "AdagradDAOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointState",
+    "FtrlOptimizer",
     "GradientDescentOptimizer",
     "MomentumOptimizer",
     "Optimizer",
+    "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer",
     "RMSPropOptimizer",
     "Saver",
     "SummaryWriter",
     "assert_global_step",
     "checkpoint_exists",
+    "cosine_decay",
+    "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "inverse_time_decay",
     "latest_checkpoint",
+    "linear_cosine_decay",
     "list_variables",
     "load_variable",
+    "natural_exp_decay",
+    "noisy_linear_cosine_decay",
+    "piecewise_constant",
+    "piecewise_constant_decay",
+    "polynomial_decay",
     "update_checkpoint_state",
     "write_graph",
 ]
