@@ -11,6 +11,7 @@
 - ``training_util``: ``get_or_create_global_step`` and friends;
   ``learning_rate_decay``: the schedules (``exponential_decay``,
   ``piecewise_constant``, ``polynomial_decay``, ``cosine_decay``...).
+- ``moving_averages``: ``ExponentialMovingAverage`` (shadow variables).
 - ``saver``: ``Saver`` (checkpoints as ``.npz``, written atomically);
   ``checkpoint_management``: ``latest_checkpoint`` and the ``checkpoint`` file;
   ``checkpoint_utils``: the file format, ``list_variables``, ``load_variable``;
@@ -57,6 +58,7 @@ from flowbook.train.learning_rate_decay import (
     polynomial_decay,
 )
 from flowbook.train.momentum import MomentumOptimizer
+from flowbook.train.moving_averages import ExponentialMovingAverage
 from flowbook.train.optimizer import Optimizer
 from flowbook.train.proximal import (
     AdagradDAOptimizer,
@@ -79,6 +81,7 @@ __all__ = [
     "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointState",
+    "ExponentialMovingAverage",
     "FtrlOptimizer",
     "GradientDescentOptimizer",
     "MomentumOptimizer",
