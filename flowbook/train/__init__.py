@@ -11,6 +11,10 @@
 - ``training_util``: ``get_or_create_global_step`` and friends;
   ``learning_rate_decay``: the schedules (``exponential_decay``,
   ``piecewise_constant``, ``polynomial_decay``, ``cosine_decay``...).
+- hooks and monitored sessions: ``session_run_hook`` (the protocol),
+  ``basic_hooks`` (stop, log, NaN, feed, final ops), ``saving_hooks``
+  (checkpoints, summaries, step rate), ``monitored_session`` (``Scaffold``,
+  ``MonitoredSession``, ``MonitoredTrainingSession``).
 - ``moving_averages``: ``ExponentialMovingAverage`` (shadow variables).
 - ``saver``: ``Saver`` (checkpoints as ``.npz``, written atomically);
   ``checkpoint_management``: ``latest_checkpoint`` and the ``checkpoint`` file;
@@ -35,6 +39,15 @@ from flowbook.summary import FileWriter as SummaryWriter
 from flowbook.train.adadelta import AdadeltaOptimizer
 from flowbook.train.adagrad import AdagradOptimizer
 from flowbook.train.adam import AdamOptimizer
+from flowbook.train.basic_hooks import (
+    FeedFnHook,
+    FinalOpsHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StopAtStepHook,
+)
 from flowbook.train.checkpoint_management import (
     CheckpointState,
     checkpoint_exists,
@@ -58,6 +71,14 @@ from flowbook.train.learning_rate_decay import (
     polynomial_decay,
 )
 from flowbook.train.momentum import MomentumOptimizer
+from flowbook.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SingularMonitoredSession,
+    basic_train_loop,
+)
 from flowbook.train.moving_averages import ExponentialMovingAverage
 from flowbook.train.optimizer import Optimizer
 from flowbook.train.proximal import (
@@ -67,6 +88,18 @@ from flowbook.train.proximal import (
 )
 from flowbook.train.rmsprop import RMSPropOptimizer
 from flowbook.train.saver import Saver
+from flowbook.train.saving_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    StepCounterHook,
+    SummarySaverHook,
+)
+from flowbook.train.session_run_hook import (
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+)
 from flowbook.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -80,18 +113,39 @@ __all__ = [
     "AdagradDAOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
     "CheckpointState",
+    "ChiefSessionCreator",
     "ExponentialMovingAverage",
+    "FeedFnHook",
+    "FinalOpsHook",
     "FtrlOptimizer",
     "GradientDescentOptimizer",
+    "LoggingTensorHook",
     "MomentumOptimizer",
+    "MonitoredSession",
+    "MonitoredTrainingSession",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
     "Optimizer",
     "ProximalAdagradOptimizer",
     "ProximalGradientDescentOptimizer",
     "RMSPropOptimizer",
     "Saver",
+    "Scaffold",
+    "SecondOrStepTimer",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "SingularMonitoredSession",
+    "StepCounterHook",
+    "StopAtStepHook",
+    "SummarySaverHook",
     "SummaryWriter",
     "assert_global_step",
+    "basic_train_loop",
     "checkpoint_exists",
     "cosine_decay",
     "cosine_decay_restarts",
