@@ -19,6 +19,7 @@
 - ``saver``: ``Saver`` (checkpoints as ``.npz``, written atomically);
   ``checkpoint_management``: ``latest_checkpoint`` and the ``checkpoint`` file;
   ``checkpoint_utils``: the file format, ``list_variables``, ``load_variable``;
+  ``checkpoint_tools``: ``load_checkpoint``, ``checkpoints_iterator``...;
   ``checkpoint_reader``: reading damaged or hostile checkpoints (DataLossError).
 
     >>> import flowbook as fb
@@ -54,6 +55,14 @@ from flowbook.train.checkpoint_management import (
     get_checkpoint_state,
     latest_checkpoint,
     update_checkpoint_state,
+)
+from flowbook.train.checkpoint_tools import (
+    CheckpointReader,
+    NewCheckpointReader,
+    checkpoints_iterator,
+    get_checkpoint_mtimes,
+    load_checkpoint,
+    remove_checkpoint,
 )
 from flowbook.train.checkpoint_utils import list_variables, load_variable
 from flowbook.train.ftrl import FtrlOptimizer
@@ -113,6 +122,7 @@ __all__ = [
     "AdagradDAOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
+    "CheckpointReader",
     "CheckpointSaverHook",
     "CheckpointSaverListener",
     "CheckpointState",
@@ -128,6 +138,7 @@ __all__ = [
     "MonitoredTrainingSession",
     "NanLossDuringTrainingError",
     "NanTensorHook",
+    "NewCheckpointReader",
     "Optimizer",
     "ProximalAdagradOptimizer",
     "ProximalGradientDescentOptimizer",
@@ -147,10 +158,12 @@ __all__ = [
     "assert_global_step",
     "basic_train_loop",
     "checkpoint_exists",
+    "checkpoints_iterator",
     "cosine_decay",
     "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
+    "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
@@ -159,12 +172,14 @@ __all__ = [
     "latest_checkpoint",
     "linear_cosine_decay",
     "list_variables",
+    "load_checkpoint",
     "load_variable",
     "natural_exp_decay",
     "noisy_linear_cosine_decay",
     "piecewise_constant",
     "piecewise_constant_decay",
     "polynomial_decay",
+    "remove_checkpoint",
     "update_checkpoint_state",
     "write_graph",
 ]
