@@ -24,3 +24,8 @@ class GraphKeys:
     GLOBAL_STEP = "global_step"
     INIT_OP = "init_op"
     TRAIN_OP = "train_op"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    SAVERS = "savers"
+    SUMMARY_OP = "summary_op"
+    READY_OP = "ready_op"
+    LOCAL_INIT_OP = "local_init_op"

@@ -3,14 +3,23 @@
 - ``optimizer``: the ``Optimizer`` base (``minimize`` = ``compute_gradients`` +
   ``apply_gradients``; slot variables), and one module per optimizer:
   ``GradientDescentOptimizer``, ``MomentumOptimizer``, ``AdamOptimizer``,
-  ``AdagradOptimizer``, ``RMSPropOptimizer``.  Updates are ordinary graph ops
+  ``AdagradOptimizer``, ``RMSPropOptimizer``, ``AdadeltaOptimizer``, ``FtrlOptimizer``,
+  and the proximal family (``proximal``: ``ProximalGradientDescentOptimizer``,
+  ``ProximalAdagradOptimizer``, ``AdagradDAOptimizer``).  Updates are ordinary graph ops
   ending in ``assign``/``assign_add``/``assign_sub``, with TF's kernel formulas,
   so they show in the graph and match TensorFlow to float32 round-off.
 - ``training_util``: ``get_or_create_global_step`` and friends;
-  ``learning_rate_decay``: ``exponential_decay``.
+  ``learning_rate_decay``: the schedules (``exponential_decay``,
+  ``piecewise_constant``, ``polynomial_decay``, ``cosine_decay``...).
+- hooks and monitored sessions: ``session_run_hook`` (the protocol),
+  ``basic_hooks`` (stop, log, NaN, feed, final ops), ``saving_hooks``
+  (checkpoints, summaries, step rate), ``monitored_session`` (``Scaffold``,
+  ``MonitoredSession``, ``MonitoredTrainingSession``).
+- ``moving_averages``: ``ExponentialMovingAverage`` (shadow variables).
 - ``saver``: ``Saver`` (checkpoints as ``.npz``, written atomically);
   ``checkpoint_management``: ``latest_checkpoint`` and the ``checkpoint`` file;
   ``checkpoint_utils``: the file format, ``list_variables``, ``load_variable``;
+  ``checkpoint_tools``: ``load_checkpoint``, ``checkpoints_iterator``...;
   ``checkpoint_reader``: reading damaged or hostile checkpoints (DataLossError).
 
     >>> import flowbook as fb
@@ -28,8 +37,18 @@
 
 from flowbook.graph_def import write_graph
 from flowbook.summary import FileWriter as SummaryWriter
+from flowbook.train.adadelta import AdadeltaOptimizer
 from flowbook.train.adagrad import AdagradOptimizer
 from flowbook.train.adam import AdamOptimizer
+from flowbook.train.basic_hooks import (
+    FeedFnHook,
+    FinalOpsHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StopAtStepHook,
+)
 from flowbook.train.checkpoint_management import (
     CheckpointState,
     checkpoint_exists,
@@ -37,13 +56,59 @@ from flowbook.train.checkpoint_management import (
     latest_checkpoint,
     update_checkpoint_state,
 )
+from flowbook.train.checkpoint_tools import (
+    CheckpointReader,
+    NewCheckpointReader,
+    checkpoints_iterator,
+    get_checkpoint_mtimes,
+    load_checkpoint,
+    remove_checkpoint,
+)
 from flowbook.train.checkpoint_utils import list_variables, load_variable
+from flowbook.train.ftrl import FtrlOptimizer
 from flowbook.train.gradient_descent import GradientDescentOptimizer
-from flowbook.train.learning_rate_decay import exponential_decay
+from flowbook.train.learning_rate_decay import (
+    cosine_decay,
+    cosine_decay_restarts,
+    exponential_decay,
+    inverse_time_decay,
+    linear_cosine_decay,
+    natural_exp_decay,
+    noisy_linear_cosine_decay,
+    piecewise_constant,
+    piecewise_constant_decay,
+    polynomial_decay,
+)
 from flowbook.train.momentum import MomentumOptimizer
+from flowbook.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SingularMonitoredSession,
+    basic_train_loop,
+)
+from flowbook.train.moving_averages import ExponentialMovingAverage
 from flowbook.train.optimizer import Optimizer
+from flowbook.train.proximal import (
+    AdagradDAOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
+)
 from flowbook.train.rmsprop import RMSPropOptimizer
 from flowbook.train.saver import Saver
+from flowbook.train.saving_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    StepCounterHook,
+    SummarySaverHook,
+)
+from flowbook.train.session_run_hook import (
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+)
 from flowbook.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -53,26 +118,68 @@ from flowbook.train.training_util import (
 )
 
 __all__ = [
+    "AdadeltaOptimizer",
+    "AdagradDAOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
+    "CheckpointReader",
+    "CheckpointSaverHook",
+    "CheckpointSaverListener",
     "CheckpointState",
+    "ChiefSessionCreator",
+    "ExponentialMovingAverage",
+    "FeedFnHook",
+    "FinalOpsHook",
+    "FtrlOptimizer",
     "GradientDescentOptimizer",
+    "LoggingTensorHook",
     "MomentumOptimizer",
+    "MonitoredSession",
+    "MonitoredTrainingSession",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
+    "NewCheckpointReader",
     "Optimizer",
+    "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer",
     "RMSPropOptimizer",
     "Saver",
+    "Scaffold",
+    "SecondOrStepTimer",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "SingularMonitoredSession",
+    "StepCounterHook",
+    "StopAtStepHook",
+    "SummarySaverHook",
     "SummaryWriter",
     "assert_global_step",
+    "basic_train_loop",
     "checkpoint_exists",
+    "checkpoints_iterator",
+    "cosine_decay",
+    "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
+    "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "inverse_time_decay",
     "latest_checkpoint",
+    "linear_cosine_decay",
     "list_variables",
+    "load_checkpoint",
     "load_variable",
+    "natural_exp_decay",
+    "noisy_linear_cosine_decay",
+    "piecewise_constant",
+    "piecewise_constant_decay",
+    "polynomial_decay",
+    "remove_checkpoint",
     "update_checkpoint_state",
     "write_graph",
 ]
