@@ -37,7 +37,8 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     # the op library, and what builds or reads graphs with it
     ("ops", {"ops", "var_state", "variables", "nn", "math", "losses", "graph_def",
              "graph_def_import", "io", "random", "initializers", "variable_store",
-             "variable_scope", "layers", "contrib"}),
+             "variable_scope", "layers", "contrib", "loss_reduction",
+             "regression_losses"}),
     # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
     ("run", {"run", "gpu_sim"}),

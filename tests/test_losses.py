@@ -18,6 +18,8 @@ ONEHOT = np.eye(C, dtype=F)[LABELS]
 PRED = RNG.rand(N, 3).astype(F)
 TRUE = RNG.rand(N, 3).astype(F)
 BINARY = (RNG.rand(N, 3) > 0.5).astype(F)
+UNIT_PRED = (PRED / np.linalg.norm(PRED, axis=1, keepdims=True)).astype(F)
+UNIT_TRUE = (TRUE / np.linalg.norm(TRUE, axis=1, keepdims=True)).astype(F)
 
 
 def _log_softmax(x):
@@ -86,6 +88,16 @@ CASES = [
         "log_loss",
         lambda **kw: losses.log_loss(BINARY, PRED, **kw),
         -BINARY * np.log(PRED + 1e-7) - (1 - BINARY) * np.log(1 - PRED + 1e-7),
+    ),
+    (
+        "hinge",
+        lambda **kw: losses.hinge_loss(BINARY, LOGITS[:, :3], **kw),
+        np.maximum(0.0, 1.0 - (2 * BINARY - 1) * LOGITS[:, :3].astype(np.float64)),
+    ),
+    (
+        "cosine_distance",
+        lambda **kw: losses.cosine_distance(UNIT_TRUE, UNIT_PRED, axis=1, **kw),
+        1.0 - (UNIT_TRUE.astype(np.float64) * UNIT_PRED).sum(1, keepdims=True),
     ),
     (
         "huber",
@@ -222,3 +234,22 @@ def test_gradients_of_the_mean():
     np.testing.assert_allclose(got_p, 2 * (PRED - TRUE) / PRED.size, rtol=1e-5)
     softmax = np.exp(_log_softmax(LOGITS))
     np.testing.assert_allclose(got_l, (softmax - ONEHOT) / N, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("weights", [1.0, np.array([1.0, 0.0, 2.0, 0.5, 3.0], F)])
+def test_mean_pairwise_squared_error_is_the_mean_over_pairs(weights):
+    loss = losses.mean_pairwise_squared_error(TRUE, PRED, weights=weights)
+    d = PRED.astype(np.float64) - TRUE
+    per_example = [
+        np.mean([(row[i] - row[j]) ** 2 for i in range(3) for j in range(3) if i != j]) for row in d
+    ]
+    want = float(np.sum(np.asarray(per_example) * weights))
+    np.testing.assert_allclose(_run(loss), want, rtol=1e-5)
+    assert fb.get_collection(fb.GraphKeys.LOSSES) == [loss]
+
+
+def test_loss_argument_errors():
+    with pytest.raises(ValueError, match="You must specify 'axis'"):
+        losses.cosine_distance(UNIT_TRUE, UNIT_PRED)
+    with pytest.raises(ValueError, match="need rank >= 2"):
+        losses.mean_pairwise_squared_error([1.0, 2.0], [1.0, 3.0])
