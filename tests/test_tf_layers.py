@@ -387,3 +387,44 @@ def test_batch_norm_gradient_matches_finite_differences(training):
             x, [4, 3], y, [4, 3], x_init_value=RNG.randn(4, 3), session=s
         )
     assert err < 1e-6
+
+
+def test_separable_conv2d_is_depthwise_then_pointwise():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 5, 3)).astype(np.float32)
+    dw = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)
+    pw = rng.standard_normal((1, 1, 6, 4)).astype(np.float32)
+    y = tf.layers.separable_conv2d(
+        tf.constant(x), 4, 3, depth_multiplier=2,
+        depthwise_initializer=tf.constant_initializer(dw),
+        pointwise_initializer=tf.constant_initializer(pw),
+    )  # fmt: skip
+    names = [v.name for v in tf.trainable_variables()]
+    assert names == [
+        "separable_conv2d/depthwise_kernel:0",
+        "separable_conv2d/pointwise_kernel:0",
+        "separable_conv2d/bias:0",
+    ]
+    depthwise = np.zeros((2, 3, 3, 6))
+    for i in range(3):
+        for j in range(3):
+            patch = x[:, i : i + 3, j : j + 3, :]  # [b, 3, 3, c]
+            depthwise[:, i, j] = np.einsum("bhwc,hwcm->bcm", patch, dw).reshape(2, 6)
+    want = depthwise @ pw[0, 0]
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(s.run(y), want, rtol=1e-4, atol=1e-5)
+    y1 = tf.layers.separable_conv1d(tf.zeros([2, 10, 3]), 4, 3, name="sep1")
+    assert y1.shape.as_list() == [2, 8, 4]
+
+
+def test_a_layer_with_an_input_spec_checks_its_inputs():
+    layer = tf.layers.Dense(2, name="d")
+    layer.input_spec = tf.layers.InputSpec(min_ndim=2, axes={-1: 3})
+    assert layer(tf.zeros([4, 3])).shape.as_list() == [4, 2]
+    with pytest.raises(
+        ValueError, match=r"layer d .* expected axis -1 of input shape to have value 3"
+    ):
+        layer(tf.zeros([4, 5]))
+    with pytest.raises(ValueError, match="expected min_ndim=2, found ndim=1"):
+        layer(tf.zeros([3]))

@@ -11,7 +11,7 @@ and GraphDefs line up with TensorFlow's; see :mod:`flowbook.layers.base`.
     ['dense/kernel:0', 'dense/bias:0']
 """
 
-from flowbook.layers.base import Layer
+from flowbook.layers.base import InputSpec, Layer
 from flowbook.layers.convolutional import (
     AveragePooling1D,
     AveragePooling2D,
@@ -30,6 +30,12 @@ from flowbook.layers.convolutional import conv2d_layer as conv2d
 from flowbook.layers.convolutional import conv2d_transpose_layer as conv2d_transpose
 from flowbook.layers.core import Dense, Dropout, Flatten, dense, dropout, flatten
 from flowbook.layers.normalization import BatchNormalization, batch_normalization
+from flowbook.layers.separable import (
+    SeparableConv1D,
+    SeparableConv2D,
+    separable_conv1d,
+    separable_conv2d,
+)
 
 __all__ = [
     "AveragePooling1D",
@@ -41,9 +47,12 @@ __all__ = [
     "Dense",
     "Dropout",
     "Flatten",
+    "InputSpec",
     "Layer",
     "MaxPooling1D",
     "MaxPooling2D",
+    "SeparableConv1D",
+    "SeparableConv2D",
     "average_pooling1d",
     "average_pooling2d",
     "batch_normalization",
@@ -55,4 +64,6 @@ __all__ = [
     "flatten",
     "max_pooling1d",
     "max_pooling2d",
+    "separable_conv1d",
+    "separable_conv2d",
 ]

@@ -206,6 +206,8 @@ class Layer:
         scope_cm = variable_scope(self._scope, reuse=reuse, auxiliary_name_scope=False)
         with scope_cm as scope, graph.name_scope(scope.original_name_scope or None):
             inputs = _as_tensor(inputs)
+            if getattr(self, "input_spec", None) is not None and isinstance(inputs, Tensor):
+                self.input_spec.check(inputs, self.name)
             if not self.built:
                 if self.dtype is None and isinstance(inputs, Tensor):
                     self.dtype = inputs.dtype
@@ -222,6 +224,65 @@ class Layer:
 
     def __repr__(self) -> str:
         return f"<flowbook.layers.{type(self).__name__} '{self.name}'>"
+
+
+class InputSpec:
+    """What a layer accepts: ``dtype``, ``shape``, ``ndim``/``min_ndim``/``max_ndim``, ``axes``.
+
+    A layer with ``input_spec`` set checks every input against it when called,
+    as TF1's layers do, and raises ``ValueError`` naming the layer.
+
+    >>> import flowbook as tf
+    >>> spec = InputSpec(ndim=2, axes={-1: 3})
+    >>> with tf.Graph().as_default():
+    ...     spec.check(tf.zeros([4, 2]), "dense")
+    Traceback (most recent call last):
+    ...
+    ValueError: Input 0 of layer dense is incompatible with the layer: expected axis -1 of input shape to have value 3 but received input with shape [4, 2]
+    """
+
+    def __init__(
+        self,
+        dtype: Any = None,
+        shape: Any = None,
+        ndim: int | None = None,
+        max_ndim: int | None = None,
+        min_ndim: int | None = None,
+        axes: dict[int, int] | None = None,
+    ) -> None:
+        self.dtype, self.shape = dtype, None if shape is None else list(shape)
+        self.ndim = len(self.shape) if self.shape is not None else ndim
+        self.max_ndim, self.min_ndim, self.axes = max_ndim, min_ndim, dict(axes or {})
+
+    def __repr__(self) -> str:
+        parts = [f"{k}={v}" for k, v in vars(self).items() if v not in (None, {})]
+        return f"InputSpec({', '.join(parts)})"
+
+    def check(self, x: Tensor, layer: str) -> None:
+        """Raise ``ValueError`` naming ``layer`` unless ``x`` fits this spec."""
+        shape = x.get_shape().as_list() if x.get_shape().ndims is not None else None
+        where = f"Input 0 of layer {layer} is incompatible with the layer"
+        if self.dtype is not None and x.dtype != self.dtype:
+            raise ValueError(f"{where}: expected dtype {self.dtype}, found {x.dtype}")
+        if shape is None:
+            return
+        rank = len(shape)
+        bounds = ((self.ndim, rank != self.ndim, "ndim"), (self.min_ndim, rank < (self.min_ndim or 0), "min_ndim"),
+                  (self.max_ndim, self.max_ndim is not None and rank > self.max_ndim, "max_ndim"))  # fmt: skip
+        for value, bad, what in bounds:
+            if value is not None and bad:
+                raise ValueError(f"{where}: expected {what}={value}, found ndim={rank}")
+        for axis, size in self.axes.items():
+            got = shape[axis] if -rank <= axis < rank else None
+            if got is not None and got != size:
+                raise ValueError(
+                    f"{where}: expected axis {axis} of input shape to have value {size} but "
+                    f"received input with shape {shape}"
+                )
+        if self.shape is not None:
+            for want, got in zip(self.shape, shape):
+                if want is not None and got is not None and want != got:
+                    raise ValueError(f"{where}: expected shape={self.shape}, found shape={shape}")
 
 
 def _as_tensor(inputs: Any) -> Any:
