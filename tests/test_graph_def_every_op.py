@@ -45,6 +45,28 @@ def long_tail_ops(x, v):
     return total
 
 
+def tfcore_ops(x, n):
+    """The top-level ``tf.*`` math and array names of issue 16 (trigonometry, linalg...)."""
+    t = tf.tanh(x) * 0.5  # in (-0.5, 0.5): every inverse function's domain
+    parts = [
+        tf.tan(t),
+        tf.asin(t),
+        tf.acos(t),
+        tf.atan(t),
+        tf.sinh(t),
+        tf.cosh(t),
+        tf.asinh(t),
+        tf.acosh(tf.cosh(t) + 1.0),
+        tf.atanh(t),
+        tf.expm1(t),
+        tf.rint(x),
+        tf.atan2(t, x + 3.0),
+        tf.div_no_nan(x, t),
+    ]
+    ni = tf.truncatediv(n, 2) + tf.truncatemod(n, 3)
+    return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
+
+
 def every_op():
     """One or more ops of every registered type (gradients bring the *Grad ops)."""
     x = tf.placeholder(tf.float32, [2, 3], name="x")
@@ -188,6 +210,7 @@ def every_op():
         + tf.reduce_sum(tf.cast(ni, tf.float32))
     )
     total += long_tail_ops(x, v)
+    total += tfcore_ops(x, n)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)
