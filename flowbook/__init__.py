@@ -114,7 +114,9 @@ from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
+from flowbook.ops.linalg_more import *
 from flowbook.ops.math_ops import *
+from flowbook.ops.matrix_diag_ops import *
 from flowbook.ops.partition_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.scan_ops import *

@@ -177,7 +177,7 @@ def attr_kind(name: str) -> str:
         return "list(int)"
     if name == "equation":
         return "string"
-    if name in ("exclusive", "reverse", "sorted"):
+    if name in ("exclusive", "reverse", "sorted", "lower"):
         return "bool"
     if name.startswith(("transpose", "adj", "keep", "use_", "validate")) or name == "unique":
         return "bool"

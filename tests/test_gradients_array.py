@@ -41,6 +41,8 @@ MODULES = (
     "flowbook.ops.sort_ops",
     "flowbook.ops.einsum_ops",
     "flowbook.ops.sequence_ops",
+    "flowbook.ops.matrix_diag_ops",
+    "flowbook.ops.linalg_more",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -52,6 +54,9 @@ X5 = RNG.standard_normal(5)
 X131 = RNG.standard_normal((1, 3, 1))
 X2236 = RNG.standard_normal((2, 2, 3, 6))
 C23 = np.arange(6.0).reshape(2, 3)
+X33 = RNG.standard_normal((3, 3))
+X2323 = RNG.standard_normal((2, 3, 2, 3))
+I3 = np.eye(3)
 COND = np.array([[True, False, True], [False, False, True]])
 
 
@@ -163,6 +168,27 @@ CASES = [
     ("reverse_sequence", lambda x: fb.reverse_sequence(x, [3, 1, 2], seq_axis=1), X34),
     ("reverse_sequence_b1", lambda x: fb.reverse_sequence(x, [2, 0, 1], 0, batch_axis=1), X234),
     ("meshgrid", lambda x: fb.meshgrid(x, fb.constant(X5[:2]))[0], X5),
+    # the top-level tf.* names of issue 16: diagonals, bands, solves
+    ("matrix_diag", lambda x: fb.matrix_diag(x), X23),
+    ("matrix_diag_part", lambda x: fb.matrix_diag_part(x), X234),
+    ("matrix_set_diag", lambda x: fb.matrix_set_diag(x, fb.constant(C23[0, :2] + 9)), X23),
+    ("matrix_set_diag_d", lambda x: fb.matrix_set_diag(fb.constant(X234), x), X23),
+    ("matrix_band_part", lambda x: fb.matrix_band_part(x, 1, 0), X234),
+    ("diag", lambda x: fb.diag(x), X23),
+    ("diag_part", lambda x: fb.diag_part(x), X2323),
+    ("trace", lambda x: fb.trace(x), X234),
+    ("matrix_transpose", lambda x: fb.matrix_transpose(x), X234),
+    ("cholesky", lambda x: fb.cholesky(fb.matmul(x, x, transpose_b=True) + 3 * I3), X33),
+    ("matrix_solve", lambda x: fb.matrix_solve(x + 3 * I3, X34), X33),
+    ("matrix_solve_rhs", lambda x: fb.matrix_solve(X33 + 3 * I3, x, adjoint=True), X34),
+    ("tri_solve", lambda x: fb.matrix_triangular_solve(x + 3 * I3, X34), X33),
+    ("tri_solve_up_adj", lambda x: fb.matrix_triangular_solve(x + 3 * I3, X34, False, True), X33),
+    ("tri_solve_rhs", lambda x: fb.matrix_triangular_solve(X33 + 3 * I3, x), X34),
+    ("cross", lambda x: fb.cross(x, fb.constant(X23[::-1])), X23),
+    ("norm", lambda x: fb.norm(x), X234),
+    ("norm_p3_axis", lambda x: fb.norm(x, 3, axis=1, keepdims=True), X234),
+    ("norm_fro", lambda x: fb.norm(x, "fro", axis=[0, 2]), X234),
+    ("norm_1_matrix", lambda x: fb.norm(x, 1, axis=[-2, -1]), X2236),
 ]
 
 

@@ -63,6 +63,19 @@ def tfcore_ops(x, n):
         tf.atan2(t, x + 3.0),
         tf.div_no_nan(x, t),
     ]
+    sq = tf.matmul(x, x, transpose_b=True) + tf.eye(2) * 3.0
+    parts += [
+        tf.matrix_diag(x),
+        tf.matrix_set_diag(tf.zeros([2, 3, 3]), x),
+        tf.diag(x),
+        tf.diag_part(tf.diag(x)),
+        tf.trace(sq),
+        tf.matrix_band_part(x, 0, -1),
+        tf.cholesky(sq),
+        tf.matrix_solve(sq, x, adjoint=True),
+        tf.matrix_triangular_solve(sq, x, lower=False),
+        tf.cross(x, x * x),
+    ]
     ni = tf.truncatediv(n, 2) + tf.truncatemod(n, 3)
     return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
 

@@ -60,6 +60,21 @@ def _np_one_hot(i, depth, axis=-1, on=1.0, off=0.0, dtype=np.float32):
     return np.moveaxis(out, -1, axis)
 
 
+def _np_set_diag(x, d):
+    out = x.copy()
+    i = np.arange(min(x.shape[-2:]))
+    out[..., i, i] = d
+    return out
+
+
+def _np_band(x, lo, up):
+    i, j = np.indices(x.shape[-2:])
+    return np.where(((lo < 0) | (i - j <= lo)) & ((up < 0) | (j - i <= up)), x, 0).astype(x.dtype)
+
+
+SPD = np.array([[4.0, 2.0, 0.5], [2.0, 3.0, 0.25], [0.5, 0.25, 2.0]])
+
+
 CASES = [
     ("identity", lambda x: fb.identity(x), lambda x: x, [A23]),
     ("stop_gradient", lambda x: fb.stop_gradient(x), lambda x: x, [A23]),
@@ -146,6 +161,21 @@ CASES = [
     ("boolean_mask", lambda x, m: fb.boolean_mask(x, m), lambda x, m: x[m], [A23.T, MASK]),
     ("boolean_mask_2d", lambda x, m: fb.boolean_mask(x, m), lambda x, m: x[m], [A234[:, :, 0], MASK23]),
     ("boolean_mask_axis", lambda x, m: fb.boolean_mask(x, m, axis=1), lambda x, m: x[:, m], [A234, MASK]),
+    # the top-level tf.* names of issue 16: diagonals, bands, solves
+    ("matrix_diag", fb.matrix_diag, lambda d: d[..., None] * np.eye(3, dtype=d.dtype), [A23]),
+    ("matrix_diag_part", fb.matrix_diag_part, lambda x: np.diagonal(x, 0, -2, -1), [A234]),
+    ("matrix_set_diag", fb.matrix_set_diag, _np_set_diag, [A234, -A23]),
+    ("matrix_band_part", fb.matrix_band_part, _np_band, [A234, np.int64(1), np.int64(0)]),
+    ("matrix_band_all", fb.matrix_band_part, _np_band, [A234, np.int64(-1), np.int64(2)]),
+    ("diag", fb.diag, lambda d: np.diag(d.ravel()).reshape(2, 3, 2, 3), [A23]),
+    ("diag_part", fb.diag_part, lambda x: np.diagonal(x.reshape(6, 6)).reshape(2, 3), [np.arange(36.0).reshape(2, 3, 2, 3)]),
+    ("trace", fb.trace, lambda x: np.trace(x, 0, -2, -1), [A234]),
+    ("cholesky", fb.cholesky, np.linalg.cholesky, [SPD]),
+    ("matrix_solve", fb.matrix_solve, np.linalg.solve, [SPD, SPD[..., :2]]),
+    ("matrix_solve_adj", lambda m, r: fb.matrix_solve(m, r, adjoint=True), lambda m, r: np.linalg.solve(m.T, r), [SPD + np.eye(3)[::-1], SPD[:, :1]]),
+    ("tri_solve", fb.matrix_triangular_solve, lambda m, r: np.linalg.solve(np.tril(m), r), [SPD + 9, SPD]),
+    ("tri_solve_upper", lambda m, r: fb.matrix_triangular_solve(m, r, lower=False), lambda m, r: np.linalg.solve(np.triu(m), r), [SPD + 9, SPD]),
+    ("cross", fb.cross, np.cross, [A23, A23[::-1] ** 2]),
 ]  # fmt: skip
 
 DATA_DEPENDENT = {
