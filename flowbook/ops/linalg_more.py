@@ -79,9 +79,7 @@ def _solve_infer(op_type: str, matrix: Tensor, rhs: Tensor) -> Out:
     if sq is None or r is None:
         return Out(dt, None)
     if sq[-1] is not None and r[-2] is not None and sq[-1] != r[-2]:
-        raise ValueError(
-            f"matrix{fmt(sq)} and rhs{fmt(r)} must have the same number of rows"
-        )
+        raise ValueError(f"matrix{fmt(sq)} and rhs{fmt(r)} must have the same number of rows")
     return Out(dt, (*broadcast(sq[:-2], r[:-2]), sq[-1] if r[-2] is None else r[-2], r[-1]))  # type: ignore[misc]
 
 
