@@ -107,6 +107,7 @@ from flowbook.initializers import (
 )
 from flowbook.notebook import load_ipython_extension, unload_ipython_extension
 from flowbook.ops import array_ops, math_ops, nn_ops, operators, random_ops
+from flowbook.ops.array_more import *
 from flowbook.ops.array_ops import *
 from flowbook.ops.clip_ops import *
 from flowbook.ops.compat_ops import *
@@ -123,6 +124,7 @@ from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_ops import *
 from flowbook.ops.segment_ops import *
 from flowbook.ops.sequence_ops import *
+from flowbook.ops.set_ops import *
 from flowbook.ops.sort_ops import argsort, sort
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile

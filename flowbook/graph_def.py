@@ -123,6 +123,10 @@ TYPE_ATTRS: dict[str, dict[str, int]] = dict(
         "DynamicStitch": {"T": -1},
         "InTopKV2": {"T": 1},
         "ReverseSequence": {"T": 0, "Tlen": 1},
+        "LinSpace": {"T": 0, "Tidx": 2},
+        "BroadcastTo": {"T": 0, "Tidx": 1},
+        "Roll": {"T": 0, "Tshift": 1, "Taxis": 2},
+        "MatrixBandPart": {"T": 0, "Tindex": 1},
         **{f"Segment{k}": {"T": 0, "Tindices": 1} for k in ("Sum", "Mean", "Max", "Min", "Prod")},
         **{
             f"UnsortedSegment{k}": {"T": 0, "Tindices": 1, "Tnumsegments": 2}
@@ -152,6 +156,9 @@ OUTPUT_COUNTS: dict[str, int] = {
     "LogUniformCandidateSampler": 3,
     "UniformCandidateSampler": 3,
     "TopKV2": 2,
+    "Unique": 2,
+    "UniqueWithCounts": 3,
+    "ListDiff": 2,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 
@@ -161,7 +168,7 @@ def attr_kind(name: str) -> str:
     >>> attr_kind("strides"), attr_kind("padding"), attr_kind("keep_dims"), attr_kind("alpha")
     ('list(int)', 'string', 'bool', 'float')
     """
-    if name in ("dtype", "SrcT", "DstT", "out_type", "output_type", "Tout", "Tidx"):
+    if name in ("dtype", "SrcT", "DstT", "out_type", "output_type", "Tout", "Tidx", "out_idx"):
         return "type"
     if name == "shape":
         return "shape"

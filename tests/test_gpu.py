@@ -284,6 +284,7 @@ NOT_ON_GPU = {
     "HistogramSummary": "strings: host only",
     "MergeSummary": "strings: host only",
     "BroadcastGradientArgs": "shape arithmetic (int32): on the host",
+    "BroadcastArgs": "shape arithmetic (int32): on the host",
     "ConcatOffset": "shape arithmetic (int32): on the host",
     "InvertPermutation": "shape arithmetic (int32): on the host",
     "Shape": "reads its input's shape only: on the host",
@@ -312,7 +313,7 @@ HOST_INPUT_NAMES = {
     "shape", "perm", "dim", "axis", "reduction_indices", "dimension", "multiples", "dims",
     "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
     "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
-    "filter_sizes", "orig_input_shape", "minval", "maxval", "k",
+    "filter_sizes", "orig_input_shape", "minval", "maxval", "k", "num", "shift",
 }  # fmt: skip
 
 

@@ -43,6 +43,8 @@ MODULES = (
     "flowbook.ops.sequence_ops",
     "flowbook.ops.matrix_diag_ops",
     "flowbook.ops.linalg_more",
+    "flowbook.ops.array_more",
+    "flowbook.ops.set_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -189,6 +191,12 @@ CASES = [
     ("norm_p3_axis", lambda x: fb.norm(x, 3, axis=1, keepdims=True), X234),
     ("norm_fro", lambda x: fb.norm(x, "fro", axis=[0, 2]), X234),
     ("norm_1_matrix", lambda x: fb.norm(x, 1, axis=[-2, -1]), X2236),
+    ("broadcast_to", lambda x: fb.broadcast_to(x, [4, 2, 3]), X23),
+    ("broadcast_to_ones", lambda x: fb.broadcast_to(x, [2, 3, 3]), X131),
+    ("roll", lambda x: fb.roll(x, [1, -5], [0, 2]), X234),
+    ("logsumexp", lambda x: fb.reduce_logsumexp(x, [0, 2]), X234),
+    ("logsumexp_all", lambda x: fb.reduce_logsumexp(x * 50), X23),
+    ("log_sigmoid", lambda x: fb.log_sigmoid(x), X23),
 ]
 
 
@@ -227,6 +235,7 @@ def test_every_op_declares_its_gradient():
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
         "InvertPermutation", "ConcatOffset", "LRNGrad", "LogUniformCandidateSampler",
         "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
+        "LinSpace", "BroadcastArgs", "Unique", "UniqueWithCounts", "ListDiff",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -76,6 +76,17 @@ def tfcore_ops(x, n):
         tf.matrix_triangular_solve(sq, x, lower=False),
         tf.cross(x, x * x),
     ]
+    flat = tf.reshape(n, [-1])
+    parts += [
+        tf.linspace(0.0, 1.0, 4),
+        tf.broadcast_to(x, [2, 2, 3]),
+        tf.roll(x, [1, 1], [0, 1]),
+        tf.reduce_logsumexp(x, 1),
+        tf.cast(tf.broadcast_dynamic_shape([2, 1], [3]), tf.float32),
+        tf.cast(tf.unique(flat).idx, tf.float32),
+        tf.cast(tf.unique_with_counts(flat, tf.int64).count, tf.float32),
+        tf.cast(tf.setdiff1d(flat, [1]).out, tf.float32),
+    ]
     ni = tf.truncatediv(n, 2) + tf.truncatemod(n, 3)
     return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
 

@@ -72,6 +72,12 @@ def _np_band(x, lo, up):
     return np.where(((lo < 0) | (i - j <= lo)) & ((up < 0) | (j - i <= up)), x, 0).astype(x.dtype)
 
 
+def _np_lse(x, axis, keepdims=False):
+    top = x.max(axis, keepdims=True)
+    out = np.log(np.exp(x - top).sum(axis, keepdims=True)) + top
+    return out if keepdims else out.squeeze(axis)
+
+
 SPD = np.array([[4.0, 2.0, 0.5], [2.0, 3.0, 0.25], [0.5, 0.25, 2.0]])
 
 
@@ -176,9 +182,30 @@ CASES = [
     ("tri_solve", fb.matrix_triangular_solve, lambda m, r: np.linalg.solve(np.tril(m), r), [SPD + 9, SPD]),
     ("tri_solve_upper", lambda m, r: fb.matrix_triangular_solve(m, r, lower=False), lambda m, r: np.linalg.solve(np.triu(m), r), [SPD + 9, SPD]),
     ("cross", fb.cross, np.cross, [A23, A23[::-1] ** 2]),
+    ("linspace", fb.linspace, lambda a, b, n: np.linspace(a, b, n, dtype=np.float32), [np.float32(-1), np.float32(2), np.int32(7)]),
+    ("linspace_1", fb.lin_space, lambda a, b, n: np.array([a]), [np.float64(3), np.float64(5), np.int32(1)]),
+    ("broadcast_to", lambda x: fb.broadcast_to(x, [4, 2, 3]), lambda x: np.broadcast_to(x, (4, 2, 3)), [A23]),
+    ("broadcast_to_1", lambda x: fb.broadcast_to(x, [3, 4]), lambda x: np.broadcast_to(x, (3, 4)), [A23[:, :1].T[:, :1]]),
+    ("broadcast_args", fb.broadcast_dynamic_shape, lambda a, b: np.array(np.broadcast_shapes(tuple(a), tuple(b)), a.dtype), [np.array([2, 1, 3], np.int32), np.array([4, 1], np.int32)]),
+    ("roll", lambda x: fb.roll(x, [1, -2], [0, 2]), lambda x: np.roll(x, (1, -2), (0, 2)), [A234]),
+    ("roll_flat", lambda x: fb.roll(x, 4, 0), lambda x: np.roll(x, 4, 0), [V6]),
+    ("unique", lambda x: list(fb.unique(x)), lambda x: [np.array([3, 0, 4, 1], np.int32), np.array([0, 1, 2, 3, 3], np.int32)], [I5]),
+    ("unique_counts", lambda x: list(fb.unique_with_counts(x, fb.int64)), lambda x: [np.array([3, 0, 4, 1], np.int32), np.array([0, 1, 2, 3, 3]), np.array([1, 1, 1, 2])], [I5]),
+    ("setdiff1d", lambda x, y: list(fb.setdiff1d(x, y)), lambda x, y: [np.array([3, 0, 4], np.int32), np.array([0, 1, 2], np.int32)], [I5, I5[3:]]),
+    ("unique_float", lambda x: list(fb.unique(x, fb.int64)), lambda x: [np.float32([2, 1]), np.array([0, 1, 0])], [np.float32([2, 1, 2])]),
+    ("setdiff1d_float", lambda x, y: list(fb.setdiff1d(x, y, fb.int64)), lambda x, y: [np.float32([2, 2]), np.array([0, 2])], [np.float32([2, 1, 2]), np.float32([1])]),
+    ("count_nonzero", lambda x: fb.count_nonzero(x, 1), lambda x: np.count_nonzero(x, 1).astype(np.int64), [A234]),
+    ("count_nonzero_bool", lambda m: fb.count_nonzero(m, dtype=fb.int32), lambda m: np.int32(np.count_nonzero(m)), [MASK23]),
+    ("logsumexp", lambda x: fb.reduce_logsumexp(x * 100, [0, 2]), lambda x: _np_lse(x * 100, (0, 2)), [A234]),
+    ("logsumexp_keep", lambda x: fb.reduce_logsumexp(x, 1, keepdims=True), lambda x: _np_lse(x, 1, True), [A234]),
 ]  # fmt: skip
 
 DATA_DEPENDENT = {
+    "unique",
+    "unique_counts",
+    "setdiff1d",
+    "unique_float",
+    "setdiff1d_float",
     "where",
     "boolean_mask",
     "boolean_mask_2d",

@@ -5,6 +5,7 @@ every other module converts Python values with it.
 """
 
 from flowbook.ops import (  # noqa: F401  (importing registers the ops)
+    array_more,
     array_ops,
     candidate_sampling_ops,
     compat_ops,
@@ -27,6 +28,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     segment_ops,
     selection_ops,
     sequence_ops,
+    set_ops,
     sort_ops,
     state_ops,
     summary_ops,
