@@ -109,6 +109,7 @@ from flowbook.notebook import load_ipython_extension, unload_ipython_extension
 from flowbook.ops import array_ops, math_ops, nn_ops, operators, random_ops
 from flowbook.ops.array_more import *
 from flowbook.ops.array_ops import *
+from flowbook.ops.assert_ops import *
 from flowbook.ops.clip_ops import *
 from flowbook.ops.compat_ops import *
 from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder

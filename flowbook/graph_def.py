@@ -70,6 +70,7 @@ _NO_T = frozenset(
         "LogicalNot",
         "ConcatOffset",
         "PrintV2",
+        "Assert",
         "MergeSummary",
         "IsVariableInitialized",
         "Range",
@@ -159,6 +160,7 @@ OUTPUT_COUNTS: dict[str, int] = {
     "Unique": 2,
     "UniqueWithCounts": 3,
     "ListDiff": 2,
+    "Assert": 0,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 

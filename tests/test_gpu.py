@@ -280,6 +280,7 @@ NOT_ON_GPU = {
     "Placeholder": "fed, never executed",
     "Print": "host only",
     "PrintV2": "host only",
+    "Assert": "host only",
     "ScalarSummary": "strings: host only",
     "HistogramSummary": "strings: host only",
     "MergeSummary": "strings: host only",

@@ -87,6 +87,7 @@ def tfcore_ops(x, n):
         tf.cast(tf.unique_with_counts(flat, tf.int64).count, tf.float32),
         tf.cast(tf.setdiff1d(flat, [1]).out, tf.float32),
     ]
+    tf.assert_positive(x + 10.0, summarize=4, message="x + 10 > 0")
     ni = tf.truncatediv(n, 2) + tf.truncatemod(n, 3)
     return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
 

@@ -7,6 +7,7 @@ every other module converts Python values with it.
 from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     array_more,
     array_ops,
+    assert_ops,
     candidate_sampling_ops,
     compat_ops,
     constant_op,
