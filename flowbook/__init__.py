@@ -123,6 +123,7 @@ from flowbook.ops.partition_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_ops import *
+from flowbook.ops.script_ops import *
 from flowbook.ops.segment_ops import *
 from flowbook.ops.sequence_ops import *
 from flowbook.ops.set_ops import *

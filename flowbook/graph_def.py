@@ -164,6 +164,22 @@ OUTPUT_COUNTS: dict[str, int] = {
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 
+# (op type, attr) -> its OpDef attr type, where the name alone would mislead attr_kind
+OP_ATTR_KINDS: dict[tuple[str, str], str] = {
+    ("PyFunc", "Tout"): "list(type)",
+    ("PyFuncStateless", "Tout"): "list(type)",
+}
+
+
+def op_attr_kind(op_type: str, name: str) -> str:
+    """:func:`attr_kind` of an op's attr, with the exceptions of :data:`OP_ATTR_KINDS`.
+
+    >>> op_attr_kind("PyFunc", "Tout"), op_attr_kind("RandomStandardNormal", "Tout")
+    ('list(type)', 'type')
+    """
+    return OP_ATTR_KINDS.get((op_type, name)) or attr_kind(name)
+
+
 def attr_kind(name: str) -> str:
     """The OpDef attr type of a flowbook attr, guessed from TensorFlow's naming.
 
@@ -180,7 +196,7 @@ def attr_kind(name: str) -> str:
         return "string"
     if name == "placeholder":
         return "string"
-    if name in ("sep", "end"):
+    if name in ("sep", "end", "token"):
         return "string"
     if name in ("ksize", "strides", "dilations", "squeeze_dims"):
         return "list(int)"
@@ -393,7 +409,8 @@ def op_def(op_type: str) -> Any:
     if any(i.startswith("*") for i in od.inputs) and "N" not in names:
         names.append("N")
     for name in names:
-        proto.attr.add(name=name, type="type" if name in t_attrs else attr_kind(name))
+        kind = "type" if name in t_attrs else op_attr_kind(od.name, name)
+        proto.attr.add(name=name, type=kind)
     return proto
 
 

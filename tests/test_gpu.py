@@ -281,6 +281,8 @@ NOT_ON_GPU = {
     "Print": "host only",
     "PrintV2": "host only",
     "Assert": "host only",
+    "PyFunc": "host only",
+    "PyFuncStateless": "host only",
     "ScalarSummary": "strings: host only",
     "HistogramSummary": "strings: host only",
     "MergeSummary": "strings: host only",

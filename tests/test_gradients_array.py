@@ -46,6 +46,7 @@ MODULES = (
     "flowbook.ops.array_more",
     "flowbook.ops.set_ops",
     "flowbook.ops.assert_ops",
+    "flowbook.ops.script_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -236,7 +237,7 @@ def test_every_op_declares_its_gradient():
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
         "InvertPermutation", "ConcatOffset", "LRNGrad", "LogUniformCandidateSampler",
         "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
-        "LinSpace", "BroadcastArgs", "Assert", "Unique", "UniqueWithCounts", "ListDiff",
+        "LinSpace", "BroadcastArgs", "Assert", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -88,6 +88,8 @@ def tfcore_ops(x, n):
         tf.cast(tf.setdiff1d(flat, [1]).out, tf.float32),
     ]
     tf.assert_positive(x + 10.0, summarize=4, message="x + 10 > 0")
+    parts.append(tf.reshape(tf.py_func(lambda a: a * 2, [x], tf.float32), [2, 3]))
+    parts.append(tf.numpy_function(lambda a: a, [x], [tf.float32], stateful=False)[0])
     ni = tf.truncatediv(n, 2) + tf.truncatemod(n, 3)
     return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
 

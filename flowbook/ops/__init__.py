@@ -26,6 +26,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     random_ops,
     scan_ops,
     scatter_ops,
+    script_ops,
     segment_ops,
     selection_ops,
     sequence_ops,
