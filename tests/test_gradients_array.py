@@ -47,6 +47,8 @@ MODULES = (
     "flowbook.ops.set_ops",
     "flowbook.ops.assert_ops",
     "flowbook.ops.script_ops",
+    "flowbook.ops.select_v2_ops",
+    "flowbook.ops.placeholder_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -199,6 +201,8 @@ CASES = [
     ("logsumexp", lambda x: fb.reduce_logsumexp(x, [0, 2]), X234),
     ("logsumexp_all", lambda x: fb.reduce_logsumexp(x * 50), X23),
     ("log_sigmoid", lambda x: fb.log_sigmoid(x), X23),
+    ("where_v2_t", lambda x: fb.where_v2(COND, x[:1], fb.constant(C23)), X23),
+    ("where_v2_e", lambda x: fb.where_v2([[True], [False]], fb.constant(C23), x), X5[:3]),
 ]
 
 
@@ -237,7 +241,7 @@ def test_every_op_declares_its_gradient():
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
         "InvertPermutation", "ConcatOffset", "LRNGrad", "LogUniformCandidateSampler",
         "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
-        "LinSpace", "BroadcastArgs", "Assert", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
+        "LinSpace", "BroadcastArgs", "Assert", "PlaceholderWithDefault", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

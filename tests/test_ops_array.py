@@ -194,6 +194,9 @@ CASES = [
     ("setdiff1d", lambda x, y: list(fb.setdiff1d(x, y)), lambda x, y: [np.array([3, 0, 4], np.int32), np.array([0, 1, 2], np.int32)], [I5, I5[3:]]),
     ("unique_float", lambda x: list(fb.unique(x, fb.int64)), lambda x: [np.float32([2, 1]), np.array([0, 1, 0])], [np.float32([2, 1, 2])]),
     ("setdiff1d_float", lambda x, y: list(fb.setdiff1d(x, y, fb.int64)), lambda x, y: [np.float32([2, 2]), np.array([0, 2])], [np.float32([2, 1, 2]), np.float32([1])]),
+    ("where_v2", fb.where_v2, np.where, [MASK[:2, None], A23[:1], -A23[:, :1]]),
+    ("where_v2_scalar", lambda c, y: fb.where_v2(c, 7.0, y), lambda c, y: np.where(c, np.float32(7), y), [MASK, A23]),
+    ("with_default", lambda x: fb.placeholder_with_default(x, [None, 3]), lambda x: x, [A23]),
     ("count_nonzero", lambda x: fb.count_nonzero(x, 1), lambda x: np.count_nonzero(x, 1).astype(np.int64), [A234]),
     ("count_nonzero_bool", lambda m: fb.count_nonzero(m, dtype=fb.int32), lambda m: np.int32(np.count_nonzero(m)), [MASK23]),
     ("logsumexp", lambda x: fb.reduce_logsumexp(x * 100, [0, 2]), lambda x: _np_lse(x * 100, (0, 2)), [A234]),
@@ -205,6 +208,7 @@ DATA_DEPENDENT = {
     "unique_counts",
     "setdiff1d",
     "unique_float",
+    "with_default",  # its static shape is the declared [?, 3]
     "setdiff1d_float",
     "where",
     "boolean_mask",

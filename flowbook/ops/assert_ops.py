@@ -34,6 +34,7 @@ from flowbook.ops import array_ops
 from flowbook.ops._builder import make, operands, tensor
 from flowbook.ops.constant_op import constant_value
 from flowbook.ops.control_flow_ops import no_op
+from flowbook.ops.debug_ops import check_numerics
 from flowbook.ops.debug_ops import summarize as _summarize
 from flowbook.ops.elementwise_ops import (
     abs,
@@ -54,6 +55,7 @@ __all__ = [
     "assert_non_positive", "assert_none_equal", "assert_positive", "assert_proper_iterable",
     "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_same_float_dtype",
     "assert_scalar", "assert_type", "is_non_decreasing", "is_strictly_increasing",
+    "verify_tensor_all_finite",
 ]  # fmt: skip
 
 
@@ -443,6 +445,17 @@ def is_strictly_increasing(x: Any, name: str | None = None) -> Tensor:
     False
     """
     return _monotonic(x, True, name, "is_strictly_increasing")
+
+
+def verify_tensor_all_finite(t: Any, msg: str, name: str | None = None) -> Tensor:
+    """``t`` unchanged, after a CheckNumerics op that fails with ``msg`` on NaN or Inf.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.verify_tensor_all_finite([1.0, 2.0], "bad")).tolist()
+    [1.0, 2.0]
+    """
+    return check_numerics(_to_tensor(t), msg, name=name or "VerifyFinite")
 
 
 _to_tensor = tensor  # the builder's, for functions whose TF1 argument is named ``tensor``
