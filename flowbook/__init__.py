@@ -121,6 +121,7 @@ from flowbook.ops.einsum_ops import *
 from flowbook.ops.linalg_more import *
 from flowbook.ops.math_ops import *
 from flowbook.ops.matrix_diag_ops import *
+from flowbook.ops.multinomial_ops import *
 from flowbook.ops.partition_ops import *
 from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *

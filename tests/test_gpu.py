@@ -147,6 +147,7 @@ def _seeded_random_row():
         fb.truncated_normal(shape, seed=3),
         fb.random_uniform(shape, maxval=10, dtype=fb.int32, seed=4),
         fb.random_shuffle(fb.range(10.0), seed=5),
+        fb.multinomial(fb.zeros([2, 3]) + fb.cast(shape[0], fb.float32), 6, seed=6),
     ]
     return draws, {shape: np.array([3, 4], np.int32)}
 
@@ -317,6 +318,7 @@ HOST_INPUT_NAMES = {
     "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
     "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
     "filter_sizes", "orig_input_shape", "minval", "maxval", "k", "num", "shift",
+    "num_samples",
 }  # fmt: skip
 
 

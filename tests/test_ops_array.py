@@ -532,6 +532,8 @@ RANDOM = [
     ("truncated64", lambda s: fb.truncated_normal([2, 300], dtype=fb.float64, seed=s), fb.float64),
     ("shuffle", lambda s: fb.random_shuffle(fb.range(30), seed=s), fb.int32),
     ("scalar", lambda s: fb.random_normal([], seed=s), fb.float32),
+    ("multinomial", lambda s: fb.multinomial([[0.0, 1.0, 2.0]] * 4, 50, seed=s), fb.int64),
+    ("categorical", lambda s: fb.random.categorical([[1.0, 1.0]], 9, fb.int32, seed=s), fb.int32),
 ]  # fmt: skip
 
 

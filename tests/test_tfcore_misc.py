@@ -91,3 +91,20 @@ def test_verify_tensor_all_finite_and_static_values():
 def test_debugging_namespace_is_the_same_functions():
     for name in tf.debugging.__all__:
         assert getattr(tf.debugging, name) is getattr(tf, name), name
+
+
+def test_multinomial_follows_the_softmax_of_the_logits():
+    p = np.array([0.1, 0.6, 0.3])
+    with tf.Graph().as_default(), tf.Session() as s:
+        draws = s.run(tf.multinomial(np.log([p, p[::-1]]) + 5.0, 20000, seed=7))
+    assert draws.shape == (2, 20000) and draws.dtype == np.int64
+    for row, want in zip(draws, (p, p[::-1])):
+        np.testing.assert_allclose(np.bincount(row, minlength=3) / row.size, want, atol=0.015)
+
+
+def test_multinomial_errors():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="2-D"):
+            tf.multinomial([0.0, 1.0], 3)
+        with pytest.raises(TypeError, match="DataType int32"):
+            tf.multinomial([[0, 1]], 3)

@@ -19,6 +19,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     logit_losses,
     math_ops,
     matrix_diag_ops,
+    multinomial_ops,
     nn_ops,
     norm_ops,
     partition_ops,
