@@ -318,7 +318,7 @@ HOST_INPUT_NAMES = {
     "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
     "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
     "filter_sizes", "orig_input_shape", "minval", "maxval", "k", "num", "shift",
-    "num_samples",
+    "num_samples", "nbins",
 }  # fmt: skip
 
 

@@ -50,6 +50,7 @@ MODULES = (
     "flowbook.ops.select_v2_ops",
     "flowbook.ops.placeholder_ops",
     "flowbook.ops.multinomial_ops",
+    "flowbook.ops.counting_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -242,7 +243,8 @@ def test_every_op_declares_its_gradient():
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
         "InvertPermutation", "ConcatOffset", "LRNGrad", "LogUniformCandidateSampler",
         "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
-        "LinSpace", "BroadcastArgs", "Assert", "PlaceholderWithDefault", "Multinomial", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
+        "LinSpace", "BroadcastArgs", "Assert", "PlaceholderWithDefault", "Multinomial",
+        "Bincount", "HistogramFixedWidth", "LowerBound", "UpperBound", "UnravelIndex", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -90,6 +90,14 @@ def tfcore_ops(x, n):
     tf.assert_positive(x + 10.0, summarize=4, message="x + 10 > 0")
     parts.append(tf.where_v2(x > 0, tf.placeholder_with_default(x, [None, 3]), 0.0))
     parts.append(tf.cast(tf.multinomial(x, 2, seed=3, output_dtype=tf.int32), tf.float32))
+    counts = [
+        tf.bincount(flat, minlength=4),
+        tf.histogram_fixed_width(x, [-1.0, 1.0], 3),
+        tf.searchsorted(x, x, "left"),
+        tf.searchsorted(x, x, "right", tf.int64),
+        tf.unravel_index(flat, [2, 3]),
+    ]
+    parts += [tf.cast(c, tf.float32) for c in counts]
     parts.append(tf.reshape(tf.py_func(lambda a: a * 2, [x], tf.float32), [2, 3]))
     parts.append(tf.numpy_function(lambda a: a, [x], [tf.float32], stateful=False)[0])
     ni = tf.truncatediv(n, 2) + tf.truncatemod(n, 3)

@@ -87,3 +87,40 @@ def test_shape_n_and_aliases():
         assert tf.lin_space is tf.linspace
         got = s.run(tf.log_sigmoid(tf.constant([50.0, -50.0], tf.float64)))
     np.testing.assert_allclose(got, [-np.log1p(np.exp(-50.0)), -50.0 - np.log1p(np.exp(-50.0))])
+
+
+@pytest.mark.parametrize(
+    "build,feed,match",
+    [
+        (lambda a: tf.bincount(a), [1, -2], "non-negative"),
+        (
+            lambda a: tf.histogram_fixed_width(tf.cast(a, tf.float32), [0.0, 1.0], a[0]),
+            [0],
+            "nbins",
+        ),
+        (lambda a: tf.unravel_index(a, [2, 2]), [4], "out of range"),
+    ],
+)
+def test_counting_runtime_errors_name_the_op(build, feed, match):
+    with tf.Graph().as_default():
+        a = tf.placeholder(tf.int32, [None])
+        t = build(a)
+        with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError, match=match) as e:
+            s.run(t, {a: feed})
+    assert t.op.name in str(e.value) and "test_tfcore_array.py" in str(e.value)
+
+
+def test_bincount_of_nothing_and_searchsorted_of_nd():
+    with tf.Graph().as_default(), tf.Session() as s:
+        a = tf.placeholder(tf.int32, [None])
+        assert s.run(tf.bincount(a), {a: []}).tolist() == []
+        assert s.run(tf.bincount(a, minlength=2), {a: []}).tolist() == [0, 0]
+        seq = np.sort(np.arange(24.0).reshape(2, 3, 4) % 7, axis=-1)
+        v = np.full((2, 3, 2), 3.0)
+        got = s.run(tf.searchsorted(seq, v, side="right"))
+    want = np.stack(
+        [np.searchsorted(r, q, "right") for r, q in zip(seq.reshape(6, 4), v.reshape(6, 2))]
+    )
+    np.testing.assert_array_equal(got, want.reshape(2, 3, 2))
+    with pytest.raises(ValueError, match="side"):
+        tf.searchsorted([1.0], [1.0], side="middle")

@@ -13,6 +13,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     constant_op,
     control_flow_ops,
     conv_ops,
+    counting_ops,
     debug_ops,
     einsum_ops,
     linalg_more,
