@@ -21,6 +21,7 @@ from flowbook import (
     contrib,
     datasets,
     debug,
+    debugging,
     dtypes,
     errors,
     flags,
@@ -82,6 +83,7 @@ from flowbook.graph import (
     Graph,
     GraphKeys,
     add_to_collection,
+    add_to_collections,
     control_dependencies,
     device,
     get_collection,
@@ -107,21 +109,31 @@ from flowbook.initializers import (
 )
 from flowbook.notebook import load_ipython_extension, unload_ipython_extension
 from flowbook.ops import array_ops, math_ops, nn_ops, operators, random_ops
+from flowbook.ops.array_more import *
 from flowbook.ops.array_ops import *
+from flowbook.ops.assert_ops import *
 from flowbook.ops.clip_ops import *
 from flowbook.ops.compat_ops import *
 from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
+from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
+from flowbook.ops.linalg_more import *
 from flowbook.ops.math_ops import *
+from flowbook.ops.matrix_diag_ops import *
+from flowbook.ops.multinomial_ops import *
 from flowbook.ops.nn_conv import required_space_to_batch_paddings
 from flowbook.ops.partition_ops import *
+from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_ops import *
+from flowbook.ops.script_ops import *
 from flowbook.ops.segment_ops import *
+from flowbook.ops.select_v2_ops import *
 from flowbook.ops.sequence_ops import *
+from flowbook.ops.set_ops import *
 from flowbook.ops.sort_ops import argsort, sort
 from flowbook.ops.space_ops import (
     batch_to_space,
@@ -133,6 +145,8 @@ from flowbook.ops.space_ops import (
 )  # fmt: skip
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile
+from flowbook.registry import no_gradient
+from flowbook.registry import no_gradient as NotDifferentiable
 from flowbook.run import gpu
 from flowbook.run.observers import Observer
 from flowbook.session import InteractiveSession, Session, get_default_session, observe
@@ -158,6 +172,7 @@ from flowbook.variable_scope import (
 from flowbook.variables import (
     Variable,
     all_variables,
+    assert_variables_initialized,
     global_variables,
     global_variables_initializer,
     initialize_all_variables,

@@ -473,6 +473,11 @@ def add_to_collection(name: str, value: Any) -> None:
     get_default_graph().add_to_collection(name, value)
 
 
+def add_to_collections(names: Any, value: Any) -> None:
+    """Add ``value`` to each named collection of the default graph (once per distinct name)."""
+    get_default_graph().add_to_collections(names, value)
+
+
 def get_collection(name: str, scope: str | None = None) -> list[Any]:
     return get_default_graph().get_collection(name, scope)
 

@@ -70,6 +70,8 @@ _NO_T = frozenset(
         "LogicalNot",
         "ConcatOffset",
         "PrintV2",
+        "Assert",
+        "PlaceholderWithDefault",
         "MergeSummary",
         "IsVariableInitialized",
         "Range",
@@ -126,6 +128,11 @@ TYPE_ATTRS: dict[str, dict[str, int]] = dict(
         "DynamicStitch": {"T": -1},
         "InTopKV2": {"T": 1},
         "ReverseSequence": {"T": 0, "Tlen": 1},
+        "LinSpace": {"T": 0, "Tidx": 2},
+        "SelectV2": {"T": 1},
+        "BroadcastTo": {"T": 0, "Tidx": 1},
+        "Roll": {"T": 0, "Tshift": 1, "Taxis": 2},
+        "MatrixBandPart": {"T": 0, "Tindex": 1},
         **{f"Segment{k}": {"T": 0, "Tindices": 1} for k in ("Sum", "Mean", "Max", "Min", "Prod")},
         **{
             f"UnsortedSegment{k}": {"T": 0, "Tindices": 1, "Tnumsegments": 2}
@@ -156,7 +163,27 @@ OUTPUT_COUNTS: dict[str, int] = {
     "UniformCandidateSampler": 3,
     "TopKV2": 2,
     "MaxPoolWithArgmax": 2,
+    "Unique": 2,
+    "UniqueWithCounts": 3,
+    "ListDiff": 2,
+    "Assert": 0,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
+
+
+# (op type, attr) -> its OpDef attr type, where the name alone would mislead attr_kind
+OP_ATTR_KINDS: dict[tuple[str, str], str] = {
+    ("PyFunc", "Tout"): "list(type)",
+    ("PyFuncStateless", "Tout"): "list(type)",
+}
+
+
+def op_attr_kind(op_type: str, name: str) -> str:
+    """:func:`attr_kind` of an op's attr, with the exceptions of :data:`OP_ATTR_KINDS`.
+
+    >>> op_attr_kind("PyFunc", "Tout"), op_attr_kind("RandomStandardNormal", "Tout")
+    ('list(type)', 'type')
+    """
+    return OP_ATTR_KINDS.get((op_type, name)) or attr_kind(name)
 
 
 def attr_kind(name: str) -> str:
@@ -165,7 +192,17 @@ def attr_kind(name: str) -> str:
     >>> attr_kind("strides"), attr_kind("padding"), attr_kind("keep_dims"), attr_kind("alpha")
     ('list(int)', 'string', 'bool', 'float')
     """
-    if name in ("dtype", "SrcT", "DstT", "out_type", "output_type", "Tout", "Tidx", "Targmax"):
+    if name in (
+        "dtype",
+        "SrcT",
+        "DstT",
+        "out_type",
+        "output_type",
+        "Tout",
+        "Tidx",
+        "Targmax",
+        "out_idx",
+    ):
         return "type"
     if name == "shape":
         return "shape"
@@ -175,13 +212,13 @@ def attr_kind(name: str) -> str:
         return "string"
     if name == "placeholder":
         return "string"
-    if name in ("sep", "end"):
+    if name in ("sep", "end", "token"):
         return "string"
     if name in ("ksize", "strides", "dilations", "squeeze_dims"):
         return "list(int)"
     if name == "equation":
         return "string"
-    if name in ("exclusive", "reverse", "sorted", "include_batch_in_index"):
+    if name in ("exclusive", "reverse", "sorted", "include_batch_in_index", "lower"):
         return "bool"
     if name.startswith(("transpose", "adj", "keep", "use_", "validate")) or name == "unique":
         return "bool"
@@ -388,7 +425,8 @@ def op_def(op_type: str) -> Any:
     if any(i.startswith("*") for i in od.inputs) and "N" not in names:
         names.append("N")
     for name in names:
-        proto.attr.add(name=name, type="type" if name in t_attrs else attr_kind(name))
+        kind = "type" if name in t_attrs else op_attr_kind(od.name, name)
+        proto.attr.add(name=name, type=kind)
     return proto
 
 

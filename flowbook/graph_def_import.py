@@ -151,7 +151,7 @@ def _attrs(node: Any, opdef: Any) -> dict[str, Any]:
             if key in ("T", "N", "Tidx", "Tshape", "Tperm", "Index", "TI"):
                 continue  # a type/length attr TF writes for an op flowbook lists without it
             raise ValueError(f"{where}: unknown attr '{key}' (the op takes {list(opdef.attrs)})")
-        want = _KINDS.get(gdef.attr_kind(key))
+        want = _KINDS.get(gdef.op_attr_kind(node.op, key))
         kind = node.attr[key].WhichOneof("value")
         if want is not None and kind != want and not (want == "shape" and kind is None):
             raise ValueError(f"{where}: attr '{key}' must be a {want}, the GraphDef gives {kind}")

@@ -10,6 +10,25 @@ against ``tf.math`` runs.  Only names TF1's ``tf.math`` has are listed.
 [3, 2]
 """
 
+from flowbook.ops.elementwise_more import (
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cosh,
+    expm1,
+    rint,
+    sinh,
+    tan,
+    truncatediv,
+    truncatemod,
+)
+from flowbook.ops.elementwise_more import (
+    div_no_nan as divide_no_nan,
+)
 from flowbook.ops.math_ops import (  # type: ignore[attr-defined]
     abs,
     add,

@@ -15,13 +15,16 @@ from flowbook.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from flowbook.ops.multinomial_ops import categorical, multinomial
 from flowbook.ops.random_ops import random_normal as normal
 from flowbook.ops.random_ops import random_shuffle as shuffle
 from flowbook.ops.random_ops import random_uniform as uniform
 from flowbook.ops.random_ops import truncated_normal
 
 __all__ = [
+    "categorical",
     "log_uniform_candidate_sampler",
+    "multinomial",
     "normal",
     "set_random_seed",
     "shuffle",

@@ -249,3 +249,23 @@ def report_uninitialized_variables(
         flags = array_ops.stack([state_ops.is_variable_initialized(v) for v in variables])
         names = tensor([v.op.name.encode() for v in variables], dtype=dtypes.string)
         return array_ops.boolean_mask(names, math_ops.logical_not(flags))
+
+
+def assert_variables_initialized(var_list: list[Variable] | None = None) -> Operation | None:
+    """An op that, when run, reads every variable (all global ones by default), so one with no
+    value yet raises FailedPreconditionError naming it; None when there are no variables.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default():
+    ...     v = fb.Variable(1.0)
+    ...     check = fb.assert_variables_initialized()
+    ...     with fb.Session() as s:
+    ...         s.run(v.initializer)
+    ...         s.run(check) is None
+    True
+    """
+    variables = global_variables() if var_list is None else var_list
+    if not variables:
+        return None
+    with get_default_graph().name_scope("assert_variables_initialized"):
+        return group(*[array_ops.identity(v) for v in variables])

@@ -147,6 +147,7 @@ def _seeded_random_row():
         fb.truncated_normal(shape, seed=3),
         fb.random_uniform(shape, maxval=10, dtype=fb.int32, seed=4),
         fb.random_shuffle(fb.range(10.0), seed=5),
+        fb.multinomial(fb.zeros([2, 3]) + fb.cast(shape[0], fb.float32), 6, seed=6),
     ]
     return draws, {shape: np.array([3, 4], np.int32)}
 
@@ -280,10 +281,14 @@ NOT_ON_GPU = {
     "Placeholder": "fed, never executed",
     "Print": "host only",
     "PrintV2": "host only",
+    "Assert": "host only",
+    "PyFunc": "host only",
+    "PyFuncStateless": "host only",
     "ScalarSummary": "strings: host only",
     "HistogramSummary": "strings: host only",
     "MergeSummary": "strings: host only",
     "BroadcastGradientArgs": "shape arithmetic (int32): on the host",
+    "BroadcastArgs": "shape arithmetic (int32): on the host",
     "ConcatOffset": "shape arithmetic (int32): on the host",
     "InvertPermutation": "shape arithmetic (int32): on the host",
     "Shape": "reads its input's shape only: on the host",
@@ -313,6 +318,7 @@ HOST_INPUT_NAMES = {
     "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
     "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
     "filter_sizes", "orig_input_shape", "minval", "maxval", "k", "block_shape", "crops",
+    "num", "shift", "num_samples", "nbins",
 }  # fmt: skip
 
 

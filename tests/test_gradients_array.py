@@ -43,6 +43,16 @@ MODULES = (
     "flowbook.ops.sequence_ops",
     "flowbook.ops.space_ops",
     "flowbook.ops.depthwise_ops",
+    "flowbook.ops.matrix_diag_ops",
+    "flowbook.ops.linalg_more",
+    "flowbook.ops.array_more",
+    "flowbook.ops.set_ops",
+    "flowbook.ops.assert_ops",
+    "flowbook.ops.script_ops",
+    "flowbook.ops.select_v2_ops",
+    "flowbook.ops.placeholder_ops",
+    "flowbook.ops.multinomial_ops",
+    "flowbook.ops.counting_ops",
 )
 MODULE_OPS = {n for n, d in OPS.items() if d.kernel is not None and d.kernel.__module__ in MODULES}
 
@@ -68,6 +78,9 @@ def _dw_backprop_filter(x):
     return fb.nn.depthwise_conv2d_native_backprop_filter(x, F3.shape, dy, [1, 2, 1, 1], "SAME")
 
 
+X33 = RNG.standard_normal((3, 3))
+X2323 = RNG.standard_normal((2, 3, 2, 3))
+I3 = np.eye(3)
 COND = np.array([[True, False, True], [False, False, True]])
 
 
@@ -191,6 +204,35 @@ CASES = [
     ("depthwise_bf", lambda x: _dw_backprop_filter(x), X2236),
     ("atrous_conv2d", lambda x: fb.nn.atrous_conv2d(x, W3[..., :6, :], 2, "SAME"), X2236),
     ("conv1d", lambda x: fb.nn.conv1d(x, W3[0, :, :4, :], 2, "VALID"), X234),
+    # the top-level tf.* names of issue 16: diagonals, bands, solves
+    ("matrix_diag", lambda x: fb.matrix_diag(x), X23),
+    ("matrix_diag_part", lambda x: fb.matrix_diag_part(x), X234),
+    ("matrix_set_diag", lambda x: fb.matrix_set_diag(x, fb.constant(C23[0, :2] + 9)), X23),
+    ("matrix_set_diag_d", lambda x: fb.matrix_set_diag(fb.constant(X234), x), X23),
+    ("matrix_band_part", lambda x: fb.matrix_band_part(x, 1, 0), X234),
+    ("diag", lambda x: fb.diag(x), X23),
+    ("diag_part", lambda x: fb.diag_part(x), X2323),
+    ("trace", lambda x: fb.trace(x), X234),
+    ("matrix_transpose", lambda x: fb.matrix_transpose(x), X234),
+    ("cholesky", lambda x: fb.cholesky(fb.matmul(x, x, transpose_b=True) + 3 * I3), X33),
+    ("matrix_solve", lambda x: fb.matrix_solve(x + 3 * I3, X34), X33),
+    ("matrix_solve_rhs", lambda x: fb.matrix_solve(X33 + 3 * I3, x, adjoint=True), X34),
+    ("tri_solve", lambda x: fb.matrix_triangular_solve(x + 3 * I3, X34), X33),
+    ("tri_solve_up_adj", lambda x: fb.matrix_triangular_solve(x + 3 * I3, X34, False, True), X33),
+    ("tri_solve_rhs", lambda x: fb.matrix_triangular_solve(X33 + 3 * I3, x), X34),
+    ("cross", lambda x: fb.cross(x, fb.constant(X23[::-1])), X23),
+    ("norm", lambda x: fb.norm(x), X234),
+    ("norm_p3_axis", lambda x: fb.norm(x, 3, axis=1, keepdims=True), X234),
+    ("norm_fro", lambda x: fb.norm(x, "fro", axis=[0, 2]), X234),
+    ("norm_1_matrix", lambda x: fb.norm(x, 1, axis=[-2, -1]), X2236),
+    ("broadcast_to", lambda x: fb.broadcast_to(x, [4, 2, 3]), X23),
+    ("broadcast_to_ones", lambda x: fb.broadcast_to(x, [2, 3, 3]), X131),
+    ("roll", lambda x: fb.roll(x, [1, -5], [0, 2]), X234),
+    ("logsumexp", lambda x: fb.reduce_logsumexp(x, [0, 2]), X234),
+    ("logsumexp_all", lambda x: fb.reduce_logsumexp(x * 50), X23),
+    ("log_sigmoid", lambda x: fb.log_sigmoid(x), X23),
+    ("where_v2_t", lambda x: fb.where_v2(COND, x[:1], fb.constant(C23)), X23),
+    ("where_v2_e", lambda x: fb.where_v2([[True], [False]], fb.constant(C23), x), X5[:3]),
 ]
 
 
@@ -229,6 +271,8 @@ def test_every_op_declares_its_gradient():
         "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle",
         "InvertPermutation", "ConcatOffset", "LRNGrad", "LogUniformCandidateSampler",
         "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
+        "LinSpace", "BroadcastArgs", "Assert", "PlaceholderWithDefault", "Multinomial",
+        "Bincount", "HistogramFixedWidth", "LowerBound", "UpperBound", "UnravelIndex", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -18,6 +18,7 @@ from flowbook.gradient_checker import compute_gradient_error
 from flowbook.ops import (
     cast_ops,
     elementwise,
+    elementwise_more,
     elementwise_ops,
     linalg_ops,
     math_ops,
@@ -31,7 +32,16 @@ TOL = 1e-6
 F64 = fb.float64
 MODULES = {
     m.__name__
-    for m in (math_ops, elementwise, elementwise_ops, cast_ops, reduction_ops, linalg_ops, nn_ops)
+    for m in (
+        math_ops,
+        elementwise,
+        elementwise_ops,
+        elementwise_more,
+        cast_ops,
+        reduction_ops,
+        linalg_ops,
+        nn_ops,
+    )
 }
 
 
@@ -85,7 +95,7 @@ def test_every_op_declares_its_gradient(op_type):
 NON_DIFF = [
     "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd",
     "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite", "Floor", "Ceil", "Round",
-    "ArgMax", "ArgMin", "All", "Any",
+    "ArgMax", "ArgMin", "All", "Any", "Rint", "TruncateDiv", "TruncateMod",
 ]  # fmt: skip
 
 
@@ -128,8 +138,10 @@ BINARY_DOMAINS = {
     "Maximum": _maxmin_values,
     "Minimum": _maxmin_values,
     "SquaredDifference": lambda sx, sy: (_uniform(-2, 2, sx), _uniform(-2, 2, sy)),
+    "Atan2": lambda sx, sy: (_signed(0.5, 2, sx), _signed(0.5, 2, sy)),
+    "DivNoNan": lambda sx, sy: (_uniform(-2, 2, sx), _signed(0.5, 2, sy)),
 }
-BINARY_NONE = {"FloorDiv"}  # TF: no gradient for either input
+BINARY_NONE = {"FloorDiv", "TruncateDiv", "TruncateMod"}  # TF: no gradient for either input
 SHAPE_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3)), ((2, 3), ())]
 FLOAT_BINARY = [r for r in math_ops.BINARY if r.out is None and dtypes.float64 in r.dtypes]
 
@@ -196,8 +208,18 @@ UNARY_DOMAINS = {  # op type -> values(shape)
     "Reciprocal": lambda s: _signed(0.5, 2, s),
     "Sin": lambda s: _uniform(-3, 3, s),
     "Cos": lambda s: _uniform(-3, 3, s),
+    "Tan": lambda s: _uniform(-1, 1, s),
+    "Asin": lambda s: _uniform(-0.8, 0.8, s),
+    "Acos": lambda s: _uniform(-0.8, 0.8, s),
+    "Atan": lambda s: _uniform(-2, 2, s),
+    "Sinh": lambda s: _uniform(-2, 2, s),
+    "Cosh": lambda s: _uniform(-2, 2, s),
+    "Asinh": lambda s: _uniform(-2, 2, s),
+    "Acosh": lambda s: _uniform(1.2, 3, s),
+    "Atanh": lambda s: _uniform(-0.8, 0.8, s),
+    "Expm1": lambda s: _uniform(-2, 2, s),
 }
-UNARY_NONE = {"Floor", "Ceil", "Round"}
+UNARY_NONE = {"Floor", "Ceil", "Round", "Rint"}
 FLOAT_UNARY = [r for r in math_ops.UNARY if r.out is None and dtypes.float64 in r.dtypes]
 
 

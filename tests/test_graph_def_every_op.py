@@ -57,6 +57,65 @@ def nn_conv_tail_ops(x):
     return [d, s2d, with_arg, tf.gradients(tf.reduce_sum(gx**2), img)[0]]
 
 
+def tfcore_ops(x, n):
+    """The top-level ``tf.*`` math and array names of issue 16 (trigonometry, linalg...)."""
+    t = tf.tanh(x) * 0.5  # in (-0.5, 0.5): every inverse function's domain
+    parts = [
+        tf.tan(t),
+        tf.asin(t),
+        tf.acos(t),
+        tf.atan(t),
+        tf.sinh(t),
+        tf.cosh(t),
+        tf.asinh(t),
+        tf.acosh(tf.cosh(t) + 1.0),
+        tf.atanh(t),
+        tf.expm1(t),
+        tf.rint(x),
+        tf.atan2(t, x + 3.0),
+        tf.div_no_nan(x, t),
+    ]
+    sq = tf.matmul(x, x, transpose_b=True) + tf.eye(2) * 3.0
+    parts += [
+        tf.matrix_diag(x),
+        tf.matrix_set_diag(tf.zeros([2, 3, 3]), x),
+        tf.diag(x),
+        tf.diag_part(tf.diag(x)),
+        tf.trace(sq),
+        tf.matrix_band_part(x, 0, -1),
+        tf.cholesky(sq),
+        tf.matrix_solve(sq, x, adjoint=True),
+        tf.matrix_triangular_solve(sq, x, lower=False),
+        tf.cross(x, x * x),
+    ]
+    flat = tf.reshape(n, [-1])
+    parts += [
+        tf.linspace(0.0, 1.0, 4),
+        tf.broadcast_to(x, [2, 2, 3]),
+        tf.roll(x, [1, 1], [0, 1]),
+        tf.reduce_logsumexp(x, 1),
+        tf.cast(tf.broadcast_dynamic_shape([2, 1], [3]), tf.float32),
+        tf.cast(tf.unique(flat).idx, tf.float32),
+        tf.cast(tf.unique_with_counts(flat, tf.int64).count, tf.float32),
+        tf.cast(tf.setdiff1d(flat, [1]).out, tf.float32),
+    ]
+    tf.assert_positive(x + 10.0, summarize=4, message="x + 10 > 0")
+    parts.append(tf.where_v2(x > 0, tf.placeholder_with_default(x, [None, 3]), 0.0))
+    parts.append(tf.cast(tf.multinomial(x, 2, seed=3, output_dtype=tf.int32), tf.float32))
+    counts = [
+        tf.bincount(flat, minlength=4),
+        tf.histogram_fixed_width(x, [-1.0, 1.0], 3),
+        tf.searchsorted(x, x, "left"),
+        tf.searchsorted(x, x, "right", tf.int64),
+        tf.unravel_index(flat, [2, 3]),
+    ]
+    parts += [tf.cast(c, tf.float32) for c in counts]
+    parts.append(tf.reshape(tf.py_func(lambda a: a * 2, [x], tf.float32), [2, 3]))
+    parts.append(tf.numpy_function(lambda a: a, [x], [tf.float32], stateful=False)[0])
+    ni = tf.truncatediv(n, 2) + tf.truncatemod(n, 3)
+    return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
+
+
 def every_op():
     """One or more ops of every registered type (gradients bring the *Grad ops)."""
     x = tf.placeholder(tf.float32, [2, 3], name="x")
@@ -200,6 +259,7 @@ def every_op():
         + tf.reduce_sum(tf.cast(ni, tf.float32))
     )
     total += long_tail_ops(x, v)
+    total += tfcore_ops(x, n)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)

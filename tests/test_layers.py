@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices"}),
     # the op library, and what builds or reads graphs with it
-    ("ops", {"ops", "var_state", "variables", "nn", "math", "losses", "graph_def",
+    ("ops", {"ops", "var_state", "variables", "nn", "math", "debugging", "losses", "graph_def",
              "graph_def_import", "io", "random", "initializers", "variable_store",
              "variable_scope", "layers", "contrib", "loss_reduction",
              "regression_losses"}),

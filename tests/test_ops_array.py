@@ -60,6 +60,27 @@ def _np_one_hot(i, depth, axis=-1, on=1.0, off=0.0, dtype=np.float32):
     return np.moveaxis(out, -1, axis)
 
 
+def _np_set_diag(x, d):
+    out = x.copy()
+    i = np.arange(min(x.shape[-2:]))
+    out[..., i, i] = d
+    return out
+
+
+def _np_band(x, lo, up):
+    i, j = np.indices(x.shape[-2:])
+    return np.where(((lo < 0) | (i - j <= lo)) & ((up < 0) | (j - i <= up)), x, 0).astype(x.dtype)
+
+
+def _np_lse(x, axis, keepdims=False):
+    top = x.max(axis, keepdims=True)
+    out = np.log(np.exp(x - top).sum(axis, keepdims=True)) + top
+    return out if keepdims else out.squeeze(axis)
+
+
+SPD = np.array([[4.0, 2.0, 0.5], [2.0, 3.0, 0.25], [0.5, 0.25, 2.0]])
+
+
 CASES = [
     ("identity", lambda x: fb.identity(x), lambda x: x, [A23]),
     ("stop_gradient", lambda x: fb.stop_gradient(x), lambda x: x, [A23]),
@@ -146,9 +167,59 @@ CASES = [
     ("boolean_mask", lambda x, m: fb.boolean_mask(x, m), lambda x, m: x[m], [A23.T, MASK]),
     ("boolean_mask_2d", lambda x, m: fb.boolean_mask(x, m), lambda x, m: x[m], [A234[:, :, 0], MASK23]),
     ("boolean_mask_axis", lambda x, m: fb.boolean_mask(x, m, axis=1), lambda x, m: x[:, m], [A234, MASK]),
+    # the top-level tf.* names of issue 16: diagonals, bands, solves
+    ("matrix_diag", fb.matrix_diag, lambda d: d[..., None] * np.eye(3, dtype=d.dtype), [A23]),
+    ("matrix_diag_part", fb.matrix_diag_part, lambda x: np.diagonal(x, 0, -2, -1), [A234]),
+    ("matrix_set_diag", fb.matrix_set_diag, _np_set_diag, [A234, -A23]),
+    ("matrix_band_part", fb.matrix_band_part, _np_band, [A234, np.int64(1), np.int64(0)]),
+    ("matrix_band_all", fb.matrix_band_part, _np_band, [A234, np.int64(-1), np.int64(2)]),
+    ("diag", fb.diag, lambda d: np.diag(d.ravel()).reshape(2, 3, 2, 3), [A23]),
+    ("diag_part", fb.diag_part, lambda x: np.diagonal(x.reshape(6, 6)).reshape(2, 3), [np.arange(36.0).reshape(2, 3, 2, 3)]),
+    ("trace", fb.trace, lambda x: np.trace(x, 0, -2, -1), [A234]),
+    ("cholesky", fb.cholesky, np.linalg.cholesky, [SPD]),
+    ("matrix_solve", fb.matrix_solve, np.linalg.solve, [SPD, SPD[..., :2]]),
+    ("matrix_solve_adj", lambda m, r: fb.matrix_solve(m, r, adjoint=True), lambda m, r: np.linalg.solve(m.T, r), [SPD + np.eye(3)[::-1], SPD[:, :1]]),
+    ("tri_solve", fb.matrix_triangular_solve, lambda m, r: np.linalg.solve(np.tril(m), r), [SPD + 9, SPD]),
+    ("tri_solve_upper", lambda m, r: fb.matrix_triangular_solve(m, r, lower=False), lambda m, r: np.linalg.solve(np.triu(m), r), [SPD + 9, SPD]),
+    ("cross", fb.cross, np.cross, [A23, A23[::-1] ** 2]),
+    ("linspace", fb.linspace, lambda a, b, n: np.linspace(a, b, n, dtype=np.float32), [np.float32(-1), np.float32(2), np.int32(7)]),
+    ("linspace_1", fb.lin_space, lambda a, b, n: np.array([a]), [np.float64(3), np.float64(5), np.int32(1)]),
+    ("broadcast_to", lambda x: fb.broadcast_to(x, [4, 2, 3]), lambda x: np.broadcast_to(x, (4, 2, 3)), [A23]),
+    ("broadcast_to_1", lambda x: fb.broadcast_to(x, [3, 4]), lambda x: np.broadcast_to(x, (3, 4)), [A23[:, :1].T[:, :1]]),
+    ("broadcast_args", fb.broadcast_dynamic_shape, lambda a, b: np.array(np.broadcast_shapes(tuple(a), tuple(b)), a.dtype), [np.array([2, 1, 3], np.int32), np.array([4, 1], np.int32)]),
+    ("roll", lambda x: fb.roll(x, [1, -2], [0, 2]), lambda x: np.roll(x, (1, -2), (0, 2)), [A234]),
+    ("roll_flat", lambda x: fb.roll(x, 4, 0), lambda x: np.roll(x, 4, 0), [V6]),
+    ("unique", lambda x: list(fb.unique(x)), lambda x: [np.array([3, 0, 4, 1], np.int32), np.array([0, 1, 2, 3, 3], np.int32)], [I5]),
+    ("unique_counts", lambda x: list(fb.unique_with_counts(x, fb.int64)), lambda x: [np.array([3, 0, 4, 1], np.int32), np.array([0, 1, 2, 3, 3]), np.array([1, 1, 1, 2])], [I5]),
+    ("setdiff1d", lambda x, y: list(fb.setdiff1d(x, y)), lambda x, y: [np.array([3, 0, 4], np.int32), np.array([0, 1, 2], np.int32)], [I5, I5[3:]]),
+    ("unique_float", lambda x: list(fb.unique(x, fb.int64)), lambda x: [np.float32([2, 1]), np.array([0, 1, 0])], [np.float32([2, 1, 2])]),
+    ("setdiff1d_float", lambda x, y: list(fb.setdiff1d(x, y, fb.int64)), lambda x, y: [np.float32([2, 2]), np.array([0, 2])], [np.float32([2, 1, 2]), np.float32([1])]),
+    ("where_v2", fb.where_v2, np.where, [MASK[:2, None], A23[:1], -A23[:, :1]]),
+    ("where_v2_scalar", lambda c, y: fb.where_v2(c, 7.0, y), lambda c, y: np.where(c, np.float32(7), y), [MASK, A23]),
+    ("with_default", lambda x: fb.placeholder_with_default(x, [None, 3]), lambda x: x, [A23]),
+    ("bincount", lambda x: fb.bincount(x, minlength=7), lambda x: np.bincount(x, minlength=7).astype(np.int32), [I5]),
+    ("bincount_w", lambda x, w: fb.bincount(x, w, maxlength=3, dtype=fb.float32), lambda x, w: np.bincount(x, w)[:3].astype(np.float32), [I5, A23.ravel()[:5]]),
+    ("histogram", lambda v, r: fb.histogram_fixed_width(v, r, 4), lambda v, r: np.histogram(np.clip(v, 0, 5.99), 4, (0, 6))[0].astype(np.int32), [A234.ravel() - 3, np.float32([0, 6])]),
+    ("searchsorted", fb.searchsorted, lambda s, v: np.stack([np.searchsorted(a, b) for a, b in zip(s, v)]).astype(np.int32), [A23, A23[::-1] - 0.5]),
+    ("searchsorted_right", lambda s, v: fb.searchsorted(s, v, "right", fb.int64), lambda s, v: np.searchsorted(s, v, "right"), [V6, V6[::-1] - 1]),
+    ("unravel_index", fb.unravel_index, lambda i, d: np.stack(np.unravel_index(i, d)).astype(np.int32), [I5, np.int32([2, 3])]),
+    ("unravel_index64", fb.unravel_index, lambda i, d: np.stack(np.unravel_index(i, d)), [V6, np.int64([3, 2])]),
+    ("count_nonzero", lambda x: fb.count_nonzero(x, 1), lambda x: np.count_nonzero(x, 1).astype(np.int64), [A234]),
+    ("count_nonzero_bool", lambda m: fb.count_nonzero(m, dtype=fb.int32), lambda m: np.int32(np.count_nonzero(m)), [MASK23]),
+    ("logsumexp", lambda x: fb.reduce_logsumexp(x * 100, [0, 2]), lambda x: _np_lse(x * 100, (0, 2)), [A234]),
+    ("logsumexp_keep", lambda x: fb.reduce_logsumexp(x, 1, keepdims=True), lambda x: _np_lse(x, 1, True), [A234]),
 ]  # fmt: skip
 
 DATA_DEPENDENT = {
+    "unique",
+    "unique_counts",
+    "setdiff1d",
+    "unique_float",
+    "bincount",
+    "bincount_w",
+    "histogram",
+    "with_default",  # its static shape is the declared [?, 3]
+    "setdiff1d_float",
     "where",
     "boolean_mask",
     "boolean_mask_2d",
@@ -471,6 +542,8 @@ RANDOM = [
     ("truncated64", lambda s: fb.truncated_normal([2, 300], dtype=fb.float64, seed=s), fb.float64),
     ("shuffle", lambda s: fb.random_shuffle(fb.range(30), seed=s), fb.int32),
     ("scalar", lambda s: fb.random_normal([], seed=s), fb.float32),
+    ("multinomial", lambda s: fb.multinomial([[0.0, 1.0, 2.0]] * 4, 50, seed=s), fb.int64),
+    ("categorical", lambda s: fb.random.categorical([[1.0, 1.0]], 9, fb.int32, seed=s), fb.int32),
 ]  # fmt: skip
 
 

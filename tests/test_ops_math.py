@@ -51,6 +51,10 @@ BINARY_REF = {
     "NotEqual": (lambda a, b: a != b, (-2, 2)),
     "LogicalAnd": (np.logical_and, (0, 1)),
     "LogicalOr": (np.logical_or, (0, 1)),
+    "Atan2": (np.arctan2, (-3, 3)),
+    "TruncateDiv": (lambda a, b: np.trunc(a / b).astype(np.result_type(a, b)), (1, 9)),
+    "TruncateMod": (np.fmod, (1, 9)),
+    "DivNoNan": (lambda a, b: a / b, (1, 4)),
 }
 _SPECIAL = (0.5, np.nan, np.inf, -np.inf, -2.0)
 UNARY_REF = {
@@ -76,6 +80,17 @@ UNARY_REF = {
     "IsNan": (np.isnan, _SPECIAL),
     "IsInf": (np.isinf, _SPECIAL),
     "IsFinite": (np.isfinite, _SPECIAL),
+    "Tan": (np.tan, (-1, 1)),
+    "Asin": (np.arcsin, (-0.9, 0.9)),
+    "Acos": (np.arccos, (-0.9, 0.9)),
+    "Atan": (np.arctan, (-3, 3)),
+    "Sinh": (np.sinh, (-3, 3)),
+    "Cosh": (np.cosh, (-3, 3)),
+    "Asinh": (np.arcsinh, (-3, 3)),
+    "Acosh": (np.arccosh, (1, 4)),
+    "Atanh": (np.arctanh, (-0.9, 0.9)),
+    "Expm1": (np.expm1, (-3, 3)),
+    "Rint": (np.rint, (-3, 3)),
 }
 REDUCE_REF = {
     "Sum": np.sum,

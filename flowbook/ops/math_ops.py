@@ -24,11 +24,18 @@ the tests that walk them.
 
 from __future__ import annotations
 
-from flowbook.ops import cast_ops, elementwise_ops, linalg_ops, reduction_ops
+from flowbook.ops import cast_ops, elementwise_more, elementwise_ops, linalg_ops, reduction_ops
 from flowbook.ops.cast_ops import *  # noqa: F403
 from flowbook.ops.elementwise import BINARY, UNARY  # noqa: F401  (the rows, for tests)
+from flowbook.ops.elementwise_more import *  # noqa: F403
 from flowbook.ops.elementwise_ops import *  # noqa: F403
 from flowbook.ops.linalg_ops import *  # noqa: F403
 from flowbook.ops.reduction_ops import *  # noqa: F403
 
-__all__ = elementwise_ops.__all__ + cast_ops.__all__ + reduction_ops.__all__ + linalg_ops.__all__
+__all__ = (
+    elementwise_ops.__all__
+    + elementwise_more.__all__
+    + cast_ops.__all__
+    + reduction_ops.__all__
+    + linalg_ops.__all__
+)
