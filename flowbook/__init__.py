@@ -119,6 +119,7 @@ from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
+from flowbook.ops.identity_more import *
 from flowbook.ops.linalg_more import *
 from flowbook.ops.math_ops import *
 from flowbook.ops.matrix_diag_ops import *

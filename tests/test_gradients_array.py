@@ -50,6 +50,7 @@ MODULES = (
     "flowbook.ops.assert_ops",
     "flowbook.ops.script_ops",
     "flowbook.ops.select_v2_ops",
+    "flowbook.ops.identity_more",
     "flowbook.ops.placeholder_ops",
     "flowbook.ops.multinomial_ops",
     "flowbook.ops.counting_ops",
@@ -233,6 +234,11 @@ CASES = [
     ("log_sigmoid", lambda x: fb.log_sigmoid(x), X23),
     ("where_v2_t", lambda x: fb.where_v2(COND, x[:1], fb.constant(C23)), X23),
     ("where_v2_e", lambda x: fb.where_v2([[True], [False]], fb.constant(C23), x), X5[:3]),
+    # issue 16's identities and repeat
+    ("ensure_shape", lambda x: fb.ensure_shape(x, [2, None]), X23),
+    ("identity_n", lambda x: fb.identity_n([x, x * 2])[1], X23),
+    ("repeat", lambda x: fb.repeat(x, [2, 0, 3], axis=1), X23),
+    ("repeat_flat", lambda x: fb.repeat(x, 2), X23),
 ]
 
 
@@ -273,6 +279,7 @@ def test_every_op_declares_its_gradient():
         "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
         "LinSpace", "BroadcastArgs", "Assert", "PlaceholderWithDefault", "Multinomial",
         "Bincount", "HistogramFixedWidth", "LowerBound", "UpperBound", "UnravelIndex", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
+        "Bitcast",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

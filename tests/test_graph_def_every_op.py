@@ -116,6 +116,14 @@ def tfcore_ops(x, n):
     return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
 
 
+def tfmore_ops(x):
+    """Issue 16's identities, casts and repeat."""
+    a, b = tf.identity_n([x, tf.ensure_shape(x, [None, 3])])
+    bits = tf.bitcast(tf.bitcast(x, tf.int16), tf.float32)
+    parts = [a, b, bits, tf.repeat(x, [1, 2, 0], axis=1)]
+    return tf.add_n([tf.reduce_sum(p) for p in parts])
+
+
 def every_op():
     """One or more ops of every registered type (gradients bring the *Grad ops)."""
     x = tf.placeholder(tf.float32, [2, 3], name="x")
@@ -260,6 +268,7 @@ def every_op():
     )
     total += long_tail_ops(x, v)
     total += tfcore_ops(x, n)
+    total += tfmore_ops(x)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)
