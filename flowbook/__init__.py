@@ -78,7 +78,7 @@ from flowbook.dtypes import (
     uint16,
 )
 from flowbook.errors import OpError
-from flowbook.gradients import gradients
+from flowbook.gradients import gradients, hessians
 from flowbook.graph import (
     Graph,
     GraphKeys,
@@ -120,6 +120,7 @@ from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
 from flowbook.ops.identity_more import *
+from flowbook.ops.linalg_decomp import *
 from flowbook.ops.linalg_more import *
 from flowbook.ops.math_ops import *
 from flowbook.ops.matrix_diag_ops import *
@@ -181,6 +182,7 @@ from flowbook.variables import (
     initialize_variables,
     local_variables,
     local_variables_initializer,
+    moving_average_variables,
     report_uninitialized_variables,
     trainable_variables,
     variables_initializer,

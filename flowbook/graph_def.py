@@ -168,6 +168,8 @@ OUTPUT_COUNTS: dict[str, int] = {
     "UniqueWithCounts": 3,
     "ListDiff": 2,
     "Assert": 0,
+    "Svd": 3,
+    "SelfAdjointEigV2": 2,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 

@@ -232,6 +232,7 @@ DIFF_ROWS = (
     + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
     + [("long-tail", _long_tail_row)]
     + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
+    + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
 )
 
 

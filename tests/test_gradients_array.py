@@ -51,6 +51,7 @@ MODULES = (
     "flowbook.ops.script_ops",
     "flowbook.ops.select_v2_ops",
     "flowbook.ops.identity_more",
+    "flowbook.ops.linalg_decomp",
     "flowbook.ops.placeholder_ops",
     "flowbook.ops.multinomial_ops",
     "flowbook.ops.counting_ops",
@@ -82,6 +83,7 @@ def _dw_backprop_filter(x):
 X33 = RNG.standard_normal((3, 3))
 X2323 = RNG.standard_normal((2, 3, 2, 3))
 I3 = np.eye(3)
+SPD3 = X33 @ X33.T + 3 * np.eye(3)
 COND = np.array([[True, False, True], [False, False, True]])
 
 
@@ -239,6 +241,13 @@ CASES = [
     ("identity_n", lambda x: fb.identity_n([x, x * 2])[1], X23),
     ("repeat", lambda x: fb.repeat(x, [2, 0, 3], axis=1), X23),
     ("repeat_flat", lambda x: fb.repeat(x, 2), X23),
+    # decompositions and least squares (eigenvectors squared: their sign is arbitrary)
+    ("eigvals", lambda x: fb.self_adjoint_eigvals(x), X33),
+    ("eig_values", lambda x: fb.self_adjoint_eig(x)[0], X33),
+    ("eig_vectors", lambda x: fb.self_adjoint_eig(x)[1] ** 2, X33),
+    ("cholesky_solve", lambda x: fb.cholesky_solve(fb.cholesky(SPD3), x), X34),
+    ("solve_ls_tall", lambda x: fb.matrix_solve_ls(x, X34.T[:, :2], 0.1), X34.T),
+    ("solve_ls_wide", lambda x: fb.matrix_solve_ls(x, X23.T[:2], 0.1), X23),
 ]
 
 
@@ -279,7 +288,7 @@ def test_every_op_declares_its_gradient():
         "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
         "LinSpace", "BroadcastArgs", "Assert", "PlaceholderWithDefault", "Multinomial",
         "Bincount", "HistogramFixedWidth", "LowerBound", "UpperBound", "UnravelIndex", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
-        "Bitcast",
+        "Bitcast", "Svd",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -120,7 +120,11 @@ def tfmore_ops(x):
     """Issue 16's identities, casts and repeat."""
     a, b = tf.identity_n([x, tf.ensure_shape(x, [None, 3])])
     bits = tf.bitcast(tf.bitcast(x, tf.int16), tf.float32)
-    parts = [a, b, bits, tf.repeat(x, [1, 2, 0], axis=1)]
+    sym = tf.matmul(x, x, transpose_b=True) + tf.eye(2)
+    s, u, v = tf.svd(x)
+    e, vec = tf.self_adjoint_eig(sym)
+    parts = [a, b, bits, tf.repeat(x, [1, 2, 0], axis=1), s, u, v, e, vec]
+    parts += [tf.svd(x, compute_uv=False), tf.self_adjoint_eigvals(sym)]
     return tf.add_n([tf.reduce_sum(p) for p in parts])
 
 

@@ -30,6 +30,7 @@ BITCASTS = [
     (np.array([1.0, -2.5], np.float64), tf.int16),
     (np.arange(8, dtype=np.uint8).reshape(2, 4), tf.float32),
     (np.array([[7, 9]], np.int32), tf.float64),
+    (np.float32(1.0), tf.int32),
 ]
 
 

@@ -69,9 +69,11 @@ def _bitcast_infer(x: Tensor, type: DType, **_: Any) -> Out:
 
 def _bitcast(xp: Any, x: Any, type: DType) -> Any:
     a, b = x.dtype.itemsize, type.np.itemsize
+    shape = tuple(x.shape)  # before ascontiguousarray, which makes a 0-d array 1-d
     x = xp.ascontiguousarray(x)
     if a >= b:
-        return x.reshape(*x.shape, 1).view(type.np).reshape(*x.shape, *((a // b,) if a > b else ()))
+        extra = (a // b,) if a > b else ()
+        return x.reshape(*shape, 1).view(type.np).reshape(shape + extra)
     if not x.shape or x.shape[-1] != b // a:
         raise InvalidArgumentError(None, None, f"last dimension must be {b // a}, got {x.shape}")
     return x.view(type.np).reshape(x.shape[:-1])
