@@ -58,6 +58,7 @@ from flowbook.compat import (
     resource_variables_enabled,
 )
 from flowbook.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from flowbook.custom_gradient import custom_gradient
 from flowbook.dtypes import (
     DType,
     as_dtype,
@@ -78,6 +79,7 @@ from flowbook.dtypes import (
     uint16,
 )
 from flowbook.errors import OpError
+from flowbook.grad_overrides import RegisterGradient
 from flowbook.gradients import gradients, hessians
 from flowbook.graph import (
     Graph,

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowbook import grad_overrides
 from flowbook.graph import get_default_graph
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import tensor
@@ -156,7 +157,7 @@ def _total(grads: list[Tensor] | None) -> Tensor | None:
 
 
 def _apply(op: Operation, out_grads: list[Tensor | None]) -> list[Tensor | None]:
-    grad_fn = op._opdef.grad
+    grad_fn = grad_overrides.gradient_function(op)
     if grad_fn is NOT_DIFFERENTIABLE:
         return [None] * len(op.inputs)
     if grad_fn is None:
