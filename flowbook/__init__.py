@@ -161,6 +161,7 @@ from flowbook.summary import (
     scalar_summary,
 )
 from flowbook.tensor import Operation, Tensor
+from flowbook.tensor_protos import make_ndarray, make_tensor_proto
 from flowbook.tensor_shape import Dimension, TensorShape
 from flowbook.tf_logging import get_logger
 from flowbook.variable_scope import (
