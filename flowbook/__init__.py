@@ -129,6 +129,7 @@ from flowbook.ops.matrix_diag_ops import *
 from flowbook.ops.multinomial_ops import *
 from flowbook.ops.nn_conv import required_space_to_batch_paddings
 from flowbook.ops.partition_ops import *
+from flowbook.ops.patch_ops import *
 from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.scan_ops import *

@@ -52,6 +52,7 @@ MODULES = (
     "flowbook.ops.select_v2_ops",
     "flowbook.ops.identity_more",
     "flowbook.ops.linalg_decomp",
+    "flowbook.ops.patch_ops",
     "flowbook.ops.placeholder_ops",
     "flowbook.ops.multinomial_ops",
     "flowbook.ops.counting_ops",
@@ -83,6 +84,8 @@ def _dw_backprop_filter(x):
 X33 = RNG.standard_normal((3, 3))
 X2323 = RNG.standard_normal((2, 3, 2, 3))
 I3 = np.eye(3)
+PATCH_ATTRS = {"ksizes": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "rates": [1, 1, 1, 1]}
+PATCH_ATTRS["padding"] = "VALID"
 SPD3 = X33 @ X33.T + 3 * np.eye(3)
 COND = np.array([[True, False, True], [False, False, True]])
 
@@ -247,6 +250,21 @@ CASES = [
     ("eig_vectors", lambda x: fb.self_adjoint_eig(x)[1] ** 2, X33),
     ("cholesky_solve", lambda x: fb.cholesky_solve(fb.cholesky(SPD3), x), X34),
     ("solve_ls_tall", lambda x: fb.matrix_solve_ls(x, X34.T[:, :2], 0.1), X34.T),
+    (
+        "patches",
+        lambda x: fb.extract_image_patches(x, [1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 2, 1], "VALID"),
+        X2466,
+    ),
+    (
+        "patches_same",
+        lambda x: fb.extract_image_patches(x, [1, 2, 2, 1], [1, 2, 3, 1], [1, 2, 1, 1], "SAME"),
+        X2236,
+    ),
+    (
+        "patches_grad",
+        lambda x: make1("ExtractImagePatchesGrad", [x, fb.constant([2, 2, 3, 6])], PATCH_ATTRS),
+        X2236[:, :1, :1, :].repeat(4, -1),
+    ),
     ("solve_ls_wide", lambda x: fb.matrix_solve_ls(x, X23.T[:2], 0.1), X23),
 ]
 

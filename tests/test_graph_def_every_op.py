@@ -125,6 +125,10 @@ def tfmore_ops(x):
     e, vec = tf.self_adjoint_eig(sym)
     parts = [a, b, bits, tf.repeat(x, [1, 2, 0], axis=1), s, u, v, e, vec]
     parts += [tf.svd(x, compute_uv=False), tf.self_adjoint_eigvals(sym)]
+    img = tf.reshape(tf.tile(x, [1, 2]), [1, 2, 6, 1])
+    patches = tf.extract_image_patches(img, [1, 2, 2, 1], [1, 1, 2, 1], [1, 1, 2, 1], "SAME")
+    (gi,) = tf.gradients(tf.reduce_sum(patches**2), img)
+    parts += [patches, tf.gradients(tf.reduce_sum(gi**2), img)[0]]
     return tf.add_n([tf.reduce_sum(p) for p in parts])
 
 
