@@ -58,6 +58,7 @@ from flowbook.compat import (
     resource_variables_enabled,
 )
 from flowbook.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from flowbook.custom_gradient import custom_gradient
 from flowbook.dtypes import (
     DType,
     as_dtype,
@@ -78,7 +79,8 @@ from flowbook.dtypes import (
     uint16,
 )
 from flowbook.errors import OpError
-from flowbook.gradients import gradients
+from flowbook.grad_overrides import RegisterGradient
+from flowbook.gradients import gradients, hessians
 from flowbook.graph import (
     Graph,
     GraphKeys,
@@ -119,12 +121,15 @@ from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
+from flowbook.ops.identity_more import *
+from flowbook.ops.linalg_decomp import *
 from flowbook.ops.linalg_more import *
 from flowbook.ops.math_ops import *
 from flowbook.ops.matrix_diag_ops import *
 from flowbook.ops.multinomial_ops import *
 from flowbook.ops.nn_conv import required_space_to_batch_paddings
 from flowbook.ops.partition_ops import *
+from flowbook.ops.patch_ops import *
 from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.scan_ops import *
@@ -157,6 +162,7 @@ from flowbook.summary import (
     scalar_summary,
 )
 from flowbook.tensor import Operation, Tensor
+from flowbook.tensor_protos import make_ndarray, make_tensor_proto
 from flowbook.tensor_shape import Dimension, TensorShape
 from flowbook.tf_logging import get_logger
 from flowbook.variable_scope import (
@@ -180,6 +186,7 @@ from flowbook.variables import (
     initialize_variables,
     local_variables,
     local_variables_initializer,
+    moving_average_variables,
     report_uninitialized_variables,
     trainable_variables,
     variables_initializer,

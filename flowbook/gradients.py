@@ -33,15 +33,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowbook import grad_overrides
 from flowbook.graph import get_default_graph
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import tensor
 from flowbook.ops.broadcast_grad import unbroadcast
 from flowbook.registry import NOT_DIFFERENTIABLE
 from flowbook.tensor import Operation, Tensor
-from flowbook.tensor_shape import compatible, fmt
+from flowbook.tensor_shape import compatible, fmt, num_elements
 
-__all__ = ["gradients", "unbroadcast"]
+__all__ = ["gradients", "hessians", "unbroadcast"]
 
 
 def _is_float(t: Tensor) -> bool:
@@ -111,6 +112,42 @@ def gradients(
         return [_total(pending.get(x)) for x in xs]
 
 
+def hessians(
+    ys: Any,
+    xs: Any,
+    name: str = "hessians",
+    colocate_gradients_with_ops: bool = False,
+    gate_gradients: bool = False,
+    aggregation_method: Any = None,
+) -> list[Tensor | None]:
+    """For each x, the second derivatives of sum(ys), shaped ``x.shape + x.shape``: gradients of
+    each element of the gradient (x needs a static size; TF1's loop is unrolled here).
+
+    >>> import flowbook as fb
+    >>> x = fb.constant([1.0, 2.0])
+    >>> (h,) = fb.hessians(fb.reduce_sum(x * x * x), x)
+    >>> with fb.Session() as s:
+    ...     s.run(h).tolist()
+    [[6.0, 0.0], [0.0, 12.0]]
+    """
+    xs = [_as_x(x) for x in (xs if isinstance(xs, list | tuple) else [xs])]
+    out: list[Tensor | None] = []
+    graph = xs[0].graph if xs else get_default_graph()
+    with graph.name_scope(name):
+        for x, g in zip(xs, gradients(ys, xs)):
+            n = num_elements(x._shape)
+            if n is None:
+                raise ValueError(f"hessians: '{x.name}' needs a static shape, got {fmt(x._shape)}")
+            if g is None:
+                out.append(None)
+                continue
+            flat = array_ops.reshape(g, [-1])
+            rows = [gradients(flat[i], x)[0] for i in range(n)]
+            rows = [array_ops.zeros_like(x) if r is None else r for r in rows]
+            out.append(array_ops.reshape(array_ops.stack(rows), [*x._shape, *x._shape]))
+    return out
+
+
 def _total(grads: list[Tensor] | None) -> Tensor | None:
     if not grads:
         return None
@@ -120,7 +157,7 @@ def _total(grads: list[Tensor] | None) -> Tensor | None:
 
 
 def _apply(op: Operation, out_grads: list[Tensor | None]) -> list[Tensor | None]:
-    grad_fn = op._opdef.grad
+    grad_fn = grad_overrides.gradient_function(op)
     if grad_fn is NOT_DIFFERENTIABLE:
         return [None] * len(op.inputs)
     if grad_fn is None:

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from flowbook import graph_edit, hooks, registry
+from flowbook import grad_overrides, graph_edit, hooks, registry
 from flowbook.devices import DeviceSpec
 from flowbook.graph_keys import GraphKeys  # noqa: F401  (re-exported: flowbook.graph.GraphKeys)
 from flowbook.names import check_op_name, check_scope_name, pick_name
@@ -281,6 +281,10 @@ class Graph:
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
         """TensorFlow's GraphDef proto of this graph: ``flowbook.graph_def`` writes it."""
         return hooks.as_graph_def(self, from_version, add_shapes)
+
+    def gradient_override_map(self, op_type_map: dict[str, str]) -> Any:
+        """Ops built inside take the mapped gradients; see :mod:`flowbook.grad_overrides`."""
+        return grad_overrides.override_map(self, op_type_map)
 
     # --------------------------------------------------------------- lookups
     def get_operations(self) -> list[Operation]:

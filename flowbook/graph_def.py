@@ -126,6 +126,7 @@ TYPE_ATTRS: dict[str, dict[str, int]] = dict(
         "GatherNd": {"Tparams": 0, "Tindices": 1},
         "ScatterNd": {"T": 1, "Tindices": 0},
         "DynamicStitch": {"T": -1},
+        "IdentityN": {},
         "InTopKV2": {"T": 1},
         "ReverseSequence": {"T": 0, "Tlen": 1},
         "LinSpace": {"T": 0, "Tidx": 2},
@@ -167,6 +168,8 @@ OUTPUT_COUNTS: dict[str, int] = {
     "UniqueWithCounts": 3,
     "ListDiff": 2,
     "Assert": 0,
+    "Svd": 3,
+    "SelfAdjointEigV2": 2,
 }  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
 
 
@@ -174,7 +177,11 @@ OUTPUT_COUNTS: dict[str, int] = {
 OP_ATTR_KINDS: dict[tuple[str, str], str] = {
     ("PyFunc", "Tout"): "list(type)",
     ("PyFuncStateless", "Tout"): "list(type)",
+    ("IdentityN", "T"): "list(type)",
+    ("Bitcast", "type"): "type",
 }
+# op type -> its list(type) attr, which types its variadic input and gives one output per entry
+TYPE_LISTS: dict[str, str] = {"IdentityN": "T"}
 
 
 def op_attr_kind(op_type: str, name: str) -> str:
@@ -406,6 +413,12 @@ def op_def(op_type: str) -> Any:
     _, _, op_def_pb2, _ = _pb()
     od = registry.get(op_type)
     proto = op_def_pb2.OpDef(name=od.name, is_stateful=od.stateful, summary=od.doc[:80])
+    if od.name in TYPE_LISTS:  # IdentityN: as many outputs as the list has types
+        attr = TYPE_LISTS[od.name]
+        proto.input_arg.add(name=od.inputs[0].lstrip("*"), type_list_attr=attr)
+        proto.output_arg.add(name="output", type_list_attr=attr)
+        proto.attr.add(name=attr, type="list(type)")
+        return proto
     t_attrs = type_attrs(od.name)
     for name in od.inputs:
         arg = proto.input_arg.add(name=name.lstrip("*"))

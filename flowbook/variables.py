@@ -202,6 +202,19 @@ def local_variables(scope: str | None = None) -> list[Variable]:
     return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
 
 
+def moving_average_variables(scope: str | None = None) -> list[Variable]:
+    """The variables an ``ExponentialMovingAverage.apply`` averages (MOVING_AVERAGE_VARIABLES).
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default():
+    ...     v = fb.Variable(1.0, name="w")
+    ...     _ = fb.train.ExponentialMovingAverage(0.9).apply([v])
+    ...     [x.op.name for x in fb.moving_average_variables()]
+    ['w']
+    """
+    return get_default_graph().get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
+
+
 def trainable_variables(scope: str | None = None) -> list[Variable]:
     """The variables created with ``trainable=True``."""
     return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)

@@ -231,6 +231,8 @@ DIFF_ROWS = (
     + [(f"nn/{k}", lambda v=v: _nn_row(*v)) for k, v in test_nn_blocks.GRADIENT_CASES.items()]
     + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
     + [("long-tail", _long_tail_row)]
+    + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
+    + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
 )
 
 

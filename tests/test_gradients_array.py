@@ -50,6 +50,9 @@ MODULES = (
     "flowbook.ops.assert_ops",
     "flowbook.ops.script_ops",
     "flowbook.ops.select_v2_ops",
+    "flowbook.ops.identity_more",
+    "flowbook.ops.linalg_decomp",
+    "flowbook.ops.patch_ops",
     "flowbook.ops.placeholder_ops",
     "flowbook.ops.multinomial_ops",
     "flowbook.ops.counting_ops",
@@ -81,6 +84,9 @@ def _dw_backprop_filter(x):
 X33 = RNG.standard_normal((3, 3))
 X2323 = RNG.standard_normal((2, 3, 2, 3))
 I3 = np.eye(3)
+PATCH_ATTRS = {"ksizes": [1, 2, 2, 1], "strides": [1, 2, 2, 1], "rates": [1, 1, 1, 1]}
+PATCH_ATTRS["padding"] = "VALID"
+SPD3 = X33 @ X33.T + 3 * np.eye(3)
 COND = np.array([[True, False, True], [False, False, True]])
 
 
@@ -233,6 +239,33 @@ CASES = [
     ("log_sigmoid", lambda x: fb.log_sigmoid(x), X23),
     ("where_v2_t", lambda x: fb.where_v2(COND, x[:1], fb.constant(C23)), X23),
     ("where_v2_e", lambda x: fb.where_v2([[True], [False]], fb.constant(C23), x), X5[:3]),
+    # issue 16's identities and repeat
+    ("ensure_shape", lambda x: fb.ensure_shape(x, [2, None]), X23),
+    ("identity_n", lambda x: fb.identity_n([x, x * 2])[1], X23),
+    ("repeat", lambda x: fb.repeat(x, [2, 0, 3], axis=1), X23),
+    ("repeat_flat", lambda x: fb.repeat(x, 2), X23),
+    # decompositions and least squares (eigenvectors squared: their sign is arbitrary)
+    ("eigvals", lambda x: fb.self_adjoint_eigvals(x), X33),
+    ("eig_values", lambda x: fb.self_adjoint_eig(x)[0], X33),
+    ("eig_vectors", lambda x: fb.self_adjoint_eig(x)[1] ** 2, X33),
+    ("cholesky_solve", lambda x: fb.cholesky_solve(fb.cholesky(SPD3), x), X34),
+    ("solve_ls_tall", lambda x: fb.matrix_solve_ls(x, X34.T[:, :2], 0.1), X34.T),
+    (
+        "patches",
+        lambda x: fb.extract_image_patches(x, [1, 2, 3, 1], [1, 2, 1, 1], [1, 1, 2, 1], "VALID"),
+        X2466,
+    ),
+    (
+        "patches_same",
+        lambda x: fb.extract_image_patches(x, [1, 2, 2, 1], [1, 2, 3, 1], [1, 2, 1, 1], "SAME"),
+        X2236,
+    ),
+    (
+        "patches_grad",
+        lambda x: make1("ExtractImagePatchesGrad", [x, fb.constant([2, 2, 3, 6])], PATCH_ATTRS),
+        X2236[:, :1, :1, :].repeat(4, -1),
+    ),
+    ("solve_ls_wide", lambda x: fb.matrix_solve_ls(x, X23.T[:2], 0.1), X23),
 ]
 
 
@@ -273,6 +306,7 @@ def test_every_op_declares_its_gradient():
         "UniformCandidateSampler", "ScatterUpdate", "ScatterAdd", "ScatterSub", "InTopKV2",
         "LinSpace", "BroadcastArgs", "Assert", "PlaceholderWithDefault", "Multinomial",
         "Bincount", "HistogramFixedWidth", "LowerBound", "UpperBound", "UnravelIndex", "PyFunc", "PyFuncStateless", "Unique", "UniqueWithCounts", "ListDiff",
+        "Bitcast", "Svd",
     }  # fmt: skip
     assert stopped <= MODULE_OPS
     assert {n for n in MODULE_OPS if OPS[n].grad is NOT_DIFFERENTIABLE} == stopped

@@ -116,6 +116,22 @@ def tfcore_ops(x, n):
     return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
 
 
+def tfmore_ops(x):
+    """Issue 16's identities, casts and repeat."""
+    a, b = tf.identity_n([x, tf.ensure_shape(x, [None, 3])])
+    bits = tf.bitcast(tf.bitcast(x, tf.int16), tf.float32)
+    sym = tf.matmul(x, x, transpose_b=True) + tf.eye(2)
+    s, u, v = tf.svd(x)
+    e, vec = tf.self_adjoint_eig(sym)
+    parts = [a, b, bits, tf.repeat(x, [1, 2, 0], axis=1), s, u, v, e, vec]
+    parts += [tf.svd(x, compute_uv=False), tf.self_adjoint_eigvals(sym)]
+    img = tf.reshape(tf.tile(x, [1, 2]), [1, 2, 6, 1])
+    patches = tf.extract_image_patches(img, [1, 2, 2, 1], [1, 1, 2, 1], [1, 1, 2, 1], "SAME")
+    (gi,) = tf.gradients(tf.reduce_sum(patches**2), img)
+    parts += [patches, tf.gradients(tf.reduce_sum(gi**2), img)[0]]
+    return tf.add_n([tf.reduce_sum(p) for p in parts])
+
+
 def every_op():
     """One or more ops of every registered type (gradients bring the *Grad ops)."""
     x = tf.placeholder(tf.float32, [2, 3], name="x")
@@ -260,6 +276,7 @@ def every_op():
     )
     total += long_tail_ops(x, v)
     total += tfcore_ops(x, n)
+    total += tfmore_ops(x)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)

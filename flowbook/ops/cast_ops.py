@@ -25,7 +25,16 @@ from flowbook.ops.elementwise import INEXACT
 from flowbook.registry import OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
 
-__all__ = ["cast", "saturate_cast", "to_double", "to_float", "to_int32", "to_int64"]
+__all__ = [
+    "cast",
+    "saturate_cast",
+    "to_complex64",
+    "to_complex128",
+    "to_double",
+    "to_float",
+    "to_int32",
+    "to_int64",
+]
 
 
 def _cast_infer(x: Tensor, SrcT: DType, DstT: DType, **_: Any) -> Out:
@@ -115,4 +124,7 @@ to_float = _cast_to("to_float", dtypes.float32, "ToFloat", "[1, 2]")
 to_double = _cast_to("to_double", dtypes.float64, "ToDouble", "[1, 2]")
 to_int32 = _cast_to("to_int32", dtypes.int32, "ToInt32", "[1.5]")
 to_int64 = _cast_to("to_int64", dtypes.int64, "ToInt64", "[1.5]")
-__test__ = {f.__name__: f.__doc__ for f in (to_float, to_double, to_int32, to_int64)}
+to_complex64 = _cast_to("to_complex64", dtypes.complex64, "ToComplex64", "[1.5]")
+to_complex128 = _cast_to("to_complex128", dtypes.complex128, "ToComplex128", "[1.5]")
+_ALL_TO = (to_float, to_double, to_int32, to_int64, to_complex64, to_complex128)
+__test__ = {f.__name__: f.__doc__ for f in _ALL_TO}
