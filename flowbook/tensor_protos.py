@@ -62,10 +62,17 @@ def make_tensor_proto(
 
 
 def make_ndarray(tensor: Any) -> np.ndarray:
-    """The ndarray a TensorProto holds.
+    """The ndarray a TensorProto holds (strings as ``bytes``, as TensorFlow gives them).
 
     >>> import flowbook as fb
     >>> fb.make_ndarray(fb.make_tensor_proto([True, False])).tolist()
     [True, False]
+    >>> fb.make_ndarray(fb.make_tensor_proto(["a"])).tolist()
+    [b'a']
     """
-    return tensor_value(tensor, "make_ndarray")
+    value = tensor_value(tensor, "make_ndarray")
+    if value.dtype == object:
+        return np.vectorize(lambda v: v.encode() if isinstance(v, str) else v, otypes=[object])(
+            value
+        )
+    return value

@@ -23,7 +23,7 @@ CASES = [
     (5, tf.int64, [2, 2], np.full((2, 2), 5, np.int64)),
     ([1, 2, 3, 4], None, [2, 2], np.array([[1, 2], [3, 4]], np.int64)),
     ([True, False], None, None, np.array([True, False])),
-    (["a", "bc"], tf.string, None, np.array(["a", "bc"], object)),  # str, as flowbook holds strings
+    (["a", "bc"], tf.string, None, np.array([b"a", b"bc"], object)),  # bytes, as TF gives them
 ]
 
 
