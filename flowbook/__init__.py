@@ -114,12 +114,14 @@ from flowbook.ops.array_ops import *
 from flowbook.ops.assert_ops import *
 from flowbook.ops.clip_ops import *
 from flowbook.ops.compat_ops import *
+from flowbook.ops.complex_ops import *
 from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
 from flowbook.ops.linalg_more import *
+from flowbook.ops.math_more import accumulate_n, confusion_matrix, unsorted_segment_sqrt_n
 from flowbook.ops.math_ops import *
 from flowbook.ops.matrix_diag_ops import *
 from flowbook.ops.multinomial_ops import *

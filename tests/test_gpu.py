@@ -205,6 +205,12 @@ def _long_tail_row():
     return [sub, ranked], None, [v.initializer]
 
 
+def _complex_row():
+    """tf.math's complex numbers: complex, real, imag, angle."""
+    z = fb.complex(fb.constant([[1.0, -2.0], [0.5, 3.0]]), fb.constant([0.5, -1.5]))
+    return [z, fb.real(z), fb.imag(z), fb.angle(z)], None
+
+
 DIFF_ROWS = (
     [(f"array/{c[0]}", lambda c=c: _array_row(c[1], c[3])) for c in test_ops_array.CASES]
     + [
@@ -230,7 +236,7 @@ DIFF_ROWS = (
     ]
     + [(f"nn/{k}", lambda v=v: _nn_row(*v)) for k, v in test_nn_blocks.GRADIENT_CASES.items()]
     + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
-    + [("long-tail", _long_tail_row)]
+    + [("long-tail", _long_tail_row), ("complex", _complex_row)]
 )
 
 

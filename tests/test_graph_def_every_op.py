@@ -116,6 +116,14 @@ def tfcore_ops(x, n):
     return tf.add_n([tf.reduce_sum(p) for p in parts]) + tf.cast(tf.reduce_sum(ni), tf.float32)
 
 
+def tfmath_ops(x):
+    """``tf.math``'s complex numbers and special functions (issue 16), with their gradients."""
+    z = tf.complex(x, x * 2.0)
+    parts = [tf.real(z), tf.imag(z), tf.angle(z)]
+    (gx,) = tf.gradients(tf.add_n([tf.reduce_sum(p) for p in parts]), x)
+    return tf.reduce_sum(gx)
+
+
 def every_op():
     """One or more ops of every registered type (gradients bring the *Grad ops)."""
     x = tf.placeholder(tf.float32, [2, 3], name="x")
@@ -260,6 +268,7 @@ def every_op():
     )
     total += long_tail_ops(x, v)
     total += tfcore_ops(x, n)
+    total += tfmath_ops(x)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)
