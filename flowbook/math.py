@@ -97,4 +97,5 @@ from flowbook.ops.scan_ops import cumprod, cumsum
 from flowbook.ops.segment_ops import *
 from flowbook.ops.selection_ops import unsorted_segment_sum
 from flowbook.ops.sort_ops import in_top_k, top_k
+from flowbook.ops.special_ops import *
 from flowbook.ops.transpose_ops import invert_permutation

@@ -205,10 +205,11 @@ def _long_tail_row():
     return [sub, ranked], None, [v.initializer]
 
 
-def _complex_row():
-    """tf.math's complex numbers: complex, real, imag, angle."""
+def _tfmath_row():
+    """tf.math's complex numbers and the binary special functions (not table rows)."""
     z = fb.complex(fb.constant([[1.0, -2.0], [0.5, 3.0]]), fb.constant([0.5, -1.5]))
-    return [z, fb.real(z), fb.imag(z), fb.angle(z)], None
+    q = fb.constant([0.5, 2.0, 7.5], fb.float64)
+    return [z, fb.real(z), fb.imag(z), fb.angle(z), fb.zeta(3.0, q), fb.polygamma(1.0, q)], None
 
 
 DIFF_ROWS = (
@@ -236,7 +237,7 @@ DIFF_ROWS = (
     ]
     + [(f"nn/{k}", lambda v=v: _nn_row(*v)) for k, v in test_nn_blocks.GRADIENT_CASES.items()]
     + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
-    + [("long-tail", _long_tail_row), ("complex", _complex_row)]
+    + [("long-tail", _long_tail_row), ("tf.math", _tfmath_row)]
 )
 
 

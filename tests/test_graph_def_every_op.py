@@ -119,7 +119,12 @@ def tfcore_ops(x, n):
 def tfmath_ops(x):
     """``tf.math``'s complex numbers and special functions (issue 16), with their gradients."""
     z = tf.complex(x, x * 2.0)
-    parts = [tf.real(z), tf.imag(z), tf.angle(z)]
+    p = tf.sigmoid(x) * 0.9 + 0.05  # in (0, 1)
+    parts = [tf.real(z), tf.imag(z), tf.angle(z), tf.erf(x), tf.erfc(x), tf.lgamma(p)]
+    parts += [tf.digamma(p), tf.math.erfinv(p), tf.math.ndtri(p), tf.zeta(3.0, p)]
+    parts += [tf.polygamma(2.0, p), tf.math.nextafter(x, 0.0)]
+    parts += [f(x) for f in (tf.math.bessel_i0, tf.math.bessel_i0e, tf.math.bessel_i1)]
+    parts.append(tf.math.bessel_i1e(x))
     (gx,) = tf.gradients(tf.add_n([tf.reduce_sum(p) for p in parts]), x)
     return tf.reduce_sum(gx)
 
