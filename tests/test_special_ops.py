@@ -155,6 +155,11 @@ def test_ndtri_and_erfinv_accuracy_and_edges(sess):
     y = np.array([-0.999999, -0.5, -1e-12, 1e-12, 0.3, 0.9999])
     np.testing.assert_allclose(_run(sess, fb.math.erfinv, y), _vec(ref_erfinv)(y), rtol=2e-9)
     assert _run(sess, fb.math.erfinv, [-1.0, 1.0]).tolist() == [-np.inf, np.inf]
+    c = np.array([1e-10, 0.2, 1.0 + 1e-9, 1.7, 2.0 - 1e-6])
+    ref = [_bisect(lambda v: -math.erfc(v), -t, -7.0, 7.0) for t in c]  # erfc decreases
+    np.testing.assert_allclose(_run(sess, fb.math.erfcinv, c), ref, rtol=2e-9, atol=1e-15)
+    x = RNG.uniform(0.2, 1.8, (2, 3))
+    assert _grad_error(fb.math.erfcinv, x) < 1e-6
 
 
 @pytest.mark.parametrize("name,nu,scaled", [("bessel_i0", 0, False), ("bessel_i0e", 0, True),

@@ -46,8 +46,8 @@ from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, register
 from flowbook.tensor import Operation, Tensor
 
 __all__ = [
-    "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "digamma", "erf", "erfc", "erfinv",
-    "lbeta", "lgamma", "ndtri", "nextafter", "polygamma", "zeta",
+    "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "digamma", "erf", "erfc", "erfcinv",
+    "erfinv", "lbeta", "lgamma", "ndtri", "nextafter", "polygamma", "zeta",
 ]  # fmt: skip
 
 
@@ -161,6 +161,19 @@ def zeta(x: Any, q: Any, name: str | None = None) -> Tensor:
     [1.644934058189392]
     """
     return make1("Zeta", operands(x, q), name=name)
+
+
+def erfcinv(x: Any, name: str | None = None) -> Tensor:
+    """The inverse of erfc: -ndtri(x / 2) / sqrt(2), for x in [0, 2].
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.math.erfcinv([0.5, 2.0])).tolist()
+    [0.4769362807273865, -inf]
+    """
+    with name_scope(name, "erfcinv"):
+        x = tensor(x)
+        return multiply(ndtri(multiply(x, 0.5)), -1 / math.sqrt(2))
 
 
 def lbeta(x: Any, name: str | None = None) -> Tensor:
