@@ -169,7 +169,7 @@ def erfcinv(x: Any, name: str | None = None) -> Tensor:
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
     ...     s.run(fb.math.erfcinv([0.5, 2.0])).tolist()
-    [0.4769362807273865, -inf]
+    [0.4769362509250641, -inf]
     """
     with name_scope(name, "erfcinv"):
         x = tensor(x)
