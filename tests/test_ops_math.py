@@ -43,7 +43,7 @@ BINARY_REF = {
     "Pow": (lambda a, b: a**b, (1, 3)),
     "Maximum": (np.maximum, (-3, 3)),
     "Minimum": (np.minimum, (-3, 3)),
-    "SquaredDifference": (lambda a, b: (a - b) * (a - b), (-3, 3)),
+    "SquaredDifference": (lambda a, b: np.square(np.subtract(a, b)), (-3, 3)),  # ufuncs: no warning
     "Less": (lambda a, b: a < b, (-2, 2)),
     "LessEqual": (lambda a, b: a <= b, (-2, 2)),
     "Greater": (lambda a, b: a > b, (-2, 2)),
