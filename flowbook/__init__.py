@@ -145,7 +145,17 @@ from flowbook.ops.space_ops import (
     space_to_batch_nd,
     space_to_depth,
 )  # fmt: skip
-from flowbook.ops.special_ops import digamma, erf, erfc, lbeta, lgamma, polygamma, zeta
+from flowbook.ops.special_ops import (
+    digamma,
+    erf,
+    erfc,
+    igamma,
+    igammac,
+    lbeta,
+    lgamma,
+    polygamma,
+    zeta,
+)
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile
 from flowbook.registry import no_gradient

@@ -209,7 +209,8 @@ def _tfmath_row():
     """tf.math's complex numbers and the binary special functions (not table rows)."""
     z = fb.complex(fb.constant([[1.0, -2.0], [0.5, 3.0]]), fb.constant([0.5, -1.5]))
     q = fb.constant([0.5, 2.0, 7.5], fb.float64)
-    return [z, fb.real(z), fb.imag(z), fb.angle(z), fb.zeta(3.0, q), fb.polygamma(1.0, q)], None
+    special = [fb.zeta(3.0, q), fb.polygamma(1.0, q), fb.igamma(2.0, q), fb.igammac(2.0, q)]
+    return [z, fb.real(z), fb.imag(z), fb.angle(z), *special], None
 
 
 DIFF_ROWS = (

@@ -229,3 +229,30 @@ def test_nextafter(sess):
 def test_tf1_top_level_names():
     for name in ["erf", "erfc", "lgamma", "digamma", "polygamma", "zeta", "lbeta"]:
         assert getattr(fb, name) is getattr(fb.math, name)
+
+
+def ref_igammac_int(n: int, x: float) -> float:
+    """Q(n, x) for a whole n: e**-x * sum_{k<n} x**k / k!, each term in log space."""
+    return math.fsum(math.exp(-x + k * math.log(x) - math.lgamma(k + 1)) for k in range(n))
+
+
+def test_igamma_igammac(sess):
+    a = np.array([1.0, 3.0, 50.0, 50.0, 1000.0, 1000.0, 7.0])
+    x = np.array([2.0, 20.0, 45.0, 60.0, 950.0, 1060.0, 0.5])
+    q = [ref_igammac_int(int(n), v) for n, v in zip(a, x)]
+    np.testing.assert_allclose(sess.run(fb.igammac(a, x)), q, rtol=1e-11)
+    np.testing.assert_allclose(sess.run(fb.igamma(a, x)), 1 - np.array(q), rtol=1e-11)
+    half = np.array([0.01, 0.3, 4.0, 30.0])  # P(1/2, x) = erf(sqrt(x))
+    ref = [math.erf(math.sqrt(v)) for v in half]
+    np.testing.assert_allclose(sess.run(fb.math.igamma(0.5, fb.constant(half))), ref, rtol=1e-13)
+    assert _run(sess, fb.igamma, [2.0, 2.0], [0.0, np.inf]).tolist() == [0.0, 1.0]
+    assert np.isnan(_run(sess, fb.igammac, [-1.0, 2.0], [1.0, -1.0])).all()
+
+
+@pytest.mark.parametrize("fn", [fb.igamma, fb.igammac], ids=["igamma", "igammac"])
+def test_igamma_gradients(fn):
+    x = RNG.uniform(0.5, 6, (2, 3))
+    assert _grad_error(lambda t: fn(2.5, t), x) < 1e-6
+    with fb.Graph().as_default():
+        a = fb.constant([2.0], fb.float64)
+        assert fb.gradients(fn(a, fb.constant([1.0], fb.float64)), [a])[0] is None

@@ -32,6 +32,7 @@ from flowbook.ops.elementwise_ops import (
     add,
     equal,
     exp,
+    log,
     multiply,
     negative,
     realdiv,
@@ -47,7 +48,7 @@ from flowbook.tensor import Operation, Tensor
 
 __all__ = [
     "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "digamma", "erf", "erfc", "erfcinv",
-    "erfinv", "lbeta", "lgamma", "ndtri", "nextafter", "polygamma", "zeta",
+    "erfinv", "igamma", "igammac", "lbeta", "lgamma", "ndtri", "nextafter", "polygamma", "zeta",
 ]  # fmt: skip
 
 
@@ -139,6 +140,41 @@ register(OpDef("Polygamma", ("a", "x"), (), binary_infer(_POLYGAMMA), k.polygamm
                grad=_second_grad(lambda a, x: polygamma(add(a, 1.0), x))))  # fmt: skip
 register(OpDef("Zeta", ("x", "q"), (), binary_infer(_ZETA), k.zeta,
                grad=_second_grad(lambda s, q: negative(multiply(s, zeta(add(s, 1.0), q))))))  # fmt: skip
+
+
+def _igamma_dx(a: Tensor, x: Tensor) -> Tensor:
+    """d/dx P(a, x) = x**(a-1) e**-x / Gamma(a)."""
+    return exp(subtract(subtract(multiply(subtract(a, 1.0), log(x)), x), lgamma(a)))
+
+
+for _name, _kernel, _sign in (("Igamma", k.igamma, 1.0), ("Igammac", k.igammac, -1.0)):
+    _row = Elementwise(_name, _kernel, (_name.lower(),), FLOAT)
+    _d = lambda a, x, s=_sign: multiply(s, _igamma_dx(a, x))
+    register(OpDef(_name, ("a", "x"), (), binary_infer(_row), _kernel, grad=_second_grad(_d)))
+
+
+def igamma(a: Any, x: Any, name: str | None = None) -> Tensor:
+    """The regularised lower incomplete gamma function P(a, x) (a > 0, x >= 0).
+
+    Differentiable in ``x``; its gradient in ``a`` is None here.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.igamma(1.0, [0.0, 1.0])).tolist()  # 1 - exp(-x)
+    [0.0, 0.6321205496788025]
+    """
+    return make1("Igamma", operands(a, x), name=name)
+
+
+def igammac(a: Any, x: Any, name: str | None = None) -> Tensor:
+    """The regularised upper incomplete gamma function Q(a, x) = 1 - P(a, x).
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.igammac(1.0, [0.0, 1.0])).tolist()  # exp(-x)
+    [1.0, 0.3678794503211975]
+    """
+    return make1("Igammac", operands(a, x), name=name)
 
 
 def polygamma(a: Any, x: Any, name: str | None = None) -> Tensor:
