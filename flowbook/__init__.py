@@ -146,6 +146,7 @@ from flowbook.ops.space_ops import (
     space_to_depth,
 )  # fmt: skip
 from flowbook.ops.special_ops import (
+    betainc,
     digamma,
     erf,
     erfc,

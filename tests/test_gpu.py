@@ -210,6 +210,7 @@ def _tfmath_row():
     z = fb.complex(fb.constant([[1.0, -2.0], [0.5, 3.0]]), fb.constant([0.5, -1.5]))
     q = fb.constant([0.5, 2.0, 7.5], fb.float64)
     special = [fb.zeta(3.0, q), fb.polygamma(1.0, q), fb.igamma(2.0, q), fb.igammac(2.0, q)]
+    special.append(fb.betainc(2.0, 3.0, q / 8.0))
     return [z, fb.real(z), fb.imag(z), fb.angle(z), *special], None
 
 

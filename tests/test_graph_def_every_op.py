@@ -123,7 +123,7 @@ def tfmath_ops(x):
     parts = [tf.real(z), tf.imag(z), tf.angle(z), tf.erf(x), tf.erfc(x), tf.lgamma(p)]
     parts += [tf.digamma(p), tf.math.erfinv(p), tf.math.ndtri(p), tf.zeta(3.0, p)]
     parts += [tf.polygamma(2.0, p), tf.math.nextafter(x, 0.0), tf.igamma(2.0, p)]
-    parts.append(tf.igammac(2.0, p))
+    parts += [tf.igammac(2.0, p), tf.betainc(2.0, 3.0, p)]
     parts += [f(x) for f in (tf.math.bessel_i0, tf.math.bessel_i0e, tf.math.bessel_i1)]
     parts.append(tf.math.bessel_i1e(x))
     (gx,) = tf.gradients(tf.add_n([tf.reduce_sum(p) for p in parts]), x)

@@ -256,3 +256,34 @@ def test_igamma_gradients(fn):
     with fb.Graph().as_default():
         a = fb.constant([2.0], fb.float64)
         assert fb.gradients(fn(a, fb.constant([1.0], fb.float64)), [a])[0] is None
+
+
+def ref_betainc_int(a: int, b: int, x: float) -> float:
+    """I_x(a, b) for whole a, b: the binomial tail sum_{j>=a} C(n, j) x**j (1-x)**(n-j)."""
+    n = a + b - 1
+    return math.fsum(math.comb(n, j) * x**j * (1 - x) ** (n - j) for j in range(a, n + 1))
+
+
+def test_betainc(sess):
+    a = np.array([1.0, 2.0, 5.0, 30.0, 200.0, 3.0])
+    b = np.array([3.0, 1.0, 7.0, 40.0, 150.0, 9.0])
+    x = np.array([0.3, 0.6, 0.5, 0.45, 0.56, 0.05])
+    ref = [ref_betainc_int(int(p), int(q), v) for p, q, v in zip(a, b, x)]
+    np.testing.assert_allclose(_run(sess, fb.betainc, a, b, x), ref, rtol=1e-11)
+    half = np.array([0.2, 0.7])  # I_x(1/2, 1/2) = 2/pi asin(sqrt(x))
+    ref = [2 / math.pi * math.asin(math.sqrt(v)) for v in half]
+    np.testing.assert_allclose(
+        _run(sess, fb.betainc, [0.5, 0.5], [0.5, 0.5], half), ref, rtol=1e-12
+    )
+    got = _run(sess, fb.betainc, [2.0] * 4, [3.0] * 4, [0.0, 1.0, -0.1, 1.5])
+    assert got[:2].tolist() == [0.0, 1.0] and np.isnan(got[2:]).all()
+    assert sess.run(fb.math.betainc(2.0, 1.0, np.full((2, 1), 0.5))).shape == (2, 1)
+
+
+def test_betainc_gradient():
+    x = RNG.uniform(0.1, 0.9, (2, 3))
+    assert _grad_error(lambda t: fb.betainc(2.5, 1.5, t), x) < 1e-6
+    with fb.Graph().as_default():
+        a = fb.constant([2.0], fb.float64)
+        g = fb.gradients(fb.betainc(a, a, fb.constant([0.5], fb.float64)), [a])
+        assert g == [None]

@@ -23,16 +23,27 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from flowbook import dtypes
 from flowbook.graph import name_scope
 from flowbook.ops import special_kernels as k
-from flowbook.ops._builder import make1, operands, tensor
+from flowbook.ops._builder import make1, operands, same_dtype, tensor
 from flowbook.ops.broadcast_grad import unbroadcast
-from flowbook.ops.elementwise import FLOAT, Elementwise, binary, binary_infer, doctests, unary
+from flowbook.ops.cast_ops import cast
+from flowbook.ops.elementwise import (
+    FLOAT,
+    Elementwise,
+    binary,
+    binary_infer,
+    check_dtype,
+    doctests,
+    unary,
+)
 from flowbook.ops.elementwise_ops import (
     add,
     equal,
     exp,
     log,
+    log1p,
     multiply,
     negative,
     realdiv,
@@ -42,13 +53,14 @@ from flowbook.ops.elementwise_ops import (
 )
 from flowbook.ops.fill_ops import zeros_like
 from flowbook.ops.reduction_ops import reduce_sum
-from flowbook.ops.select_v2_ops import where_v2
-from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, register
+from flowbook.ops.select_v2_ops import sum_to_shape_of, where_v2
+from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
+from flowbook.tensor_shape import broadcast
 
 __all__ = [
-    "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "digamma", "erf", "erfc", "erfcinv",
-    "erfinv", "igamma", "igammac", "lbeta", "lgamma", "ndtri", "nextafter", "polygamma", "zeta",
+    "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "betainc", "digamma", "erf", "erfc",
+    "erfcinv", "erfinv", "igamma", "igammac", "lbeta", "lgamma", "ndtri", "nextafter", "polygamma", "zeta",
 ]  # fmt: skip
 
 
@@ -175,6 +187,38 @@ def igammac(a: Any, x: Any, name: str | None = None) -> Tensor:
     [1.0, 0.3678794503211975]
     """
     return make1("Igammac", operands(a, x), name=name)
+
+
+def _betainc_infer(a: Tensor, b: Tensor, x: Tensor, **_: Any) -> Out:
+    dt = same_dtype("Betainc", ("a", "b", "x"), a, b, x)
+    check_dtype(dt, FLOAT)
+    return Out(dt, broadcast(broadcast(a._shape, b._shape), x._shape))
+
+
+def _betainc_grad(op: Operation, g: Tensor) -> tuple[None, None, Tensor]:
+    """d/dx I_x(a, b) = x**(a-1) (1-x)**(b-1) / B(a, b); None for a and b (TF's)."""
+    a, b, x = op.inputs
+    log_b = subtract(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
+    log_d = add(multiply(subtract(a, 1.0), log(x)), multiply(subtract(b, 1.0), log1p(negative(x))))
+    return None, None, sum_to_shape_of(multiply(g, exp(subtract(log_d, log_b))), x)
+
+
+register(OpDef("Betainc", ("a", "b", "x"), (), _betainc_infer, k.betainc, grad=_betainc_grad))
+
+
+def betainc(a: Any, b: Any, x: Any, name: str | None = None) -> Tensor:
+    """The regularised incomplete beta function I_x(a, b) (a, b > 0; 0 <= x <= 1).
+
+    Differentiable in ``x``; its gradients in ``a`` and ``b`` are None, as in TF.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.betainc(2.0, 1.0, [0.5, 1.0])).tolist()  # x ** 2
+    [0.25, 1.0]
+    """
+    a, b, x = tensor(a), tensor(b), tensor(x)
+    dt = next((t.dtype for t in (x, a, b) if t.dtype.is_floating), dtypes.float32)
+    return make1("Betainc", tuple(cast(t, dt) for t in (a, b, x)), name=name)
 
 
 def polygamma(a: Any, x: Any, name: str | None = None) -> Tensor:
