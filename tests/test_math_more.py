@@ -202,3 +202,13 @@ def test_angle_gradient(sess):
     r2 = np.array([1.0, -0.5]) ** 2 + np.array([2.0, 1.5]) ** 2
     np.testing.assert_allclose(gx, -np.array([2.0, 1.5]) / r2)
     np.testing.assert_allclose(gy, np.array([1.0, -0.5]) / r2)
+
+
+@pytest.mark.parametrize("dim", [-1, 0, 1])
+def test_approx_max_min_k_are_exact(sess, dim):
+    v = RNG.permutation(24).reshape(2, 3, 4).astype(np.float64)
+    for fn, order in [(fb.math.approx_max_k, -1), (fb.math.approx_min_k, 1)]:
+        values, indices = sess.run(fn(v, 2, reduction_dimension=dim))
+        ref_idx = np.take(np.argsort(order * v, axis=dim, kind="stable"), [0, 1], axis=dim)
+        np.testing.assert_array_equal(indices, ref_idx)
+        np.testing.assert_array_equal(values, np.take_along_axis(v, ref_idx, axis=dim))

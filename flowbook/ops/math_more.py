@@ -34,6 +34,7 @@ from flowbook.ops.elementwise_ops import (
     log1p,
     maximum,
     multiply,
+    negative,
     realdiv,
     sqrt,
     square,
@@ -44,10 +45,12 @@ from flowbook.ops.scan_ops import cumsum
 from flowbook.ops.scatter_ops import scatter_nd
 from flowbook.ops.select_v2_ops import where_v2
 from flowbook.ops.selection_ops import unsorted_segment_sum
+from flowbook.ops.sort_ops import top_k
+from flowbook.ops.transpose_ops import transpose
 from flowbook.tensor import Tensor
 
 __all__ = [
-    "accumulate_n", "confusion_matrix", "cumulative_logsumexp", "multiply_no_nan", "polyval",
+    "accumulate_n", "approx_max_k", "approx_min_k", "confusion_matrix", "cumulative_logsumexp", "multiply_no_nan", "polyval",
     "reciprocal_no_nan", "reduce_euclidean_norm", "reduce_std", "reduce_variance",
     "unsorted_segment_sqrt_n", "xdivy", "xlog1py", "xlogy",
 ]  # fmt: skip
@@ -268,3 +271,62 @@ def confusion_matrix(
         ones = cast(array_ops.ones_like(labels), dt)
         updates = ones if weights is None else cast(tensor(weights), dt)
         return scatter_nd(indices, updates, array_ops.stack([n, n]))
+
+
+def _top_k_along(x: Tensor, k: int, dim: int) -> tuple[Tensor, Tensor]:
+    """top_k along ``dim`` (moved last and back, when it is not already last)."""
+    rank = x.get_shape().ndims
+    if rank is None:
+        raise ValueError("approx_max_k/approx_min_k need the operand's rank to be known")
+    dim = dim % rank
+    if dim == rank - 1:
+        values, indices = top_k(x, k)
+        return values, indices
+    perm = [*range(dim), *range(dim + 1, rank), dim]
+    back = [*range(dim), rank - 1, *range(dim, rank - 1)]
+    values, indices = top_k(transpose(x, perm), k)
+    return transpose(values, back), transpose(indices, back)
+
+
+def approx_max_k(
+    operand: Any,
+    k: int,
+    reduction_dimension: int = -1,
+    recall_target: float = 0.95,
+    reduction_input_size_override: int = -1,
+    aggregate_to_topk: bool = True,
+    name: str | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The ``k`` largest values along a dimension and their indices.
+
+    TF's TPU kernel is approximate (recall >= ``recall_target``); this one is
+    exact, so its recall is 1 and ``recall_target`` changes nothing.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.math.approx_max_k([[3.0, 1.0, 2.0]], 2)[1]).tolist()
+    [[0, 2]]
+    """
+    with name_scope(name, "ApproxTopK"):
+        return _top_k_along(tensor(operand), k, reduction_dimension)
+
+
+def approx_min_k(
+    operand: Any,
+    k: int,
+    reduction_dimension: int = -1,
+    recall_target: float = 0.95,
+    reduction_input_size_override: int = -1,
+    aggregate_to_topk: bool = True,
+    name: str | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The ``k`` smallest values along a dimension and their indices (exact; see approx_max_k).
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.math.approx_min_k([[3.0, 1.0, 2.0]], 2)[0]).tolist()
+    [[1.0, 2.0]]
+    """
+    with name_scope(name, "ApproxTopK"):
+        values, indices = _top_k_along(negative(tensor(operand)), k, reduction_dimension)
+        return negative(values), indices
