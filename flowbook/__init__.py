@@ -116,6 +116,7 @@ from flowbook.ops.array_ops import *
 from flowbook.ops.assert_ops import *
 from flowbook.ops.clip_ops import *
 from flowbook.ops.compat_ops import *
+from flowbook.ops.complex_ops import *
 from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.counting_ops import *
@@ -124,6 +125,7 @@ from flowbook.ops.einsum_ops import *
 from flowbook.ops.identity_more import *
 from flowbook.ops.linalg_decomp import *
 from flowbook.ops.linalg_more import *
+from flowbook.ops.math_more import accumulate_n, confusion_matrix, unsorted_segment_sqrt_n
 from flowbook.ops.math_ops import *
 from flowbook.ops.matrix_diag_ops import *
 from flowbook.ops.multinomial_ops import *
@@ -148,6 +150,18 @@ from flowbook.ops.space_ops import (
     space_to_batch_nd,
     space_to_depth,
 )  # fmt: skip
+from flowbook.ops.special_ops import (
+    betainc,
+    digamma,
+    erf,
+    erfc,
+    igamma,
+    igammac,
+    lbeta,
+    lgamma,
+    polygamma,
+    zeta,
+)
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile
 from flowbook.registry import no_gradient

@@ -10,6 +10,10 @@ against ``tf.math`` runs.  Only names TF1's ``tf.math`` has are listed.
 [3, 2]
 """
 
+from flowbook.ops.array_more import count_nonzero, log_sigmoid, reduce_logsumexp
+from flowbook.ops.assert_ops import is_non_decreasing, is_strictly_increasing
+from flowbook.ops.complex_ops import *
+from flowbook.ops.counting_ops import bincount
 from flowbook.ops.elementwise_more import (
     acos,
     acosh,
@@ -29,6 +33,7 @@ from flowbook.ops.elementwise_more import (
 from flowbook.ops.elementwise_more import (
     div_no_nan as divide_no_nan,
 )
+from flowbook.ops.math_more import *
 from flowbook.ops.math_ops import (  # type: ignore[attr-defined]
     abs,
     add,
@@ -85,8 +90,12 @@ from flowbook.ops.math_ops import (  # type: ignore[attr-defined]
     tanh,
     truediv,
 )
+from flowbook.ops.nn_ops import log_softmax, softmax, softplus, softsign
+from flowbook.ops.nn_stats import zero_fraction
+from flowbook.ops.norm_ops import l2_normalize
 from flowbook.ops.scan_ops import cumprod, cumsum
 from flowbook.ops.segment_ops import *
 from flowbook.ops.selection_ops import unsorted_segment_sum
 from flowbook.ops.sort_ops import in_top_k, top_k
+from flowbook.ops.special_ops import *
 from flowbook.ops.transpose_ops import invert_permutation

@@ -205,6 +205,15 @@ def _long_tail_row():
     return [sub, ranked], None, [v.initializer]
 
 
+def _tfmath_row():
+    """tf.math's complex numbers and the binary special functions (not table rows)."""
+    z = fb.complex(fb.constant([[1.0, -2.0], [0.5, 3.0]]), fb.constant([0.5, -1.5]))
+    q = fb.constant([0.5, 2.0, 7.5], fb.float64)
+    special = [fb.zeta(3.0, q), fb.polygamma(1.0, q), fb.igamma(2.0, q), fb.igammac(2.0, q)]
+    special.append(fb.betainc(2.0, 3.0, q / 8.0))
+    return [z, fb.real(z), fb.imag(z), fb.angle(z), *special], None
+
+
 DIFF_ROWS = (
     [(f"array/{c[0]}", lambda c=c: _array_row(c[1], c[3])) for c in test_ops_array.CASES]
     + [
@@ -230,7 +239,7 @@ DIFF_ROWS = (
     ]
     + [(f"nn/{k}", lambda v=v: _nn_row(*v)) for k, v in test_nn_blocks.GRADIENT_CASES.items()]
     + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
-    + [("long-tail", _long_tail_row)]
+    + [("long-tail", _long_tail_row), ("tf.math", _tfmath_row)]
     + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
     + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
 )

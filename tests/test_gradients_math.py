@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import test_special_ops
 
 import flowbook as fb
 from flowbook import dtypes
@@ -141,7 +142,12 @@ BINARY_DOMAINS = {
     "Atan2": lambda sx, sy: (_signed(0.5, 2, sx), _signed(0.5, 2, sy)),
     "DivNoNan": lambda sx, sy: (_uniform(-2, 2, sx), _signed(0.5, 2, sy)),
 }
-BINARY_NONE = {"FloorDiv", "TruncateDiv", "TruncateMod"}  # TF: no gradient for either input
+BINARY_NONE = {
+    "FloorDiv",
+    "TruncateDiv",
+    "TruncateMod",
+    "NextAfter",
+}  # TF: no gradient for either input
 SHAPE_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3)), ((2, 3), ())]
 FLOAT_BINARY = [r for r in math_ops.BINARY if r.out is None and dtypes.float64 in r.dtypes]
 
@@ -218,6 +224,7 @@ UNARY_DOMAINS = {  # op type -> values(shape)
     "Acosh": lambda s: _uniform(1.2, 3, s),
     "Atanh": lambda s: _uniform(-0.8, 0.8, s),
     "Expm1": lambda s: _uniform(-2, 2, s),
+    **test_special_ops.GRAD_DOMAINS,
 }
 UNARY_NONE = {"Floor", "Ceil", "Round", "Rint"}
 FLOAT_UNARY = [r for r in math_ops.UNARY if r.out is None and dtypes.float64 in r.dtypes]

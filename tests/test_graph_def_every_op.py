@@ -132,6 +132,20 @@ def tfmore_ops(x):
     return tf.add_n([tf.reduce_sum(p) for p in parts])
 
 
+def tfmath_ops(x):
+    """``tf.math``'s complex numbers and special functions (issue 16), with their gradients."""
+    z = tf.complex(x, x * 2.0)
+    p = tf.sigmoid(x) * 0.9 + 0.05  # in (0, 1)
+    parts = [tf.real(z), tf.imag(z), tf.angle(z), tf.erf(x), tf.erfc(x), tf.lgamma(p)]
+    parts += [tf.digamma(p), tf.math.erfinv(p), tf.math.ndtri(p), tf.zeta(3.0, p)]
+    parts += [tf.polygamma(2.0, p), tf.math.nextafter(x, 0.0), tf.igamma(2.0, p)]
+    parts += [tf.igammac(2.0, p), tf.betainc(2.0, 3.0, p)]
+    parts += [f(x) for f in (tf.math.bessel_i0, tf.math.bessel_i0e, tf.math.bessel_i1)]
+    parts.append(tf.math.bessel_i1e(x))
+    (gx,) = tf.gradients(tf.add_n([tf.reduce_sum(p) for p in parts]), x)
+    return tf.reduce_sum(gx)
+
+
 def every_op():
     """One or more ops of every registered type (gradients bring the *Grad ops)."""
     x = tf.placeholder(tf.float32, [2, 3], name="x")
@@ -277,6 +291,7 @@ def every_op():
     total += long_tail_ops(x, v)
     total += tfcore_ops(x, n)
     total += tfmore_ops(x)
+    total += tfmath_ops(x)
     total = tf.check_numerics(total, "bad")
     grads = tf.gradients(total, [x, v])
     tf.gradients(tf.reduce_sum(xu * tf.reduce_sum(xu, 0)), xu)
