@@ -167,13 +167,6 @@ def cosine_distance(
     return regression_loss("cosine_distance_loss", f, labels, predictions, *rest)
 
 
-def _div_no_nan(a: Tensor, b: Tensor) -> Tensor:
-    """``a / b``, 0 where ``b`` is 0 (TF's div_no_nan)."""
-    nonzero = math_ops.not_equal(b, 0.0)
-    safe = array_ops.where(nonzero, b, array_ops.ones_like(b))
-    return array_ops.where(nonzero, math_ops.truediv(a, safe), array_ops.zeros_like(a))
-
-
 def mean_pairwise_squared_error(
     labels: Any,
     predictions: Any,
@@ -209,11 +202,11 @@ def mean_pairwise_squared_error(
             array_ops.ones_like(diffs), math_ops.cast(math_ops.not_equal(w_t, 0.0), diffs.dtype)
         )
         n = math_ops.reduce_sum(present, axes, keepdims=True)
-        term1 = 2.0 * _div_no_nan(
+        term1 = 2.0 * math_ops.div_no_nan(
             math_ops.reduce_sum(math_ops.square(diffs), axes, keepdims=True), n - 1.0
         )
         sum_diff = math_ops.reduce_sum(diffs, axes, keepdims=True)
-        term2 = 2.0 * _div_no_nan(math_ops.square(sum_diff), n * (n - 1.0))
+        term2 = 2.0 * math_ops.div_no_nan(math_ops.square(sum_diff), n * (n - 1.0))
         return math_ops.multiply(math_ops.subtract(term1, term2), w_t), 1.0
 
     return weighted_loss(

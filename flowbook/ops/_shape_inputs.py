@@ -28,7 +28,15 @@ INT_TYPES = (dtypes.int32, dtypes.int64)  # the dtypes a shape-like input may ha
 
 
 def is_tensor(value: Any) -> bool:
-    """Whether ``value`` is a Tensor or converts to one without a Const (a Variable)."""
+    """Whether ``value`` is a graph tensor (a Tensor, or a Variable), not a Python or numpy value.
+
+    It is ``tf.is_tensor``.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default():
+    ...     fb.is_tensor(fb.constant(1)), fb.is_tensor(1)
+    (True, False)
+    """
     return isinstance(value, Tensor) or hasattr(value, "_as_tensor")
 
 

@@ -26,6 +26,7 @@ from flowbook import dtypes
 from flowbook.graph import name_scope
 from flowbook.ops import array_ops
 from flowbook.ops._builder import make, make1, same_dtype, tensor
+from flowbook.ops._shape_inputs import is_tensor  # tf.is_tensor: the one test, shared
 from flowbook.ops.cast_ops import cast
 from flowbook.ops.constant_op import constant_value
 from flowbook.ops.elementwise import FLOAT, check_dtype
@@ -311,17 +312,6 @@ def shape_n(input: Any, out_type: Any = dtypes.int32, name: str | None = None) -
     """
     with name_scope(name, "ShapeN", input):
         return [array_ops.shape(t, out_type=out_type) for t in input]
-
-
-def is_tensor(x: Any) -> bool:
-    """Whether ``x`` is a graph tensor (a Tensor or a Variable), not a Python or numpy value.
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default():
-    ...     fb.is_tensor(fb.constant(1)), fb.is_tensor(1)
-    (True, False)
-    """
-    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")
 
 
 def is_numeric_tensor(tensor: Any) -> bool:
