@@ -118,6 +118,7 @@ from flowbook.ops.clip_ops import *
 from flowbook.ops.compat_ops import *
 from flowbook.ops.complex_ops import *
 from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
+from flowbook.ops.control_flow import case, cond, while_loop
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print

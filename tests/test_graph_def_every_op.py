@@ -46,6 +46,23 @@ def long_tail_ops(x, v):
     return total
 
 
+def control_flow_ops(x):
+    """cond, while_loop, and a loop written with the Ref twins of the primitives by hand."""
+    y = tf.cond(tf.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: x - 1.0)
+    _, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + y), [0, tf.zeros([2, 3])])
+    g = x.graph
+    e = g.create_op("RefEnter", [x], {"frame_name": "raw", "is_constant": False,
+                                      "parallel_iterations": 1}).outputs[0]  # fmt: skip
+    m = g.create_op("RefMerge", [e, e]).outputs[0]
+    c = g.create_op("LoopCond", [tf.reduce_sum(m) > 1e9]).outputs[0]
+    f, t = g.create_op("RefSwitch", [m, c]).outputs
+    out = g.create_op("RefExit", [f]).outputs[0]
+    nxt = g.create_op("RefNextIteration", [t]).outputs[0]
+    m.op.inputs = (e, nxt)
+    g.create_op("ControlTrigger", [], control_inputs=[out.op])
+    return acc + out
+
+
 def nn_conv_tail_ops(x):
     """Issue 16's conv/pool/spatial tail: depthwise, space/batch/depth moves, argmax pool."""
     img = tf.reshape(tf.tile(x, [2, 4]), [2, 4, 3, 2])
@@ -307,6 +324,7 @@ def every_op():
     tf.assign_add(v, x)
     tf.assign_sub(v, x)
     tf.is_variable_initialized(v)
+    control_flow_ops(x)
     tf.Print(total, [total], "total")
     tf.print("total is", total, "{}")
     tf.summary.merge([tf.summary.scalar("t", total), tf.summary.histogram("h", x)])
