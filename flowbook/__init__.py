@@ -34,6 +34,7 @@ from flowbook import (
     layers,
     losses,
     math,
+    nest,
     nn,
     profiling,
     random,

@@ -38,7 +38,8 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("ops", {"ops", "var_state", "variables", "nn", "math", "debugging", "losses", "graph_def",
              "graph_def_import", "io", "random", "initializers", "variable_store",
              "variable_scope", "layers", "contrib", "loss_reduction",
-             "regression_losses", "custom_gradient", "tensor_protos"}),
+             "regression_losses", "custom_gradient", "tensor_protos",
+             "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn"}),
     # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
     ("run", {"run", "gpu_sim"}),

@@ -109,9 +109,12 @@ def cond(
             results.append((out, flat))
         (out_t, flat_t), (out_f, flat_f) = results
         try:
-            nest.assert_same_structure(out_t, out_f, "the results of true_fn and false_fn")
+            nest.assert_same_structure(out_t, out_f)
         except ValueError as e:
-            raise ValueError(f"cond at {site.describe()}: {e}") from None
+            raise ValueError(
+                f"cond at {site.describe()}: true_fn and false_fn must return the same "
+                f"structure: {e}"
+            ) from None
         merged = []
         for t, f in zip(flat_t, flat_f):
             if t is None:
