@@ -151,12 +151,9 @@ class Graph:
             except (ValueError, TypeError) as e:
                 raise type(e)(f"{op_type} '{full_name}' ({site.describe()}): {e}") from None
             self._names_in_use.update(claims)  # infer passed: now take the name
-            controllers = state.controllers
-            ctrl = (
-                list(control_inputs or ())
-                if ctx is not None or not (controllers or control_inputs)
-                else self._control_inputs_for(inputs, control_inputs)
-            )
+            controllers, ctrl = state.controllers, list(control_inputs or ())
+            if ctx is None and (controllers or control_inputs):
+                ctrl = self._control_inputs_for(inputs, control_inputs)
             dev = self._device_for_new_op() if state.devices else ""
             op = Operation(self, opdef, full_name, inputs, attrs, ctrl, dev, site, self._next_id)
             op._cf_ctx = ctx
@@ -174,8 +171,7 @@ class Graph:
         return op
 
     def _pick_name(self, name: str, stack: str) -> tuple[str, dict[str, int]]:
-        """The op's full name, and the ``_names_in_use`` entries that taking it sets."""
-        return pick_name(self._names_in_use, self._ops, name, stack)
+        return pick_name(self._names_in_use, self._ops, name, stack)  # name, the names it claims
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
         """``name`` inside the current scope, with ``_1``, ``_2``... added if taken.

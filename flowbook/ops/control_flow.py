@@ -21,7 +21,7 @@ function that raises leaves the graph as it was.
     ...     x = fb.placeholder(fb.float32, [])
     ...     y = fb.cond(x > 0.0, lambda: x * 2.0, lambda: -x)
     ...     n, total = fb.while_loop(lambda n, t: n < 4, lambda n, t: (n + 1, t + x), [0, 0.0])
-    ...     s.run([y, total], {x: 3.0})
+    ...     [float(v) for v in s.run([y, total], {x: 3.0})]
     [6.0, 12.0]
 """
 
@@ -220,7 +220,7 @@ def while_loop(
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
     ...     i, p = fb.while_loop(lambda i, p: i < 5, lambda i, p: (i + 1, p * 2), (0, 1))
-    ...     s.run([i, p])
+    ...     [int(v) for v in s.run([i, p])]
     [5, 32]
     """
     if not callable(cond) or not callable(body):
@@ -332,9 +332,7 @@ class _Loop:
                 if isinstance(structure, tuple) and isinstance(out, list):
                     out = tuple(out)
                 try:
-                    nest.assert_same_structure(
-                        list(structure), list(out), "the loop variables and the body's results"
-                    )
+                    nest.assert_same_structure(list(structure), list(out))
                 except (ValueError, TypeError) as e:
                     raise self.error(str(e)) from None  # fmt: skip
                 nexts = []
