@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("run", {"run", "gpu_sim"}),
     ("session", {"session"}),
     # training: gradients, optimizers, checkpoints, summaries
-    ("train", {"gradients", "gradient_checker", "train", "summary", "live_plots", "datasets",
+    ("train", {"gradients", "control_flow_grad", "gradient_checker", "train", "summary", "live_plots", "datasets",
                "input_data"}),
     # observers built from RunOptions/ConfigProto
     ("debug", {"debug", "profiling", "timeline"}),

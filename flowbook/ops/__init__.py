@@ -40,6 +40,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     set_ops,
     sort_ops,
     space_ops,
+    stack_ops,
     state_ops,
     summary_ops,
 )

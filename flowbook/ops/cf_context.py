@@ -49,6 +49,7 @@ class ControlFlowContext:
         self.values: dict[Tensor, Tensor] = {}  # outside value -> its stand-in inside
         self.inside: set[Tensor] = set()  # stand-ins made for this context (Switch/Enter outputs)
         self.pivot: Tensor | None = None  # what ops with no inputs wait for
+        self.controls: dict[Operation, Operation] = {}  # outside op -> its stand-in here
 
     # ------------------------------------------------------------- nesting
     def contains(self, ctx: ControlFlowContext | None) -> bool:
@@ -97,11 +98,11 @@ class ControlFlowContext:
         controls = [c for c in controls if self.contains(c._cf_ctx)] + [
             self.add_control(c) for c in controls if not self.contains(c._cf_ctx)
         ]
-        if (
-            not new
-            and self.pivot is not None
-            and not any(self.contains(c._cf_ctx) for c in controls)
-        ):
+        invariant = all(t in self.values.values() for t in new)  # none of this iteration
+        inner = [
+            c for c in controls if self.contains(c._cf_ctx) and c not in self.controls.values()
+        ]
+        if invariant and self.pivot is not None and not inner:
             controls.append(self.pivot.op)
         return new, controls or control_inputs
 
@@ -144,10 +145,16 @@ class WhileContext(ControlFlowContext):
         super().__init__(graph)
         self.frame_name = frame_name
         self.parallel_iterations = parallel_iterations
-        self.controls: dict[Operation, Operation] = {}  # outside op -> Enter waiting for it
         self.loop_exits: list[Tensor] = []  # filled when the loop is built
         self.loop_enters: list[Tensor] = []
         self.site: Any = None  # where the user's code called while_loop
+        # for the gradient (flowbook.control_flow_grad), kept when the loop is built:
+        self.body: Any = None  # the body function (a counted loop's, counter included)
+        self.structure: Any = None  # the loop variables' nesting
+        self.idents: list[Tensor] = []  # the body's inputs (the Switches' true sides)
+        self.merges: list[Tensor] = []  # the loop variables' Merges
+        self.loop_cond: Tensor | None = None  # the LoopCond output
+        self.grad_state: Any = None  # the forward counter and stacks, once a gradient asks
 
     def enter(self, t: Tensor, is_constant: bool, name: str = "Enter") -> Tensor:
         """``Enter(t)`` into this loop's frame (``t`` must be visible in the outer context)."""
@@ -173,7 +180,10 @@ class WhileContext(ControlFlowContext):
         outer_t = t
         if self.outer is not None and not self.outer.sees(t):
             outer_t = self.outer.add_value(t)
-        got = self.values[t] = self.enter(outer_t, is_constant=True)
+        got = self.values.get(outer_t)  # asked for by the outer context's stand-in before
+        if got is None:
+            got = self.values[outer_t] = self.enter(outer_t, is_constant=True)
+        self.values[t] = got
         return got
 
     def add_control(self, op: Operation) -> Operation:

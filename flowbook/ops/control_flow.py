@@ -326,6 +326,13 @@ class _Loop:
                 idents = [_op(graph, "Identity", (sw.outputs[1],), "Identity").outputs[0]
                           for sw in switches]  # fmt: skip
                 ctx.pivot = idents[0]
+                ctx.body, ctx.structure, ctx.idents, ctx.loop_cond = (
+                    body,
+                    structure,
+                    idents,
+                    loop_cond,
+                )
+                ctx.merges = merges
                 out = body(*nest.pack_sequence_as(structure, idents))
                 if len(flat) == 1 and not isinstance(out, list | tuple):
                     out = [out]

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from flowbook import dtypes
-from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.registry import NOT_DIFFERENTIABLE, OPS, OpDef, Out, register
 from flowbook.tensor import Tensor
 
 __all__ = ["CONTROL_FLOW_TYPES", "DEAD", "is_dead"]
@@ -163,3 +165,27 @@ _register(
     6,
     OpDef("ControlTrigger", (), (), lambda: [], lambda xp: (), grad=NOT_DIFFERENTIABLE),
 )
+
+
+# ---------------------------------------------------------------- gradients
+def _switch_grad(op: Any, grad_false: Tensor, grad_true: Tensor) -> list[Tensor | None]:
+    """A cond's Switch: the gradients of its two sides merged (one of them is dead)."""
+    merged = op.graph.create_op("Merge", (grad_false, grad_true), name="cond_grad").outputs[0]
+    return [merged, None]
+
+
+def _merge_grad(op: Any, grad: Tensor, _index_grad: Tensor) -> list[Tensor]:
+    """A cond's Merge: the gradient goes back to the input that was taken (the others dead)."""
+    g = op.graph
+    out = []
+    for k in range(len(op.inputs)):
+        k_t = g.create_op("Const", (), {"value": np.array(k, np.int32), "dtype": dtypes.int32},
+                          name="index").outputs[0]  # fmt: skip
+        taken = g.create_op("Equal", (op.outputs[1], k_t), name="taken").outputs[0]
+        out.append(g.create_op("Switch", (grad, taken), name="Switch").outputs[1])
+    return out
+
+
+for _ref in ("", "Ref"):
+    OPS[f"{_ref}Switch"].grad = _switch_grad
+    OPS[f"{_ref}Merge"].grad = _merge_grad
