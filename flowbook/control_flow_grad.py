@@ -140,7 +140,7 @@ def loop_gradients(
     def body(i: Tensor, dvs: list[Tensor], sums: list[Tensor]) -> Any:
         here = g._state.cf_context
         xs = []
-        for j, (h, m) in enumerate(zip(handles, ctx.merges)):
+        for h, m in zip(handles, ctx.merges):
             x = _op(g, "StackPop", (h,), "b_pop", elem_type=m.dtype)
             x._shape = m._shape
             xs.append(x)
