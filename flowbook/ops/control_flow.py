@@ -334,7 +334,9 @@ class _Loop:
                 )
                 ctx.merges = merges
                 out = body(*nest.pack_sequence_as(structure, idents))
-                if len(flat) == 1 and not isinstance(out, list | tuple):
+                if len(structure) == 1 and (
+                    not isinstance(out, list | tuple) or hasattr(out, "_fields")
+                ):
                     out = [out]
                 if isinstance(structure, tuple) and isinstance(out, list):
                     out = tuple(out)
