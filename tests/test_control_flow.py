@@ -53,7 +53,7 @@ CASES = {
             lambda i, a: (
                 i + 1,
                 tf.while_loop(lambda j, b: j < i, lambda j, b: (j + 1, b + x), [0, a])[1],
-            ),  # fmt: skip
+            ),
             [0, 0.0],
         )[1],
         1.5,
@@ -90,7 +90,7 @@ CASES = {
         )["v"],
         2.0,
         6.0,
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -112,7 +112,7 @@ def test_untaken_branch_does_not_run_and_its_tensors_are_dead():
         s.run(y, {p: True})
         s.run(y, {p: False})
         assert s.run(v) == 11.0
-        (f, t) = [op for op in y.graph.get_operations() if op.type == "Switch"][0].outputs
+        (f, _t) = next(op for op in y.graph.get_operations() if op.type == "Switch").outputs
         with pytest.raises(InvalidArgumentError, match="does not have a value"):
             s.run(f, {p: True})
 
@@ -165,7 +165,7 @@ GRAD_CASES = {
         lambda i, a: (
             i + 1,
             tf.while_loop(lambda j, b: j < 2, lambda j, b: (j + 1, b * x + ONE), [0, a])[1],
-        ),  # fmt: skip
+        ),
         [0, HALF],
     )[1],
     "cond in loop": lambda x: tf.while_loop(
