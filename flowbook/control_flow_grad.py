@@ -110,6 +110,13 @@ def _forward_state(ctx: WhileContext) -> tuple[Tensor, list[Tensor]]:
     return ctx.grad_state
 
 
+def _add_like(total: Tensor, grad: Tensor) -> Tensor:
+    """``total + grad``, with the static shape of ``total`` (which the sum keeps)."""
+    out = total + grad
+    out.set_shape(total._shape)
+    return out
+
+
 def loop_gradients(
     node: LoopNode, out_grads: list[Tensor | None], gradients: Any
 ) -> list[Tensor | None]:
@@ -147,11 +154,16 @@ def loop_gradients(
         ys = nest.flatten(ctx.body(*nest.pack_sequence_as(ctx.structure, xs)))
         wrt = [xs[j] for j in floats] + [here.add_value(outside[j]) for j in outside_f]
         grads = gradients([ys[j] for j in floats], wrt, grad_ys=list(dvs))
-        new_dvs = [
-            gr if gr is not None else array_ops.zeros_like(xs[j])
-            for j, gr in zip(floats, grads[: len(floats)])
+        new_dvs = []
+        for j, gr in zip(floats, grads[: len(floats)]):
+            if gr is None:
+                gr = array_ops.zeros_like(xs[j])
+            else:  # what the gradient ops cannot infer, the loop variable's shape says
+                gr.set_shape(xs[j]._shape)
+            new_dvs.append(gr)
+        new_sums = [
+            s if gr is None else _add_like(s, gr) for s, gr in zip(sums, grads[len(floats) :])
         ]
-        new_sums = [s if gr is None else s + gr for s, gr in zip(sums, grads[len(floats) :])]
         with g.control_dependencies([x.op for x in xs]):
             i_next = i - 1
         return i_next, new_dvs, new_sums

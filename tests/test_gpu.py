@@ -256,7 +256,8 @@ def _control_flow_row():
         [0, fb.zeros([3])],
     )
     t = make("ControlTrigger", [])
-    return [y, i, acc, t], {x: np.array([1.0, -0.5, 2.0], np.float32)}
+    (gx,) = fb.gradients(fb.reduce_sum(acc * acc) + fb.reduce_sum(y), x)
+    return [y, i, acc, t, gx], {x: np.array([1.0, -0.5, 2.0], np.float32)}
 
 
 def _run_both(row):
@@ -323,6 +324,9 @@ NOT_ON_GPU = {
     "UniformCandidateSampler": "a data-dependent draw loop: host only",
     "SegmentProd": "host only: CuPy has no multiply.at",
     "UnsortedSegmentProd": "host only: CuPy has no multiply.at",
+    "Stack": "a loop gradient's stack: its handle is a string, host only",
+    "StackPush": "a string handle: host only",
+    "StackPop": "a string handle: host only",
     "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
     "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
     "RefMerge": "a GraphDef's twin of Merge, same kernel",

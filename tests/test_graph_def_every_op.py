@@ -60,6 +60,7 @@ def control_flow_ops(x):
     nxt = g.create_op("RefNextIteration", [t]).outputs[0]
     m.op.inputs = (e, nxt)
     g.create_op("ControlTrigger", [], control_inputs=[out.op])
+    tf.gradients(tf.reduce_sum(acc * acc), x)  # the loop's gradient: stacks, a backward loop
     return acc + out
 
 
