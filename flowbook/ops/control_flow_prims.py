@@ -25,8 +25,9 @@ outputs are dead, except Merge, and a dead ``NextIteration`` stops there.
     >>> with fb.Graph().as_default(), fb.Session() as s:
     ...     f, t = make("Switch", [fb.constant(3.0), fb.constant(True)]).outputs
     ...     out, index = make("Merge", [f, t]).outputs
-    ...     s.run([out, index])
-    [3.0, 1]
+    ...     value, taken = s.run([out, index])
+    >>> float(value), int(taken)
+    (3.0, 1)
 """
 
 from __future__ import annotations
@@ -189,3 +190,18 @@ def _merge_grad(op: Any, grad: Tensor, _index_grad: Tensor) -> list[Tensor]:
 for _ref in ("", "Ref"):
     OPS[f"{_ref}Switch"].grad = _switch_grad
     OPS[f"{_ref}Merge"].grad = _merge_grad
+
+
+def _frame_op_grad(op: Any, *grads: Tensor) -> list[Tensor | None]:
+    """Enter, Exit and NextIteration have no gradient of their own: a loop is differentiated
+    as a whole (``flowbook.control_flow_grad``), from the function its while_loop keeps."""
+    raise LookupError(
+        f"No gradient for {op.describe()} alone: a loop is differentiated as a whole, from "
+        "the body function tf.while_loop keeps, and this loop was not built by tf.while_loop "
+        "in this process (imported from a GraphDef, or built op by op)."
+    )
+
+
+for _ref in ("", "Ref"):
+    for _type in ("Enter", "Exit", "NextIteration"):
+        OPS[f"{_ref}{_type}"].grad = _frame_op_grad
