@@ -19,6 +19,7 @@ from flowbook import (
     app,
     compat,
     contrib,
+    data,
     datasets,
     debug,
     debugging,

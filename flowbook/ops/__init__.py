@@ -17,6 +17,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     debug_ops,
     depthwise_ops,
     einsum_ops,
+    iterator_ops,
     linalg_more,
     logit_losses,
     math_ops,
