@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+
 from flowbook.errors import FailedPreconditionError, OutOfRangeError
 
 

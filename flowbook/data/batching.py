@@ -131,7 +131,9 @@ class UnbatchDataset(Dataset):
     """``Dataset.unbatch``: each element split along its first dimension."""
 
     def __init__(self, input: Dataset) -> None:
-        super().__init__(input._spec.with_shapes([unbatched(s) for s in input._spec.shapes]), (input,))
+        super().__init__(
+            input._spec.with_shapes([unbatched(s) for s in input._spec.shapes]), (input,)
+        )
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
         for chunk in self._inputs[0]._chunks(ctx):

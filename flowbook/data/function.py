@@ -212,6 +212,4 @@ def _row_by_row(inputs: list[Tensor], outputs: list[Tensor], ops: list[Operation
                     return False
                 if t not in derived and t._shape != ():
                     return False
-    return all(t in derived for t in outputs) and all(
-        t.dtype is not dtypes.string for t in outputs
-    )
+    return all(t in derived for t in outputs) and all(t.dtype is not dtypes.string for t in outputs)

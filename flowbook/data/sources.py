@@ -120,7 +120,9 @@ class GeneratorDataset(Dataset):
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
         spec = self._spec
         for value in self.generator(*self.args):
-            parts = flatten(tuple(value) if isinstance(value, list) and spec.template != 0 else value)
+            parts = flatten(
+                tuple(value) if isinstance(value, list) and spec.template != 0 else value
+            )
             if len(parts) != len(spec.types):
                 raise InvalidArgumentError(
                     None, None, f"from_generator: yielded {value!r}, which does not match the "
@@ -201,6 +203,10 @@ class Reader:
 
     def read(self, n: int, what: str = "batch") -> Chunk | None:
         """Up to ``n`` elements as one chunk; None at the end."""
+        head, at = self._head, self._at
+        if head is not None and len(head[0]) - at >= n:  # the common case: a slice of one chunk
+            self._at = at + n
+            return [a[at : at + n] for a in head]
         pieces: list[Chunk] = []
         while n > 0:
             have = self.available()
@@ -209,7 +215,9 @@ class Reader:
             take = min(have, n)
             head, at = self._head, self._at
             assert head is not None
-            pieces.append(head if at == 0 and take == len(head[0]) else [a[at : at + take] for a in head])
+            pieces.append(
+                head if at == 0 and take == len(head[0]) else [a[at : at + take] for a in head]
+            )
             self._at += take
             n -= take
         return concat(pieces, what) if pieces else None
@@ -218,7 +226,9 @@ class Reader:
 class TextLineDataset(Dataset):
     """``tf.data.TextLineDataset``: the lines of text files (bytes, newline dropped)."""
 
-    def __init__(self, filenames: Any, compression_type: str | None = None, buffer_size: Any = None) -> None:
+    def __init__(
+        self, filenames: Any, compression_type: str | None = None, buffer_size: Any = None
+    ) -> None:
         names = convert_to_tensor(filenames, dtype=dtypes.string)
         self.compression_type = compression_type
         super().__init__(Spec(0, [dtypes.string], [()]), (), (names,))
