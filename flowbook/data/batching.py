@@ -32,7 +32,16 @@ from typing import Any
 import numpy as np
 
 from flowbook import dtypes
-from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, concat, rows
+from flowbook.data.dataset import (
+    MAKERS,
+    Chunk,
+    Context,
+    Dataset,
+    concat,
+    int_arg,
+    int_value,
+    rows,
+)
 from flowbook.data.sources import Reader
 from flowbook.data.structure import Spec, batched, flatten, unbatched
 from flowbook.errors import InvalidArgumentError
@@ -44,19 +53,22 @@ class BatchDataset(Dataset):
     """``Dataset.batch``: ``batch_size`` consecutive elements stacked (the last may be short)."""
 
     def __init__(self, input: Dataset, batch_size: int, drop_remainder: bool) -> None:
-        self.batch_size = int(batch_size)
-        if self.batch_size <= 0:
+        self.batch_size, tensors = int_arg(batch_size)
+        if not tensors and self.batch_size <= 0:
             raise ValueError(f"batch_size must be greater than zero, got {batch_size}")
         self.drop_remainder = bool(drop_remainder)
-        n = self.batch_size if self.drop_remainder else None
+        n = self.batch_size if self.drop_remainder and not tensors else None
         spec = input._spec.with_shapes([batched(s, n) for s in input._spec.shapes])
-        super().__init__(spec, (input,))
+        super().__init__(spec, (input,), tensors)
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
         reader = Reader(self._inputs[0]._chunks(ctx))
+        size = int_value(self.batch_size, ctx)
+        if size <= 0:
+            raise InvalidArgumentError(None, None, f"batch_size must be greater than zero, got {size}")
         while True:
-            chunk = reader.read(self.batch_size)
-            if chunk is None or (self.drop_remainder and len(chunk[0]) < self.batch_size):
+            chunk = reader.read(size)
+            if chunk is None or (self.drop_remainder and len(chunk[0]) < size):
                 return
             yield [a[None] for a in chunk]
 
@@ -210,12 +222,12 @@ class RepeatDataset(Dataset):
     """``Dataset.repeat``: ``count`` passes over the input (None or -1: forever)."""
 
     def __init__(self, input: Dataset, count: Any) -> None:
-        self.count = -1 if count is None else int(count)
-        super().__init__(input._spec, (input,))
+        self.count, tensors = int_arg(-1 if count is None else count)
+        super().__init__(input._spec, (input,), tensors)
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        done = 0
-        while self.count < 0 or done < self.count:
+        done, count = 0, int_value(self.count, ctx)
+        while count < 0 or done < count:
             empty = True
             for chunk in self._inputs[0]._chunks(ctx):
                 empty = False
@@ -229,11 +241,11 @@ class TakeDataset(Dataset):
     """``Dataset.take``: the first ``count`` elements (-1: all)."""
 
     def __init__(self, input: Dataset, count: int) -> None:
-        self.count = int(count)
-        super().__init__(input._spec, (input,))
+        self.count, tensors = int_arg(count)
+        super().__init__(input._spec, (input,), tensors)
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        left = self.count
+        left = int_value(self.count, ctx)
         if left == 0:
             return
         for chunk in self._inputs[0]._chunks(ctx):
@@ -248,11 +260,11 @@ class SkipDataset(Dataset):
     """``Dataset.skip``: all but the first ``count`` elements (-1: none)."""
 
     def __init__(self, input: Dataset, count: int) -> None:
-        self.count = int(count)
-        super().__init__(input._spec, (input,))
+        self.count, tensors = int_arg(count)
+        super().__init__(input._spec, (input,), tensors)
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        left = self.count
+        left = int_value(self.count, ctx)
         for chunk in self._inputs[0]._chunks(ctx):
             if left < 0:
                 return

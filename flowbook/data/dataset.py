@@ -213,6 +213,18 @@ class Dataset:
         )
 
 
+def int_arg(value: Any) -> tuple[Any, tuple[Tensor, ...]]:
+    """A count given as a Python int (kept) or a tensor (captured): (value, captured tensors)."""
+    if isinstance(value, Tensor):
+        return value, (value,)
+    return int(value), ()
+
+
+def int_value(value: Any, ctx: Context) -> int:
+    """An ``int_arg``'s value in this iterator start."""
+    return int(ctx.values[value]) if isinstance(value, Tensor) else value
+
+
 def _static(t: Tensor) -> Any:
     value = constant_value(t)
     if value is None:

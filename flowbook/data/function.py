@@ -77,7 +77,16 @@ class Function:
                 placeholder(t, None if s is None else ((None, *s) if batch_dim else s))
                 for t, s in zip(spec.types, spec.shapes)
             ]  # one placeholder per component of the element
-            self.result = call_with_element(fn, pack(spec.template, list(self.inputs)))
+            try:
+                self.result = call_with_element(fn, pack(spec.template, list(self.inputs)))
+            except ValueError as e:
+                if "same graph" not in str(e):
+                    raise
+                raise ValueError(
+                    f"{name}: {e} A dataset function runs in a graph of its own: it can use "
+                    "its arguments and constants, not tensors of the outer graph (give such "
+                    "values to the dataset instead, e.g. zip it with from_tensors(value))"
+                ) from None
             self.outputs: list[Tensor] = []
             self.template: Any = 0
 

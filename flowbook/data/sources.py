@@ -23,7 +23,7 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, concat
 from flowbook.data.structure import Spec, flatten, is_nested, pack, unbatched
-from flowbook.errors import InvalidArgumentError
+from flowbook.errors import InvalidArgumentError, OpError
 from flowbook.ops.constant_op import convert_to_tensor
 from flowbook.record_files import text_lines, tfrecords
 from flowbook.tensor import Tensor
@@ -240,11 +240,16 @@ class TextLineDataset(Dataset):
         names = host_array(ctx.values[self._tensors[0]], dtypes.string).reshape(-1)
         for name in names:
             batch: list[bytes] = []
-            for record in self._records(name.decode()):
-                batch.append(record)
-                if len(batch) == CHUNK:
+            try:
+                for record in self._records(name.decode()):
+                    batch.append(record)
+                    if len(batch) == CHUNK:
+                        yield [_objects(batch)]
+                        batch = []
+            except OpError:  # a damaged record: the good ones before it come out first
+                if batch:
                     yield [_objects(batch)]
-                    batch = []
+                raise
             if batch:
                 yield [_objects(batch)]
 
