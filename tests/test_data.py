@@ -138,7 +138,9 @@ def test_out_of_range_names_the_iterator_op_and_stays_at_the_end():
     with tf.Session() as s:
         assert s.run(x) == 0
         for _ in range(2):
-            with pytest.raises(OutOfRangeError, match="IteratorGetNext 'next_one'.*End of sequence"):
+            with pytest.raises(
+                OutOfRangeError, match="IteratorGetNext 'next_one'.*End of sequence"
+            ):
                 s.run(x)
 
 

@@ -65,7 +65,9 @@ class BatchDataset(Dataset):
         reader = Reader(self._inputs[0]._chunks(ctx))
         size = int_value(self.batch_size, ctx)
         if size <= 0:
-            raise InvalidArgumentError(None, None, f"batch_size must be greater than zero, got {size}")
+            raise InvalidArgumentError(
+                None, None, f"batch_size must be greater than zero, got {size}"
+            )
         while True:
             chunk = reader.read(size)
             if chunk is None or (self.drop_remainder and len(chunk[0]) < size):
