@@ -179,6 +179,23 @@ OP_ATTR_KINDS: dict[tuple[str, str], str] = {
     ("PyFuncStateless", "Tout"): "list(type)",
     ("IdentityN", "T"): "list(type)",
     ("Bitcast", "type"): "type",
+    # tf.data's iterator ops and the parsing ops
+    ("IteratorGetNext", "output_types"): "list(type)",
+    ("IteratorGetNext", "output_shapes"): "list(shape)",
+    ("IteratorGetNext", "shared_name"): "string",
+    ("IteratorGetNext", "token"): "string",
+    ("MakeIterator", "shared_name"): "string",
+    ("MakeIterator", "token"): "string",
+    ("DecodeCSV", "OUT_TYPE"): "list(type)",
+    ("DecodeCSV", "field_delim"): "string",
+    ("DecodeCSV", "na_value"): "string",
+    ("DecodeCSV", "select_cols"): "list(int)",
+    ("DecodeRaw", "little_endian"): "bool",
+    ("ParseExample", "sparse_keys"): "list(string)",
+    ("ParseExample", "dense_keys"): "list(string)",
+    ("ParseExample", "sparse_types"): "list(type)",
+    ("ParseExample", "dense_types"): "list(type)",
+    ("ParseExample", "dense_shapes"): "list(shape)",
 }
 # op type -> its list(type) attr, which types its variadic input and gives one output per entry
 TYPE_LISTS: dict[str, str] = {"IdentityN": "T"}
@@ -303,6 +320,8 @@ def _set_attr(attr: Any, value: Any) -> None:
                 lst.f.append(float(v))
             elif isinstance(v, str | bytes):
                 lst.s.append(v.encode() if isinstance(v, str) else v)
+            elif v is None or isinstance(v, tuple):  # a shape (None: unknown rank)
+                _shape_proto(v, lst.shape.add())
             else:
                 raise TypeError(f"can't write list item {v!r} of type {type(v).__name__}")
     else:

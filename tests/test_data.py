@@ -139,7 +139,7 @@ def test_out_of_range_names_the_iterator_op_and_stays_at_the_end():
         assert s.run(x) == 0
         for _ in range(2):
             with pytest.raises(
-                OutOfRangeError, match="IteratorGetNext 'next_one'.*End of sequence"
+                OutOfRangeError, match=r"IteratorGetNext 'next_one'.*End of sequence"
             ):
                 s.run(x)
 
@@ -292,7 +292,7 @@ def test_chunked_map_is_used_only_where_it_equals_per_element(fn, vectorized):
 
 def test_a_function_cannot_reach_into_the_outer_graph():
     outer = tf.constant(2.0)
-    with pytest.raises(ValueError, match="map: .*same graph.*outer graph"):
+    with pytest.raises(ValueError, match=r"map: .*same graph.*outer graph"):
         D.range(3).map(lambda x: tf.cast(x, tf.float32) * outer)
 
 
@@ -339,13 +339,15 @@ def test_corrupt_tfrecord_is_data_loss_naming_file_and_offset(tmp_path, damage):
     with tf.io.TFRecordWriter(path) as w:
         w.write(b"first record")
         w.write(b"second record")
-    data = bytearray(open(path, "rb").read())
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
     second = 12 + len(b"first record") + 4  # where the second record starts
     if damage == "flip":
         data[second + 12 + 3] ^= 0xFF  # a byte of the second record's data
     else:
         data = data[:-6]
-    open(path, "wb").write(bytes(data))
+    with open(path, "wb") as f:
+        f.write(bytes(data))
     x = tf.data.TFRecordDataset(path).make_one_shot_iterator().get_next()
     with tf.Session() as s:
         assert s.run(x) == b"first record"

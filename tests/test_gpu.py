@@ -308,6 +308,13 @@ NOT_ON_GPU = {
     "LogUniformCandidateSampler": "a data-dependent draw loop: host only",
     "UniformCandidateSampler": "a data-dependent draw loop: host only",
     "SegmentProd": "host only: CuPy has no multiply.at",
+    "MakeIterator": "tf.data: host only",
+    "IteratorGetNext": "tf.data: host only",
+    "DecodeCSV": "strings: host only",
+    "DecodeRaw": "strings: host only",
+    "ParseExample": "strings: host only",
+    "ReadFile": "files: host only",
+    "WriteFile": "files: host only",
     "UnsortedSegmentProd": "host only: CuPy has no multiply.at",
 }
 

@@ -94,7 +94,7 @@ def test_decode_raw_matches_numpy(dtype, little):
 
 
 def test_decode_raw_needs_equal_lengths():
-    with pytest.raises(InvalidArgumentError, match="DecodeRaw.*same size"):
+    with pytest.raises(InvalidArgumentError, match=r"DecodeRaw.*same size"):
         run(tf.decode_raw([b"ab", b"abcd"], tf.int16))
     with pytest.raises(InvalidArgumentError, match="not a multiple of 4"):
         run(tf.decode_raw([b"abc"], tf.int32))
@@ -202,7 +202,7 @@ def test_csv_lines_through_a_dataset(tmp_path):
     with tf.Session() as s:
         assert [np.asarray(v).tolist() for v in s.run(nxt)] == [1, 0.5, b"a"]
         assert [np.asarray(v).tolist() for v in s.run(nxt)] == [2, 1.5, b"b"]
-        with pytest.raises(InvalidArgumentError, match="not a valid float: 'bad'.*'3,bad,c'"):
+        with pytest.raises(InvalidArgumentError, match=r"not a valid float: 'bad'.*'3,bad,c'"):
             s.run(nxt)
 
 
