@@ -82,6 +82,31 @@ def flowbook_loop(images: np.ndarray, labels: np.ndarray, batches: int) -> float
     return _examples(len(images), batches) / elapsed
 
 
+def pipeline_alone(images: np.ndarray, labels: np.ndarray, batches: int) -> float:
+    """Examples per second of the same pipeline pulled in Python (no Session): its own cost."""
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.from_tensor_slices((images, labels))
+        ds = ds.shuffle(10000, seed=0).map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y))
+        elements = ds.batch(BATCH).repeat().elements([images, labels])
+        next(elements)
+        start = time.perf_counter()
+        for _ in range(batches):
+            next(elements)
+        elapsed = time.perf_counter() - start
+    return _examples(len(images), batches) / elapsed
+
+
+def session_floor(batches: int) -> float:
+    """Microseconds of one ``sess.run`` fetching a pair of constants (what any fetch costs)."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        pair = (tf.constant(np.zeros((BATCH, 64), np.float32)), tf.constant(np.zeros(BATCH)))
+        sess.run(pair)
+        start = time.perf_counter()
+        for _ in range(batches):
+            sess.run(pair)
+        return (time.perf_counter() - start) / batches * 1e6
+
+
 def main() -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few epochs (under 10 s)")
@@ -89,12 +114,20 @@ def main() -> dict[str, Any]:
     images, labels = digits()
     batches = 90 if args.quick else 900  # 5 or 50 epochs of 18 batches
     repeat = 3 if args.quick else 7
-    ours, theirs = [], []
+    ours, theirs, alone, floor = [], [], [], []
     for _ in range(repeat):  # interleaved, so drifts in machine load hit both
         theirs.append(numpy_loop(images, labels, batches))
         ours.append(flowbook_loop(images, labels, batches))
+        alone.append(pipeline_alone(images, labels, batches))
+        floor.append(session_floor(batches))
     fb_rate, np_rate = statistics.median(ours), statistics.median(theirs)
     ratio = fb_rate / np_rate
+    per_batch = {  # where a batch's time goes, in microseconds
+        "numpy_loop": BATCH / np_rate * 1e6,
+        "flowbook_sess_run": BATCH / fb_rate * 1e6,
+        "pipeline_without_session": BATCH / statistics.median(alone) * 1e6,
+        "sess_run_of_two_constants": statistics.median(floor),
+    }
     print_table(
         ["pipeline", "examples/s (median)", "vs numpy"],
         [
@@ -102,6 +135,8 @@ def main() -> dict[str, Any]:
             ["flowbook tf.data + sess.run", f"{fb_rate:,.0f}", f"{ratio:.2f}x"],
         ],
     )
+    print("\nper batch of 100 (µs):")
+    print_table(["part", "µs"], [[k, f"{v:.1f}"] for k, v in per_batch.items()])
     results = {
         "workload": "digits 1797x64 uint8: shuffle(10000) -> map(cast, /255) -> batch(100)",
         "batches_per_run": batches,
@@ -110,6 +145,7 @@ def main() -> dict[str, Any]:
         "flowbook_examples_per_s": round(fb_rate),
         "ratio_vs_numpy": round(ratio, 3),
         "goal_ratio": 0.5,
+        "per_batch_us": {k: round(v, 2) for k, v in per_batch.items()},
         "quick": args.quick,
     }
     write_json(str(Path(__file__).parent / "results" / "input_pipeline.json"), results)

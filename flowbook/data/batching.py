@@ -177,12 +177,16 @@ class ShuffleDataset(Dataset):
         super().__init__(input._spec, (input,))
 
     def _rng(self, ctx: Context) -> np.random.Generator:
-        state = ctx.state.setdefault(id(self), {"pass": 0})
-        if "seeds" not in state:  # unseeded: fixed for this iterator start, new for the next
-            state["seeds"] = self.seeds or tuple(np.random.SeedSequence().generate_state(2))
-        passes = state["pass"] if self.reshuffle else 0
-        state["pass"] += 1
-        return np.random.default_rng([*state["seeds"], passes])
+        """This pass's generator: one per iterator start that reshuffles, else the same seed."""
+        state = ctx.state.get(id(self))
+        if state is None:  # unseeded: fixed for this iterator start, new for the next
+            seeds = self.seeds or tuple(np.random.SeedSequence().generate_state(2))
+            state = ctx.state[id(self)] = {"seeds": seeds, "rng": None}
+        if not self.reshuffle:
+            return np.random.default_rng(state["seeds"])
+        if state["rng"] is None:
+            state["rng"] = np.random.default_rng(state["seeds"])
+        return state["rng"]  # drawn on across passes: a new order each pass
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
         rng = self._rng(ctx)
@@ -217,7 +221,7 @@ def _permuted(pieces: list[Chunk], n: int, rng: np.random.Generator) -> Iterator
         elements = [r for p in pieces for r in rows(p)]
         yield from (elements[j] for j in order)
         return
-    yield [a[order] for a in joined]
+    yield [np.take(a, order, axis=0) for a in joined]  # take: faster than a[order]
 
 
 class RepeatDataset(Dataset):
