@@ -179,24 +179,16 @@ OP_ATTR_KINDS: dict[tuple[str, str], str] = {
     ("PyFuncStateless", "Tout"): "list(type)",
     ("IdentityN", "T"): "list(type)",
     ("Bitcast", "type"): "type",
-    # tf.data's iterator ops and the parsing ops
-    ("IteratorGetNext", "output_types"): "list(type)",
-    ("IteratorGetNext", "output_shapes"): "list(shape)",
-    ("IteratorGetNext", "shared_name"): "string",
-    ("IteratorGetNext", "token"): "string",
-    ("MakeIterator", "shared_name"): "string",
-    ("MakeIterator", "token"): "string",
-    ("DecodeCSV", "OUT_TYPE"): "list(type)",
-    ("DecodeCSV", "field_delim"): "string",
-    ("DecodeCSV", "na_value"): "string",
-    ("DecodeCSV", "select_cols"): "list(int)",
-    ("DecodeRaw", "little_endian"): "bool",
-    ("ParseExample", "sparse_keys"): "list(string)",
-    ("ParseExample", "dense_keys"): "list(string)",
-    ("ParseExample", "sparse_types"): "list(type)",
-    ("ParseExample", "dense_types"): "list(type)",
-    ("ParseExample", "dense_shapes"): "list(shape)",
 }
+for _op, _kinds in (  # tf.data's iterator ops and the parsing ops: "attr=kind ..."
+    ("IteratorGetNext", "output_types=list(type) output_shapes=list(shape) shared_name=string"),
+    ("MakeIterator", "shared_name=string"),
+    ("DecodeCSV", "OUT_TYPE=list(type) field_delim=string na_value=string select_cols=list(int)"),
+    ("DecodeRaw", "little_endian=bool"),
+    ("ParseExample", "sparse_keys=list(string) dense_keys=list(string) sparse_types=list(type) "
+     "dense_types=list(type) dense_shapes=list(shape)"),
+):  # fmt: skip
+    OP_ATTR_KINDS.update({(_op, k): v for k, v in (p.split("=") for p in _kinds.split())})
 # op type -> its list(type) attr, which types its variadic input and gives one output per entry
 TYPE_LISTS: dict[str, str] = {"IdentityN": "T"}
 

@@ -113,12 +113,23 @@ class Dataset:
 
     # -------------------------------------------------------- transformations
     def map(self, map_func: Callable[..., Any], num_parallel_calls: Any = None) -> Dataset:
+        """``map_func`` of each element (a tuple element is passed as arguments).
+
+        >>> [int(v) for v in Dataset.range(3).map(lambda x: x * 10).as_numpy()]
+        [0, 10, 20]
+        """
         return MAKERS["map"](self, map_func, num_parallel_calls)
 
     def filter(self, predicate: Callable[..., Any]) -> Dataset:
+        """The elements for which ``predicate`` (a scalar bool tensor) is True.
+
+        >>> [int(v) for v in Dataset.range(5).filter(lambda x: x > 2).as_numpy()]
+        [3, 4]
+        """
         return MAKERS["filter"](self, predicate)
 
     def flat_map(self, map_func: Callable[..., Any]) -> Dataset:
+        """The elements of the dataset ``map_func`` returns for each element, in turn."""
         return MAKERS["flat_map"](self, map_func)
 
     def interleave(
@@ -128,9 +139,15 @@ class Dataset:
         block_length: int = 1,
         num_parallel_calls: Any = None,
     ) -> Dataset:
+        """Elements of ``map_func``'s datasets, ``cycle_length`` at once, ``block_length`` each."""
         return MAKERS["interleave"](self, map_func, cycle_length, block_length)
 
     def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+        """Consecutive elements stacked ``batch_size`` at a time (the last may be short).
+
+        >>> [b.tolist() for b in Dataset.range(3).batch(2).as_numpy()]
+        [[0, 1], [2]]
+        """
         return MAKERS["batch"](self, batch_size, drop_remainder)
 
     def padded_batch(
@@ -140,70 +157,92 @@ class Dataset:
         padding_values: Any = None,
         drop_remainder: bool = False,
     ) -> Dataset:
+        """``batch`` with each component padded to ``padded_shapes`` (None: the longest)."""
         return MAKERS["padded_batch"](
             self, batch_size, padded_shapes, padding_values, drop_remainder
         )
 
     def unbatch(self) -> Dataset:
+        """Each element split along its first dimension."""
         return MAKERS["unbatch"](self)
 
     def shuffle(
         self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
     ) -> Dataset:
+        """TF's buffer shuffle (``batching``'s docstring), seeded by TF's seed rules."""
         return MAKERS["shuffle"](self, buffer_size, seed, reshuffle_each_iteration)
 
     def repeat(self, count: int | None = None) -> Dataset:
+        """``count`` passes over the dataset (None or -1: forever).
+
+        >>> [int(v) for v in Dataset.range(2).repeat(2).as_numpy()]
+        [0, 1, 0, 1]
+        """
         return MAKERS["repeat"](self, count)
 
     def take(self, count: int) -> Dataset:
+        """The first ``count`` elements (-1: all)."""
         return MAKERS["take"](self, count)
 
     def skip(self, count: int) -> Dataset:
+        """All but the first ``count`` elements (-1: none)."""
         return MAKERS["skip"](self, count)
 
     def prefetch(self, buffer_size: int) -> Dataset:
+        """The same elements (flowbook computes an element in the run that asks for it)."""
         return MAKERS["prefetch"](self, buffer_size)
 
     def cache(self, filename: str = "") -> Dataset:
+        """The first complete pass, kept in memory and replayed by later passes."""
         return MAKERS["cache"](self, filename)
 
     def concatenate(self, dataset: Dataset) -> Dataset:
+        """This dataset's elements, then those of ``dataset``."""
         return MAKERS["concatenate"](self, dataset)
 
     def enumerate(self, start: int = 0) -> Dataset:
+        """``(index, element)`` pairs, counting from ``start``."""
         return Dataset.zip((Dataset.range(start, np.iinfo(np.int64).max), self))
 
     def apply(self, transformation_func: Callable[[Dataset], Dataset]) -> Dataset:
+        """``transformation_func(self)``."""
         return transformation_func(self)
 
     # ----------------------------------------------------------- sources
     @staticmethod
     def from_tensor_slices(tensors: Any) -> Dataset:
+        """The slices of ``tensors`` (a nest of tensors or values) along their first dimension."""
         return MAKERS["from_tensor_slices"](tensors)
 
     @staticmethod
     def from_tensors(tensors: Any) -> Dataset:
+        """One element: ``tensors`` themselves."""
         return MAKERS["from_tensors"](tensors)
 
     @staticmethod
     def range(*args: int, output_type: Any = None) -> Dataset:
+        """int64 numbers as Python's ``range(start, stop, step)``."""
         return MAKERS["range"](*args, output_type=output_type)
 
     @staticmethod
     def from_generator(
         generator: Callable[[], Any], output_types: Any, output_shapes: Any = None, args: Any = None
     ) -> Dataset:
+        """The elements ``generator(*args)`` yields, converted to ``output_types``."""
         return MAKERS["from_generator"](generator, output_types, output_shapes, args)
 
     @staticmethod
     def zip(datasets: Any) -> Dataset:
+        """A tuple (or dict) of datasets read side by side, up to the shortest."""
         return MAKERS["zip"](datasets)
 
     # ----------------------------------------------------------- iterators
     def make_one_shot_iterator(self) -> Any:
+        """An iterator that starts itself on its first ``get_next`` run."""
         return MAKERS["one_shot"](self)
 
     def make_initializable_iterator(self, shared_name: str | None = None) -> Any:
+        """An iterator whose ``initializer`` op (re)starts it; the dataset may read placeholders."""
         return MAKERS["initializable"](self, shared_name)
 
     def __iter__(self) -> Any:
