@@ -393,3 +393,48 @@ def test_a_model_trained_from_a_dataset_matches_feed_dict_training():
     acc_fd, w_fd = train(False)
     np.testing.assert_allclose(w_ds, w_fd, rtol=1e-5, atol=1e-6)
     assert acc_ds == acc_fd > 0.8
+
+
+# ------------------------------------------------------------------ errors
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: D.from_generator(lambda: iter([[1], [1, 2]]), tf.int32, [None]).batch(2),
+         "Cannot batch tensors with different shapes in component 0"),
+        (lambda: D.from_generator(lambda: iter([[1, 2]]), tf.int32, [3]),
+         r"yielded an element of shape \[2\] where an element of shape \[3\] was expected"),
+        (lambda: D.from_generator(lambda: iter(["x"]), tf.int32),
+         r"component 0 \('x'\) is not int32"),
+        (lambda: D.from_generator(lambda: iter([[1, 2, 3]]), tf.int32, [None]).padded_batch(1, [2]),
+         "larger than the padded shape"),
+    ],
+)  # fmt: skip
+def test_run_time_errors_name_the_iterator_op(build, message):
+    x = build().make_one_shot_iterator().get_next()
+    with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError) as e:
+        s.run(x)
+    assert "IteratorGetNext 'IteratorGetNext' (" in str(e.value)
+    assert e.match(message)
+
+
+def test_build_time_errors():
+    with pytest.raises(ValueError, match="scalar bool"):
+        D.range(3).filter(lambda x: x + 1)
+    with pytest.raises(TypeError, match="must return a Dataset"):
+        D.range(3).flat_map(lambda x: x)
+    with pytest.raises(ValueError, match="batch_size must be greater than zero"):
+        D.range(3).batch(0)
+    with pytest.raises(TypeError, match="not iterable in graph mode"):
+        iter(D.range(3))
+
+
+def test_experimental_transformations():
+    exp = tf.data.experimental
+    ds = D.range(6).apply(exp.shuffle_and_repeat(10, 2, seed=1))
+    out = [int(v) for v in ds.as_numpy()]
+    assert sorted(out[:6]) == sorted(out[6:]) == list(range(6))
+    got = D.range(5).apply(exp.map_and_batch(lambda x: x + 1, 2, drop_remainder=True))
+    assert plain(list(got.as_numpy())) == [[1, 2], [3, 4]]
+    inter = D.range(2).apply(exp.parallel_interleave(lambda x: D.from_tensors(x).repeat(2), 2))
+    assert plain(list(inter.as_numpy())) == [0, 1, 0, 1]
+    assert tf.data.AUTOTUNE == exp.AUTOTUNE == -1

@@ -3,7 +3,8 @@
 The pieces: ``structure`` (element nesting), ``function`` (a dataset's
 function traced into a flowbook graph), ``dataset`` (the base class and how
 elements move, as chunks), ``sources``, ``transforms`` (those running a
-function), ``batching`` (the rest), ``iterator`` (the ops).  Importing this
+function), ``batching`` (the rest), ``iterator`` (the ops), ``experimental``
+(TF1's fused transformations).  Importing this
 package registers every transformation.
 
     >>> import flowbook as tf
@@ -14,8 +15,9 @@ package registers every transformation.
     [5, 7, 9]
 """
 
-from flowbook.data import batching, transforms  # noqa: F401  (register the transformations)
+from flowbook.data import batching, experimental, transforms  # noqa: F401  (register them)
 from flowbook.data.dataset import Dataset
+from flowbook.data.experimental import AUTOTUNE
 from flowbook.data.iterator import (
     Iterator,
     get_output_shapes,
@@ -26,8 +28,6 @@ from flowbook.data.iterator import (
 from flowbook.data.sources import TextLineDataset, TFRecordDataset
 from flowbook.data.structure import TensorSpec
 
-AUTOTUNE = -1  # num_parallel_calls / cycle_length: let the library choose
-
 __all__ = [
     "AUTOTUNE",
     "Dataset",
@@ -35,6 +35,7 @@ __all__ = [
     "TFRecordDataset",
     "TensorSpec",
     "TextLineDataset",
+    "experimental",
     "get_output_shapes",
     "get_output_types",
     "make_initializable_iterator",

@@ -227,7 +227,11 @@ class TextLineDataset(Dataset):
     """``tf.data.TextLineDataset``: the lines of text files (bytes, newline dropped)."""
 
     def __init__(
-        self, filenames: Any, compression_type: str | None = None, buffer_size: Any = None
+        self,
+        filenames: Any,
+        compression_type: str | None = None,
+        buffer_size: Any = None,
+        num_parallel_reads: Any = None,
     ) -> None:
         names = convert_to_tensor(filenames, dtype=dtypes.string)
         self.compression_type = compression_type
