@@ -1,7 +1,9 @@
 """``tf.data``: datasets read through iterator ops in a Session, checked against plain Python.
 
 Each row of ``PIPELINES`` builds a dataset and gives the elements plain
-Python (or numpy) computes for it; the dataset is read through a one-shot
+Python (or numpy) computes for it (and hypothesis draws random chains of
+steps, checked against the same steps on a Python list, with chunks made
+tiny so every step meets chunk boundaries); the dataset is read through a one-shot
 iterator in a Session until ``OutOfRangeError``.  Shuffling cannot match TF's
 order bit for bit (TF draws from Philox, flowbook from numpy's PCG64), so
 shuffle is held to its properties instead: a permutation, the same for a
@@ -16,8 +18,11 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flowbook as tf
+from flowbook.data import sources
 from flowbook.data.function import Function
 from flowbook.data.structure import Spec
 from flowbook.errors import DataLossError, FailedPreconditionError, OutOfRangeError
@@ -438,3 +443,56 @@ def test_experimental_transformations():
     inter = D.range(2).apply(exp.parallel_interleave(lambda x: D.from_tensors(x).repeat(2), 2))
     assert plain(list(inter.as_numpy())) == [0, 1, 0, 1]
     assert tf.data.AUTOTUNE == exp.AUTOTUNE == -1
+
+
+# ------------------------------------------------- random pipelines (hypothesis)
+STEPS = st.one_of(
+    st.tuples(st.just("take"), st.integers(-1, 12)),
+    st.tuples(st.just("skip"), st.integers(-1, 12)),
+    st.tuples(st.just("repeat"), st.integers(0, 3)),
+    st.tuples(st.just("filter"), st.integers(2, 4)),
+    st.tuples(st.just("map"), st.integers(1, 3)),
+    st.tuples(st.just("rebatch"), st.integers(1, 5), st.booleans()),
+    st.tuples(st.just("zip_self"), st.integers(0, 3)),
+)
+
+
+def _apply(ds, items, step):
+    """One step on the dataset and on the plain Python list of its elements."""
+    kind, n = step[0], step[1]
+    if kind == "take":
+        return ds.take(n), items if n < 0 else items[:n]
+    if kind == "skip":
+        return ds.skip(n), [] if n < 0 else items[n:]
+    if kind == "repeat":
+        return ds.repeat(n), items * n
+    if kind == "filter":
+        return ds.filter(lambda x: tf.not_equal(x % n, 0)), [x for x in items if x % n]
+    if kind == "map":
+        return ds.map(lambda x: x * n + 1), [x * n + 1 for x in items]
+    if kind == "rebatch":  # batch then unbatch: the same elements, a short tail dropped if asked
+        keep = len(items) - len(items) % n if step[2] else len(items)
+        return ds.batch(n, drop_remainder=step[2]).unbatch(), items[:keep]
+    # zip with a shifted copy of itself, keep the sum: lengths are the shorter one's
+    shifted = items[n:]
+    pairs = D.zip((ds, ds.skip(n)))
+    return pairs.map(lambda a, b: a + b), [a + b for a, b in zip(items, shifted)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    size=st.integers(0, 20),
+    chunk=st.integers(1, 5),
+    steps=st.lists(STEPS, max_size=5),
+)
+def test_random_pipelines_match_python_lists(size, chunk, steps):
+    old = sources.CHUNK
+    sources.CHUNK = chunk  # small chunks: every step meets chunk boundaries
+    try:
+        with tf.Graph().as_default():
+            ds, items = D.range(size), list(range(size))
+            for step in steps:
+                ds, items = _apply(ds, items, step)
+            assert [int(v) for v in read_all(ds)] == items
+    finally:
+        sources.CHUNK = old
