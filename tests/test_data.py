@@ -495,3 +495,14 @@ def test_random_pipelines_match_python_lists(size, chunk, steps):
             assert [int(v) for v in read_all(ds)] == items
     finally:
         sources.CHUNK = old
+
+
+def test_a_dataset_feeds_a_model_placed_on_a_gpu():
+    from flowbook.gpu_sim import simulate_gpu
+
+    xs = np.arange(12, dtype=np.float32).reshape(6, 2)
+    with simulate_gpu() as gpu, tf.Session() as s:
+        x = D.from_tensor_slices(xs).map(lambda r: r * 2.0).batch(3).make_one_shot_iterator()
+        y = tf.reduce_sum(tf.matmul(x.get_next(), tf.ones([2, 1])))  # on the GPU
+        assert [float(s.run(y)) for _ in range(2)] == [2 * xs[:3].sum(), 2 * xs[3:].sum()]
+        assert gpu.uploads >= 2  # the host's batches were copied to the device
