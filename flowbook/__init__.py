@@ -19,6 +19,7 @@ from flowbook import (
     app,
     compat,
     contrib,
+    data,
     datasets,
     debug,
     debugging,
@@ -124,6 +125,7 @@ from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
+from flowbook.ops.example_ops import *
 from flowbook.ops.identity_more import *
 from flowbook.ops.linalg_decomp import *
 from flowbook.ops.linalg_more import *
@@ -132,6 +134,7 @@ from flowbook.ops.math_ops import *
 from flowbook.ops.matrix_diag_ops import *
 from flowbook.ops.multinomial_ops import *
 from flowbook.ops.nn_conv import required_space_to_batch_paddings
+from flowbook.ops.parsing_ops import *
 from flowbook.ops.partition_ops import *
 from flowbook.ops.patch_ops import *
 from flowbook.ops.placeholder_ops import *

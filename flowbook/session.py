@@ -17,7 +17,8 @@
    (``flowbook.run.observers.observers_for``: traces, the NaN guard).
 
 The session owns per-op state that kernels are bound to: each variable's
-value (``VarState``) and each random op's generator, and it decides where
+value (``VarState``), each random op's generator and each
+tf.data iterator's position (``IteratorState``), and it decides where
 each op runs (``flowbook.run.placement``: device scopes, soft placement, the
 first GPU by default); a plan built for it carries the copy nodes between
 devices, and with ``ConfigProto(log_device_placement=True)`` each new plan
@@ -45,6 +46,7 @@ from flowbook import hooks
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
+from flowbook.iterator_state import IteratorState
 from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
 from flowbook.run.observers import Observer, observers_for
@@ -95,6 +97,7 @@ class BaseSession:
             weakref.WeakKeyDictionary()
         )
         self._rngs: weakref.WeakKeyDictionary[Operation, Any] = weakref.WeakKeyDictionary()
+        self._iterators: dict[str, IteratorState] = {}  # tf.data iterator name -> its position
         self._state_lock = threading.Lock()  # guards creating entries of the two dicts above
         self._closed = False
         self.observers: list[Observer] = []  # observers of this session's runs
@@ -201,6 +204,8 @@ class BaseSession:
             attrs = {**attrs, "var": self._variable_state(op)}
         elif opdef.resource == "rng":
             attrs = {**attrs, "rng": self._rng(op, device)}
+        elif opdef.resource == "iterator":
+            attrs = {**attrs, "iterator": self._iterator_state(op.attrs["shared_name"])}
         if device is CPU:
             return opdef.bound_kernel(device.xp, attrs)
         return device.wrap(opdef.bound_kernel(device.xp, attrs))
@@ -210,6 +215,13 @@ class BaseSession:
             state = self._variables.get(var_op)
             if state is None:
                 state = self._variables[var_op] = VarState(var_op)
+            return state
+
+    def _iterator_state(self, name: str) -> IteratorState:
+        with self._state_lock:
+            state = self._iterators.get(name)
+            if state is None:
+                state = self._iterators[name] = IteratorState(name)
             return state
 
     def _rng(self, op: Operation, device: Device = CPU) -> Any:
@@ -238,6 +250,7 @@ class BaseSession:
         self._paths.clear()
         self._variables.clear()
         self._rngs.clear()
+        self._iterators.clear()
 
     @property
     def closed(self) -> bool:

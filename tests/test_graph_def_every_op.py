@@ -332,11 +332,24 @@ def every_op():
     tf.no_op(name="nop")
     tf.nn.log_uniform_candidate_sampler([[1]], 1, 2, True, 5, seed=1)
     tf.nn.uniform_candidate_sampler([[1, 2]], 2, 3, False, 5)
+    data_ops()
     feed = {
         "x:0": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
         "n:0": np.ones((2, 3), np.int32),
     }
     return feed, grads[0].name
+
+
+def data_ops():
+    """tf.data's iterator ops and the parsing ops (strings and files)."""
+    it = tf.data.Dataset.range(3).batch(2).make_initializable_iterator()
+    it.get_next()
+    tf.data.Dataset.from_tensors((1.0, "a")).make_one_shot_iterator().get_next()
+    tf.decode_csv(["1,a"], [[0], ["z"]], field_delim=",", na_value="NA", select_cols=[0, 1])
+    tf.decode_raw(["ab"], tf.int16, little_endian=False)
+    tf.io.write_file("/nonexistent/x", tf.read_file("/nonexistent/y"))
+    spec = {"a": tf.FixedLenFeature([2], tf.float32, [0.0, 1.0]), "b": tf.VarLenFeature(tf.int64)}
+    tf.parse_example([""], spec)
 
 
 def _built():

@@ -38,12 +38,14 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("ops", {"ops", "var_state", "variables", "nn", "math", "debugging", "losses", "graph_def",
              "graph_def_import", "io", "random", "initializers", "variable_store",
              "variable_scope", "layers", "contrib", "loss_reduction",
-             "regression_losses", "custom_gradient", "tensor_protos",
+             "regression_losses", "custom_gradient", "tensor_protos", "iterator_state",
              "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn", "rnn_dynamic"}),
     # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
     ("run", {"run", "gpu_sim"}),
     ("session", {"session"}),
+    # tf.data: datasets, their traced functions (run on the executor), the iterator ops
+    ("data", {"data", "record_files"}),
     # training: gradients, optimizers, checkpoints, summaries
     ("train", {"gradients", "control_flow_grad", "gradient_checker", "train", "summary", "live_plots", "datasets",
                "input_data"}),
