@@ -109,15 +109,17 @@ def first_max_masks(
 
 
 def masked(xp: Any, mask: Any, values: Any) -> Any:
-    """``where(mask, values, 0)`` bit for bit, as one ``and`` of the values' bits.
+    """``where(mask, values, 0)`` bit for bit, as one ``and`` of the values' bits (same shapes).
 
     >>> import numpy as np
     >>> masked(np, np.array([True, False, True]), np.array([-1.5, np.inf, np.nan])).tolist()
     [-1.5, 0.0, nan]
     """
     word = xp.dtype(f"u{values.dtype.itemsize}")
-    keep = mask.astype(word) * word.type(xp.iinfo(word).max)
-    return (values.view(word) & keep).view(values.dtype)
+    keep = mask.astype(word)  # the one new array: the passes below reuse it
+    keep *= word.type(xp.iinfo(word).max)
+    keep &= values.view(word)
+    return keep.view(values.dtype)
 
 
 def max_pool_grad(
