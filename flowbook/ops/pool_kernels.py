@@ -16,7 +16,8 @@ element-wise pass over output-sized arrays (numpy and CuPy alike):
   picks on ties) is this cell: ``(cell == max) & ~taken``, ``taken |= mask``.
   Computed once and consumed as it goes, so MaxPoolGrad makes one sweep where
   it made two (a ``where`` pass per cell to find the argmax index, another per
-  cell to compare against it).
+  cell to compare against it).  A window whose maximum is NaN has no cell
+  equal to it and passes no gradient (the argmax version sent it to cell 0).
 - **masking** (:func:`masked`): ``where(mask, values, 0)`` as a bitwise
   ``and`` of the values' bits with a mask of all-ones or all-zeros words.
   Same bits as ``where`` (an infinite or NaN gradient is not spread as
