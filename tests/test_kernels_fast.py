@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import flowbook as fb
 from flowbook.gradient_checker import compute_gradient_error
+from flowbook.ops import conv_ops
 from flowbook.ops.pool_kernels import masked
 from flowbook.registry import OPS
 from flowbook.run import blas
@@ -145,6 +146,13 @@ def test_pools_match_the_loop_reference(shape, k, s, padding):
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
 @pytest.mark.parametrize("shape,k,s", WINDOWS, ids=[f"{w[0]}-k{w[1]}-s{w[2]}" for w in WINDOWS])
 def test_convolutions_match_the_loop_reference(shape, k, s, padding):
+    _check_conv(shape, k, s, padding)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("shape,k,s", WINDOWS, ids=[f"{w[0]}-k{w[1]}-s{w[2]}" for w in WINDOWS])
+def test_filter_gradient_row_by_row_matches_the_loop_reference(shape, k, s, padding, monkeypatch):
+    monkeypatch.setattr(conv_ops, "_ROWS_ABOVE_BYTES", 0)  # the path large convolutions take
     _check_conv(shape, k, s, padding)
 
 
