@@ -129,8 +129,8 @@ def numpy_step(hidden: int | None) -> Any:
     return step
 
 
-def steps_per_second(step: Any, data: list, repeat: int) -> float:
-    for bx, by in data[:20]:  # warm up (plans compile on their second run)
+def steps_per_second(step: Any, data: list, repeat: int, warmup: int = 20) -> float:
+    for bx, by in data[:warmup]:  # warm up (plans compile on their second run)
         step(bx, by)
     rates = []
     for _ in range(repeat):
@@ -181,15 +181,15 @@ def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
     x, y = _cnn.images(digits.train.images), digits.train.labels
     rng = np.random.default_rng(0)
     data = []
-    for _ in range(10 if quick else 40):
+    for _ in range(5 if quick else 40):
         idx = rng.integers(0, len(x), _cnn.BATCH)
         data.append((x[idx], y[idx]))
     results: dict[str, Any] = {}
     rows = []
     for name, two in [("cnn", False), ("cnn2", True)]:
         sess, fb_step = _cnn.flowbook_step(two)
-        fb_rate = steps_per_second(fb_step, data, 1 if quick else 3)
-        np_rate = steps_per_second(_cnn.numpy_step(two), data, 1 if quick else 3)
+        fb_rate = steps_per_second(fb_step, data, 1 if quick else 3, warmup=3)
+        np_rate = steps_per_second(_cnn.numpy_step(two), data, 1 if quick else 3, warmup=3)
         sess.close()
         results[name] = {"flowbook_steps_s": fb_rate, "numpy_steps_s": np_rate}
         results[name]["ratio"] = fb_rate / np_rate
