@@ -3,7 +3,11 @@
 Two models at batch 100, trained with plain gradient descent:
 
 - softmax regression (64 -> 10), the MNIST "hello world";
-- an MLP 64-128-10 with ReLU.
+- an MLP 64-128-10 with ReLU;
+
+and two small CNNs at batch 64 on 28x28x1 images (``_cnn.py``: conv 5x5x32 +
+max_pool + dense, and a second conv 32->64 + max_pool), with the conv and
+pool kernels timed alone.
 
 Each is written twice — in flowbook with TF1's API (``minimize`` builds the
 backward graph), and by hand in numpy with the same forward, backward and
@@ -22,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _cnn
 import numpy as np
 from _common import print_table, write_json
 
@@ -34,6 +39,15 @@ PEERS = {
     "softmax": "hand-written numpy 19,900 / TF1 4,420 steps/s",
     "mlp": "hand-written numpy 7,560 / TF1 2,400 steps/s",
 }
+
+
+HEADER = (
+    "model (batch 100, SGD)",
+    "flowbook steps/s",
+    "numpy steps/s (same run)",
+    "ratio",
+    "peers",
+)
 
 
 def batches(
@@ -115,8 +129,8 @@ def numpy_step(hidden: int | None) -> Any:
     return step
 
 
-def steps_per_second(step: Any, data: list, repeat: int) -> float:
-    for bx, by in data[:20]:  # warm up (plans compile on their second run)
+def steps_per_second(step: Any, data: list, repeat: int, warmup: int = 20) -> float:
+    for bx, by in data[:warmup]:  # warm up (plans compile on their second run)
         step(bx, by)
     rates = []
     for _ in range(repeat):
@@ -146,13 +160,7 @@ def main() -> None:
             "numpy_steps_s": np_rate,
             "ratio": fb_rate / np_rate,
         }
-    header = (
-        "model (batch 100, SGD)",
-        "flowbook steps/s",
-        "numpy steps/s (same run)",
-        "ratio",
-        "peers (DESIGN.md)",
-    )
+    header = HEADER
     rows = [
         (
             {"softmax": "softmax regression 64-10", "mlp": "MLP 64-128-10"}[k],
@@ -164,7 +172,37 @@ def main() -> None:
         for k, v in results.items()
     ]
     print_table(header, rows)
+    results.update(cnn_results(digits, args.quick))
     write_json(args.out, results)
+
+
+def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
+    """The CNNs (flowbook vs numpy steps/s) and the conv/pool kernels alone (ms)."""
+    x, y = _cnn.images(digits.train.images), digits.train.labels
+    rng = np.random.default_rng(0)
+    data = []
+    for _ in range(5 if quick else 40):
+        idx = rng.integers(0, len(x), _cnn.BATCH)
+        data.append((x[idx], y[idx]))
+    results: dict[str, Any] = {}
+    rows = []
+    for name, two in [("cnn", False), ("cnn2", True)]:
+        sess, fb_step = _cnn.flowbook_step(two)
+        fb_rate = steps_per_second(fb_step, data, 1 if quick else 3, warmup=3)
+        np_rate = steps_per_second(_cnn.numpy_step(two), data, 1 if quick else 3, warmup=3)
+        sess.close()
+        results[name] = {"flowbook_steps_s": fb_rate, "numpy_steps_s": np_rate}
+        results[name]["ratio"] = fb_rate / np_rate
+        label = "conv 5x5x32 + pool + dense" + (" + conv 32->64 + pool" if two else "")
+        rows.append((label, f"{fb_rate:.1f}", f"{np_rate:.1f}", f"{fb_rate / np_rate:.2f}x"))
+        rows[-1] += (_cnn.PEERS[name],)
+    print()
+    print_table(("CNN (batch 64, 28x28x1, SGD)", *HEADER[1:]), rows)
+    kernels = _cnn.kernel_times(3 if quick else 15)
+    print()
+    print_table(("kernel alone", "ms (median)"), [(k, f"{v:.2f}") for k, v in kernels.items()])
+    results["kernels_ms"] = kernels
+    return results
 
 
 if __name__ == "__main__":

@@ -27,7 +27,9 @@ class ConfigProto:
     """Session configuration.
 
     ``inter_op_parallelism_threads`` bounds how many heavy kernels of one run
-    execute at once on the pool (0: as many as the pool has threads).
+    execute at once on the pool (0: as many as the pool has threads);
+    ``intra_op_parallelism_threads`` how many threads the BLAS under numpy uses
+    (process-wide; 0: flowbook's default, see ``flowbook/run/blas.py``).
 
     >>> ConfigProto(allow_soft_placement=True).allow_soft_placement
     True

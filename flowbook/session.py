@@ -47,6 +47,7 @@ from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
 from flowbook.iterator_state import IteratorState
+from flowbook.run import blas
 from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
 from flowbook.run.observers import Observer, observers_for
@@ -89,6 +90,7 @@ class BaseSession:
         self.graph = graph if graph is not None else get_default_graph()
         self.config = config or ConfigProto()
         self.target = target
+        blas.apply(self.config.intra_op_parallelism_threads)  # BLAS threads (run/blas.py)
         self._plans: dict[tuple, Plan] = {}  # (fetches, feeds, graph version) -> plan
         self._paths: dict[Plan, RunPath] = {}  # plan -> what its runs here have learnt
         # VariableV2 op -> its value here; random op -> its generator here.  Weak keys: an op

@@ -214,6 +214,14 @@ def _tfmath_row():
     return [z, fb.real(z), fb.imag(z), fb.angle(z), *special], None
 
 
+def _activation_grad_row():
+    """The activations' gradient ops (ReluGrad, EluGrad...) and their own gradients."""
+    a = fb.constant([[-1.5, 0.5, 7.0], [2.0, -0.25, 3.0]])
+    acts = [fb.nn.relu, fb.nn.relu6, fb.nn.elu, fb.nn.selu, fb.nn.softplus, fb.nn.leaky_relu]
+    grads = [fb.gradients(fb.reduce_sum(f(a) ** 2), a)[0] for f in acts]
+    return [*grads, *(fb.gradients(fb.reduce_sum(g**2), a)[0] for g in grads)], None
+
+
 DIFF_ROWS = (
     [(f"array/{c[0]}", lambda c=c: _array_row(c[1], c[3])) for c in test_ops_array.CASES]
     + [
@@ -240,6 +248,7 @@ DIFF_ROWS = (
     + [(f"nn/{k}", lambda v=v: _nn_row(*v)) for k, v in test_nn_blocks.GRADIENT_CASES.items()]
     + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
     + [("long-tail", _long_tail_row), ("tf.math", _tfmath_row)]
+    + [("activation-grads", _activation_grad_row)]
     + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
     + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
     + [("control-flow", lambda: _control_flow_row())]

@@ -9,10 +9,16 @@ smaller half before.  ``VALID`` takes ``(in - k) // stride + 1`` windows.
 One kernel body serves numpy and CuPy, on the window machinery of
 ``windows``: ``windows`` is an ``as_strided`` view ``[N, OH, OW, KH, KW, C]``
 of the padded input; copied once into the ``[N*OH*OW, KH*KW*C]`` matrix
-(:func:`im2col`), the forward conv is one matmul with the filter and the
-filter gradient one matmul of its transpose with the output gradient.  The
-input gradient scatters back window cell by window cell (``scatter_windows``:
-KH*KW matmuls and slice-adds, never a loop over pixels or images).
+(:func:`im2col`), the forward conv is one matmul with the filter.  The
+filter gradient is the transposed matrix times the output gradient, or, when
+that matrix passes 16 MiB, one matmul per kernel row (``windows.row_windows``'s
+``[N*OH*OW, KW*C]`` copy): a fifth of the memory of a 5x5 im2col, and 1.4x
+faster than one matmul on it (24 -> 17 ms for [64,14,14,32] * [5,5,32,64]);
+on a small matrix ([64,28,28,1] * [5,5,1,32], 5 MB) rows were 1.5x slower.  The input
+gradient scatters back window cell by window cell (``scatter_windows``: KH*KW
+matmuls and slice-adds, never a loop over pixels or images); one matmul
+``dy @ F.T`` into a ``[N*OH*OW, KH*KW*C]`` matrix and col2im took 30 ms
+there against 19.
 
 Every op's gradient is declared beside it, built from these same ops, so the
 backprops have gradients too (second derivatives of a conv net).
@@ -219,6 +225,9 @@ def _conv2d_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
 
 
 # ------------------------------------------------------------ Conv2DBackpropFilter
+_ROWS_ABOVE_BYTES = 16 << 20  # a larger im2col matrix is built and multiplied row by row
+
+
 @_backprop_op("Conv2DBackpropFilter", ("input", "filter_sizes", "out_backprop"))
 def _conv2d_backprop_filter(
     xp: Any, x: Any, filter_sizes: Any, dy: Any, strides: Any, padding: str, **_: Any
@@ -226,8 +235,14 @@ def _conv2d_backprop_filter(
     fshape = host_ints(filter_sizes)
     g = _geometry_for(x.shape, fshape, strides, padding)
     _check_dy(dy, x.shape, g, fshape[3])
-    cols = im2col(xp, x, g, fshape[:2], strides)
-    return (cols.T @ dy.reshape(-1, fshape[3])).reshape(fshape)
+    k, s, dy2 = fshape[:2], (strides[1], strides[2]), dy.reshape(-1, fshape[3])
+    if dy2.shape[0] * k[0] * k[1] * x.shape[3] * x.itemsize <= _ROWS_ABOVE_BYTES:
+        return (im2col(xp, x, g, k, strides).T @ dy2).reshape(fshape)
+    padded = win.pad_nhwc(xp, x, g)
+    out = xp.empty(fshape, dtype=dy.dtype)
+    for i in range(k[0]):  # one GEMM per kernel row: 1/KH of im2col's memory, and faster
+        out[i] = (win.row_windows(xp, padded, g, k, s, i).T @ dy2).reshape(fshape[1:])
+    return out
 
 
 @register_gradient("Conv2DBackpropFilter")
@@ -304,8 +319,21 @@ def _bias_add_grad_infer(out_backprop: Tensor, data_format: str = "NHWC") -> Out
 
 @register_op("BiasAddGrad", ("out_backprop",), _bias_add_grad_infer, ("data_format",))
 def _bias_add_grad_kernel(xp: Any, dy: Any, data_format: str = "NHWC") -> Any:
+    """The sum over all but the channel axis; for floats a product with a ones vector.
+
+    BLAS's blocked product sums ~10x faster than ``xp.sum`` over the outer axes
+    (and no less accurately: 8e-4 against 5e-3 off the float64 sum of 1.6M
+    normal float32 values).
+    """
     axis = _channel_axis(dy.ndim, data_format)
-    return xp.sum(dy, axis=tuple(d for d in range(dy.ndim) if d != axis))
+    if dy.dtype.kind != "f" or dy.size == 0:
+        return xp.sum(dy, axis=tuple(d for d in range(dy.ndim) if d != axis))
+    c = dy.shape[axis]
+    if axis == dy.ndim - 1:  # channels last: one [rows, C] product
+        rows = dy.reshape(-1, c)
+        return xp.ones(rows.shape[0], dtype=dy.dtype) @ rows
+    per_image = dy.reshape(dy.shape[0], c, -1) @ xp.ones(dy.size // (dy.shape[0] * c), dy.dtype)
+    return xp.ones(dy.shape[0], dtype=dy.dtype) @ per_image  # NCHW: [N, C] then over N
 
 
 @register_gradient("BiasAddGrad")

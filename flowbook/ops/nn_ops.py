@@ -8,8 +8,9 @@ element-wise ones (public for tests), one ``Activation`` row each: op type,
 kernel, input dtypes and gradient.  TF1 declares Softmax on the last axis
 only and transposes for others; here Softmax and LogSoftmax take an ``axis``
 attr (default -1, so a GraphDef without it still runs).  The gradients (in
-the rows, and beside Softmax's registration) use TF's formulas, built from
-existing ops (``where`` instead of TF's ReluGrad-style kernels).
+the rows, and beside Softmax's registration) are TF's: the activations'
+own gradient ops (ReluGrad, EluGrad... in ``activation_grads``, one pass
+each), Softsign's and Softmax's built from existing ops.
 ``LeakyRelu`` has an ``alpha`` attr, so it is registered beside the table.
 ``crelu``, ``relu_layer`` and ``xw_plus_b`` are compositions, as in TF1
 (concat of relu(x) and relu(-x); relu(x @ w + b); x @ w + b).
@@ -31,6 +32,7 @@ import numpy as np
 from flowbook.graph import name_scope
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import make1, tensor
+from flowbook.ops.activation_grads import SELU_ALPHA, SELU_SCALE, activation_grad
 from flowbook.ops.conv_ops import bias_add
 from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
 from flowbook.registry import OpDef, Out, register, register_gradient
@@ -51,9 +53,6 @@ __all__ = [
     "softsign",
     "xw_plus_b",
 ]
-
-SELU_ALPHA = 1.6732632423543772848170429916717  # the SELU paper's constants (Klambauer 2017)
-SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _relu(xp: Any, x: Any) -> Any:
@@ -92,10 +91,6 @@ def _log_softmax(xp: Any, logits: Any, axis: int = -1) -> Any:
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
 
 
-def _pass_where(mask: Tensor, g: Tensor) -> Tensor:
-    return array_ops.where(mask, g, array_ops.zeros_like(g))
-
-
 class Activation(NamedTuple):
     """One row of the activation table."""
 
@@ -105,40 +100,14 @@ class Activation(NamedTuple):
     grad: Callable[[Tensor, Tensor, Tensor], Tensor]  # grad(g, x, y), y the op's output
 
 
-# The gradients are TF's ReluGrad, Relu6Grad, EluGrad (all read the output y)
-# and SoftplusGrad (the input x), built of existing ops.
+# The gradients are TF's: ReluGrad, Relu6Grad, EluGrad and SeluGrad read the
+# output y, SoftplusGrad the input x.
 ACTIVATIONS: list[Activation] = [
-    Activation("Relu", _relu, REAL, lambda g, x, y: _pass_where(math_ops.greater(y, 0), g)),
-    Activation(
-        "Relu6",
-        _relu6,
-        REAL,
-        lambda g, x, y: _pass_where(
-            math_ops.logical_and(math_ops.greater(y, 0), math_ops.less(y, 6)), g
-        ),
-    ),
-    Activation(
-        "Elu",
-        _elu,
-        FLOAT,
-        lambda g, x, y: array_ops.where(
-            math_ops.less(y, 0), math_ops.multiply(g, math_ops.add(y, 1)), g
-        ),
-    ),
-    Activation(
-        "Softplus", _softplus, FLOAT, lambda g, x, y: math_ops.multiply(g, math_ops.sigmoid(x))
-    ),
-    # TF's SeluGrad: g * (y + scale * alpha) where y < 0, g * scale elsewhere
-    Activation(
-        "Selu",
-        _selu,
-        FLOAT,
-        lambda g, x, y: array_ops.where(
-            math_ops.less(y, 0),
-            math_ops.multiply(g, math_ops.add(y, SELU_SCALE * SELU_ALPHA)),
-            math_ops.multiply(g, SELU_SCALE),
-        ),
-    ),
+    Activation("Relu", _relu, REAL, lambda g, x, y: activation_grad("ReluGrad", g, y)),
+    Activation("Relu6", _relu6, REAL, lambda g, x, y: activation_grad("Relu6Grad", g, y)),
+    Activation("Elu", _elu, FLOAT, lambda g, x, y: activation_grad("EluGrad", g, y)),
+    Activation("Softplus", _softplus, FLOAT, lambda g, x, y: activation_grad("SoftplusGrad", g, x)),
+    Activation("Selu", _selu, FLOAT, lambda g, x, y: activation_grad("SeluGrad", g, y)),
     # TF's SoftsignGrad: g / (1 + |x|)^2
     Activation(
         "Softsign",
@@ -213,9 +182,7 @@ register(OpDef("LeakyRelu", ("features",), ("alpha",), _leaky_relu_infer, _leaky
 @register_gradient("LeakyRelu")
 def _leaky_relu_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's LeakyReluGrad: g where x > 0, alpha * g elsewhere."""
-    alpha = op.attrs.get("alpha", 0.2)
-    scaled = math_ops.multiply(g, alpha)
-    return array_ops.where(math_ops.greater(op.inputs[0], 0), g, scaled)
+    return activation_grad("LeakyReluGrad", g, op.inputs[0], alpha=op.attrs.get("alpha", 0.2))
 
 
 def relu(features: Any, name: str | None = None) -> Tensor:

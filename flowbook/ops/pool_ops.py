@@ -1,8 +1,10 @@
 """Pooling over NHWC images: MaxPool, AvgPool and their gradients.
 
-The windows are :mod:`flowbook.ops.windows`' (an ``as_strided`` view per
-output cell, scattered back window cell by window cell), shared with the
-convolutions.  Each op's gradient is declared beside it:
+The geometry is :mod:`flowbook.ops.windows`' (shared with the convolutions);
+the kernel bodies are :mod:`flowbook.ops.pool_kernels`' passes over one
+strided slice per window cell (a running max or sum, the first-max masks
+computed once and scattered as they come).  Each op's gradient is declared
+beside it:
 
 - MaxPool pads with the lowest value, so padding never wins; MaxPoolGrad
   routes each gradient to the first maximum of its window (row-major, as
@@ -27,6 +29,7 @@ from flowbook.ops._builder import make, make1, same_dtype, tensor
 from flowbook.ops._shape_inputs import check_int, host_ints
 from flowbook.ops.constant_op import partial_shape_value
 from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
+from flowbook.ops.pool_kernels import first_max_masks, lowest, max_pool_grad, window_max, window_sum
 from flowbook.ops.windows import (
     Geometry,
     attrs_of,
@@ -41,7 +44,6 @@ from flowbook.ops.windows import (
     static_out,
     window_geometry,
     window_list,
-    windows,
 )
 from flowbook.registry import Out, register_gradient, register_op
 from flowbook.tensor import Tensor
@@ -96,10 +98,6 @@ def _check_grad(grad: Any, shape: tuple[int, ...], g: Geometry) -> None:
     check_runtime("grad", grad, (shape[0], g.oh, g.ow, shape[3]), "the pooled shape")
 
 
-def _lowest(xp: Any, dtype: Any) -> Any:
-    return -xp.inf if dtype.kind == "f" else xp.iinfo(dtype).min
-
-
 def _pool_grad_attrs(op: Any) -> dict[str, Any]:
     return attrs_of(op, _POOL_ATTRS)
 
@@ -108,21 +106,21 @@ def _pool_grad_attrs(op: Any) -> dict[str, Any]:
 @register_op("MaxPool", ("input",), _pool_infer("MaxPool", REAL), _POOL_ATTRS, heavy=_pool_heavy)
 def _max_pool(xp: Any, x: Any, ksize: Any, strides: Any, padding: str, **_: Any) -> Any:
     g, k, s = _geometry(x.shape, ksize, strides, padding)
-    return windows(xp, pad_nhwc(xp, x, g, _lowest(xp, x.dtype)), g, k, s).max(axis=(3, 4))
+    return window_max(xp, pad_nhwc(xp, x, g, lowest(xp, x.dtype)), g, k, s)
 
 
-def _argmax(xp: Any, x: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Any:
-    """Per output cell, the flat window index (row-major) of its first maximum.
+def _argmax(xp: Any, x: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> tuple:
+    """(The window max, per output cell the flat window index (row-major) of its first max).
 
-    The window max, then a backward pass over the KH*KW window cells keeping
-    the earliest one equal to it: ties go to the first, as in TF's CPU kernel.
+    Ties go to the first, as in TF's CPU kernel (``pool_kernels.first_max_masks``).
     """
-    w = windows(xp, pad_nhwc(xp, x, g, _lowest(xp, x.dtype)), g, k, s)
-    top = w.max(axis=(3, 4))
+    padded = pad_nhwc(xp, x, g, lowest(xp, x.dtype))
+    top = window_max(xp, padded, g, k, s)
     arg = xp.zeros(top.shape, dtype=xp.int32)
-    for idx in range(k[0] * k[1] - 1, -1, -1):
-        arg = xp.where(w[:, :, :, idx // k[1], idx % k[1], :] == top, xp.int32(idx), arg)
-    return arg
+    for idx, (_, mask) in enumerate(first_max_masks(xp, padded, top, g, k, s)):
+        if idx:
+            arg[mask] = idx
+    return top, arg
 
 
 @register_gradient("MaxPool")
@@ -168,11 +166,7 @@ def _max_pool_grad_kernel(
 ) -> Any:
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     _check_grad(grad, x.shape, g)
-    arg = _argmax(xp, x, g, k, s)
-    zero = xp.zeros((), dtype=grad.dtype)
-    return scatter_windows(
-        xp, x.shape, g, k, s, lambda i, j: xp.where(arg == i * k[1] + j, grad, zero)
-    )
+    return max_pool_grad(xp, x, grad, g, k, s)
 
 
 @register_gradient("MaxPoolGrad")
@@ -188,10 +182,12 @@ def _max_pool_grad_grad_kernel(
 ) -> Any:
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     check_runtime("grad", grad, tuple(x.shape), "orig_input")
-    arg = _argmax(xp, x, g, k, s)
-    n, _, _, c = x.shape
-    gw = windows(xp, pad_nhwc(xp, grad, g), g, k, s).reshape(n, g.oh, g.ow, k[0] * k[1], c)
-    return xp.take_along_axis(gw, arg[:, :, :, None, :], axis=3)[:, :, :, 0, :]
+    padded = pad_nhwc(xp, x, g, lowest(xp, x.dtype))
+    top, grad_padded = window_max(xp, padded, g, k, s), pad_nhwc(xp, grad, g)
+    out = xp.zeros(top.shape, dtype=grad.dtype)
+    for idx, mask in first_max_masks(xp, padded, top, g, k, s):
+        out = xp.where(mask, grad_padded[idx], out)  # the grad at each window's first max
+    return out
 
 
 @register_gradient("MaxPoolGradGrad")
@@ -237,8 +233,8 @@ def _max_pool_with_argmax(
     """The pool and, per output cell, where its first maximum is in the flattened input:
     ``(y * W + x) * C + c``, plus ``b * H * W * C`` with ``include_batch_in_index``."""
     g, k, s = _geometry(x.shape, ksize, strides, padding)
-    y = windows(xp, pad_nhwc(xp, x, g, _lowest(xp, x.dtype)), g, k, s).max(axis=(3, 4))
-    arg = _argmax(xp, x, g, k, s).astype(xp.int64)
+    y, arg = _argmax(xp, x, g, k, s)
+    arg = arg.astype(xp.int64)
     n, h, w, c = x.shape
     rows = (xp.arange(g.oh) * s[0] - g.top)[None, :, None, None] + arg // k[1]
     cols = (xp.arange(g.ow) * s[1] - g.left)[None, None, :, None] + arg % k[1]
@@ -269,7 +265,7 @@ def _counts(
 @register_op("AvgPool", ("value",), _pool_infer("AvgPool", FLOAT), _POOL_ATTRS, heavy=_pool_heavy)
 def _avg_pool(xp: Any, x: Any, ksize: Any, strides: Any, padding: str, **_: Any) -> Any:
     g, k, s = _geometry(x.shape, ksize, strides, padding)
-    total = windows(xp, pad_nhwc(xp, x, g), g, k, s).sum(axis=(3, 4))
+    total = window_sum(xp, pad_nhwc(xp, x, g), g, k, s)
     return total / _counts(xp, g, x.shape[1:3], k, s, x.dtype)
 
 

@@ -5,7 +5,7 @@ ceil(in / stride)``, the ``max((out - 1) * stride + k - in, 0)`` padded cells
 split with the smaller half before; ``VALID``: ``(in - k) // stride + 1``),
 :func:`windows` is im2col without a loop (an ``as_strided`` view
 ``[N, OH, OW, KH, KW, C]`` of the padded input, which numpy and CuPy both
-have) and :func:`scatter_windows` its transpose, col2im, as KH*KW slice-adds
+have), :func:`row_windows` the copy of one kernel row of it, and :func:`scatter_windows` its transpose, col2im, as KH*KW slice-adds
 (a loop over the window, never over pixels or images).  Then the checks every
 window op makes: its attrs when the graph is built, and a backprop's incoming
 gradient against the shape the forward op produced, statically
@@ -81,6 +81,20 @@ def windows(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int,
         shape=(n, g.oh, g.ow, k[0], k[1], c),
         strides=(s0, s1 * s[0], s2 * s[1], s1, s2, s3),
     )
+
+
+def row_windows(
+    xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int], i: int
+) -> Any:
+    """Row ``i`` of every window, copied: ``[N*OH*OW, KW*C]`` (im2col of one kernel row)."""
+    n, _, _, c = padded.shape
+    s0, s1, s2, s3 = padded.strides
+    view = xp.lib.stride_tricks.as_strided(
+        padded[:, i:],
+        shape=(n, g.oh, g.ow, k[1], c),
+        strides=(s0, s1 * s[0], s2 * s[1], s2, s3),
+    )
+    return view.reshape(n * g.oh * g.ow, k[1] * c)
 
 
 def scatter_windows(

@@ -1,0 +1,99 @@
+"""How many threads the BLAS under numpy may use: set once per process, never per run or op.
+
+A conv or matmul kernel is one BLAS call; between calls the run does
+element-wise numpy work on the calling thread.  OpenBLAS keeps its worker
+threads spinning for a while after each call, so on a small machine they
+take the CPU the next element-wise kernel needs: on the 2-vCPU machines this
+project is measured on (about one core of parallel throughput), mixed
+workloads ran up to 16x slower with 2 BLAS threads than with 1, and even a
+lone GEMM was faster on one thread (a 12544x800 @ 800x64 float32 product:
+16.5 ms on 1 thread, 20 ms on 2).
+
+The policy, applied when a Session is created (:func:`apply`):
+
+- ``ConfigProto(intra_op_parallelism_threads=n)`` with ``n > 0``: BLAS uses
+  ``n`` threads.  The BLAS pool belongs to the process, not the session, so
+  the last session created with a setting decides (TF's own intra-op pool is
+  per session; this is the closest numpy allows).
+- ``0`` (the default, "let the system pick"): BLAS keeps its own choice,
+  except on a machine with at most :data:`SMALL_MACHINE_CPUS` CPUs available
+  to the process, where it gets one thread, for the reason above.  An
+  explicit ``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS``
+  in the environment is left alone.
+
+Why not a ``threadpool_limits`` context around each run: entering one costs
+~220 µs (it scans the loaded libraries), a reused ``ThreadpoolController``'s
+``limit`` ~4 µs; the fixed cost of a whole ``run`` is tens of µs.  Here the
+controller is built once, the first time a limit must change (~1 ms), and a
+session whose setting is already in force costs one integer comparison.
+``threadpoolctl`` is imported at that moment too (~25 ms), not with flowbook.
+
+    >>> apply(0) in (None, 1)
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+__all__ = ["SMALL_MACHINE_CPUS", "apply", "blas_threads"]
+
+SMALL_MACHINE_CPUS = 2  # at most this many usable CPUs: one BLAS thread unless configured
+_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+_lock = threading.Lock()  # guards the two fields below
+_controller: Any = None  # threadpoolctl.ThreadpoolController, built on the first change
+_applied: int | None = None  # the BLAS thread count flowbook last set (None: never set one)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def wanted(intra_op_threads: int) -> int | None:
+    """The BLAS thread count for a session's setting; None to leave BLAS as it is.
+
+    >>> wanted(3)
+    3
+    """
+    if intra_op_threads > 0:
+        return intra_op_threads
+    if any(name in os.environ for name in _ENV) or _cpus() > SMALL_MACHINE_CPUS:
+        return None
+    return 1
+
+
+def apply(intra_op_threads: int) -> int | None:
+    """Put the policy in force for a new session; returns the count set (None: untouched)."""
+    global _controller, _applied
+    n = wanted(intra_op_threads)
+    if n is None or n == _applied:
+        return n
+    with _lock:
+        if _controller is None:
+            import threadpoolctl  # here, not at import: it costs ~25 ms and most runs need none
+
+            _controller = threadpoolctl.ThreadpoolController()
+        _controller.select(user_api="blas").limit(limits=n)  # process-wide, kept after return
+        _applied = n
+    return n
+
+
+def blas_threads() -> list[int]:
+    """The thread count of each BLAS library numpy has loaded (for tests and benchmarks).
+
+    >>> all(n >= 1 for n in blas_threads())
+    True
+    """
+    import threadpoolctl
+
+    return [
+        info["num_threads"]
+        for info in threadpoolctl.threadpool_info()
+        if info["user_api"] == "blas"
+    ]
