@@ -34,6 +34,7 @@ from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import tensor
 from flowbook.ops.control_flow import while_loop
 from flowbook.ops.sequence_ops import reverse_sequence
+from flowbook.rnn import _select
 from flowbook.rnn_cell_impl import _zeros
 from flowbook.tensor import Tensor
 from flowbook.variable_scope import variable_scope
@@ -52,10 +53,6 @@ def _dim(x: Tensor, k: int) -> Any:
     """Dimension ``k`` of ``x``: an int when static, else a scalar tensor."""
     d = x.get_shape()[k].value
     return d if d is not None else array_ops.shape(x)[k]
-
-
-def _select(done: Tensor, old: Any, new: Any) -> Any:
-    return nest.map_structure(lambda o, n: array_ops.where(done, tensor(o), n), old, new)
 
 
 def dynamic_rnn(

@@ -127,14 +127,13 @@ def cond(
                 )
             merged.append(_op(graph, "Merge", (f, t), "Merge").outputs[0])
     packed = nest.pack_sequence_as(out_t, merged)
-    if (
-        not strict
-        and isinstance(packed, list | tuple)
-        and len(packed) == 1
-        and not hasattr(packed, "_fields")
-    ):
-        return packed[0]
-    return packed
+    return packed if strict else _bare_if_single(packed)
+
+
+def _bare_if_single(result: Any) -> Any:
+    """A one-element list or tuple's element (TF1 unpacks those); anything else as it is."""
+    one = isinstance(result, list | tuple) and len(result) == 1 and not hasattr(result, "_fields")
+    return result[0] if one else result
 
 
 def _branch_value(ctx: CondContext, v: Any) -> Tensor | None:
@@ -244,16 +243,9 @@ def while_loop(
         result = loop.build(cond, body, structure, shape_invariants)
         if maximum_iterations is not None:
             result = result[1]
-    if single and not return_same_structure:
-        return result[0]
-    if (
-        not return_same_structure
-        and isinstance(result, list | tuple)
-        and len(result) == 1
-        and not hasattr(result, "_fields")
-    ):
-        return result[0]
-    return result
+    if return_same_structure:
+        return result
+    return result[0] if single else _bare_if_single(result)
 
 
 class _Loop:
