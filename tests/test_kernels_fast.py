@@ -274,6 +274,7 @@ def test_bias_add_gradient_is_bias_add_grad(data_format, axis):
 def test_blas_policy_honours_intra_op_threads(monkeypatch):
     before = blas.blas_threads()
     try:
+        monkeypatch.setattr(blas, "_applied", None)  # as if no session had set it yet
         fb.Session(config=fb.ConfigProto(intra_op_parallelism_threads=1)).close()
         assert set(blas.blas_threads()) <= {1}
         monkeypatch.setattr(blas, "_cpus", lambda: 64)

@@ -24,7 +24,7 @@ The policy, applied when a Session is created (:func:`apply`):
 Why not a ``threadpool_limits`` context around each run: entering one costs
 ~220 µs (it scans the loaded libraries), a reused ``ThreadpoolController``'s
 ``limit`` ~4 µs; the fixed cost of a whole ``run`` is tens of µs.  Here the
-controller is built once, the first time a limit must change (~1 ms), and a
+controller is built once, each time the limit must change (~1 ms, so it covers libraries loaded since), and a
 session whose setting is already in force costs one integer comparison.
 ``threadpoolctl`` is imported at that moment too (~25 ms), not with flowbook.
 
@@ -75,10 +75,10 @@ def apply(intra_op_threads: int) -> int | None:
     if n is None or n == _applied:
         return n
     with _lock:
-        if _controller is None:
-            import threadpoolctl  # here, not at import: it costs ~25 ms and most runs need none
+        # built anew on each change (rare, ~1 ms): it then sees BLAS libraries loaded since
+        import threadpoolctl  # here, not at import: it costs ~25 ms and most runs need none
 
-            _controller = threadpoolctl.ThreadpoolController()
+        _controller = threadpoolctl.ThreadpoolController()
         _controller.select(user_api="blas").limit(limits=n)  # process-wide, kept after return
         _applied = n
     return n
