@@ -432,7 +432,8 @@ def test_runs_watched_whole_make_no_record_and_the_ring_keeps_each_plans_newest(
     kept = hub.history.runs
     # the last 4 runs, and plan a's newest (5), which the ring had moved past: pinned
     assert [(e.seq, e.fetches, e.phase) for e in kept] == [
-        (5, ["a"], "done"), *[(n, ["b"], "done") for n in (8, 9, 10, 11)]
+        (5, ["a"], "done"),
+        *[(n, ["b"], "done") for n in (8, 9, 10, 11)],
     ]
     assert kept[0].values_seq == 1 and kept[-1].values_seq == 2  # their plans' first runs
     assert all(e.total_us > 0 for e in kept)
