@@ -125,7 +125,7 @@ def test_pipeline_matches_python(build, want):
 
 @pytest.mark.parametrize("build, want", [r[1:] for r in PIPELINES], ids=[r[0] for r in PIPELINES])
 def test_as_numpy_reads_the_same(build, want):
-    assert plain(list(build().as_numpy())) == want
+    assert plain(list(build().as_numpy_iterator())) == want
 
 
 def test_static_types_and_shapes():
@@ -282,7 +282,9 @@ def test_chunked_map_is_used_only_where_it_equals_per_element(fn, vectorized):
         return
     rng = np.random.default_rng(0)
     xs, ys = rng.random((6, 3), dtype=np.float32), np.arange(6)
-    chunked = list(D.from_tensor_slices((xs, ys)).map(fn).as_numpy())  # one run for all six
+    chunked = list(
+        D.from_tensor_slices((xs, ys)).map(fn).as_numpy_iterator()
+    )  # one run for all six
     reference = Function(fn, ELEMENT, "map")
     reference.as_element()
     compiled = reference.compile()
@@ -435,12 +437,12 @@ def test_build_time_errors():
 def test_experimental_transformations():
     exp = tf.data.experimental
     ds = D.range(6).apply(exp.shuffle_and_repeat(10, 2, seed=1))
-    out = [int(v) for v in ds.as_numpy()]
+    out = [int(v) for v in ds.as_numpy_iterator()]
     assert sorted(out[:6]) == sorted(out[6:]) == list(range(6))
     got = D.range(5).apply(exp.map_and_batch(lambda x: x + 1, 2, drop_remainder=True))
-    assert plain(list(got.as_numpy())) == [[1, 2], [3, 4]]
+    assert plain(list(got.as_numpy_iterator())) == [[1, 2], [3, 4]]
     inter = D.range(2).apply(exp.parallel_interleave(lambda x: D.from_tensors(x).repeat(2), 2))
-    assert plain(list(inter.as_numpy())) == [0, 1, 0, 1]
+    assert plain(list(inter.as_numpy_iterator())) == [0, 1, 0, 1]
     assert tf.data.AUTOTUNE == exp.AUTOTUNE == -1
 
 

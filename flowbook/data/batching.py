@@ -1,7 +1,7 @@
 """Transformations that regroup, reorder or bound elements: batch, shuffle, repeat, take...
 
 All work on chunks (``dataset``): ``batch`` reads ``n`` elements through a
-``sources.Reader`` (a slice of one chunk, or a join of several), and hands
+``dataset.Reader`` (a slice of one chunk, or a join of several), and hands
 the batch on as a chunk of one element.
 
 **shuffle** keeps TF's buffer semantics: a buffer of ``buffer_size``
@@ -20,7 +20,7 @@ order.
 first complete pass in memory (also when given a file name) and replays it.
 
     >>> import flowbook as fb
-    >>> [v.tolist() for v in fb.data.Dataset.range(5).batch(2).as_numpy()]
+    >>> [v.tolist() for v in fb.data.Dataset.range(5).batch(2).as_numpy_iterator()]
     [[0, 1], [2, 3], [4]]
 """
 
@@ -37,12 +37,12 @@ from flowbook.data.dataset import (
     Chunk,
     Context,
     Dataset,
+    Reader,
     concat,
     int_arg,
     int_value,
     rows,
 )
-from flowbook.data.sources import Reader
 from flowbook.data.structure import Spec, batched, flatten, unbatched
 from flowbook.errors import InvalidArgumentError
 from flowbook.ops.random_ops import get_seed

@@ -9,7 +9,7 @@ Files are read by ``flowbook.record_files``, which TF1's readers share.
 
     >>> import numpy as np
     >>> ds = TensorSliceDataset((np.arange(3), np.array([b"a", b"b", b"c"])))
-    >>> [(int(a), b) for a, b in ds.as_numpy()]
+    >>> [(int(a), b) for a, b in ds.as_numpy_iterator()]
     [(0, b'a'), (1, b'b'), (2, b'c')]
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from flowbook import dtypes
-from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, concat
+from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, Reader
 from flowbook.data.structure import Spec, flatten, is_nested, pack, unbatched
 from flowbook.errors import InvalidArgumentError, OpError
 from flowbook.ops.constant_op import convert_to_tensor
@@ -60,7 +60,14 @@ class TensorSliceDataset(Dataset):
         super().__init__(Spec(template, [t.dtype for t in flat], shapes), (), tuple(flat))
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        arrays = [host_array(ctx.values[t], t.dtype) for t in self._tensors]
+        values = [ctx.values[t] for t in self._tensors]
+        kept = ctx.state.get(id(self))  # (values, arrays) of this iterator start's last pass
+        if kept is None or any(a is not b for a, b in zip(kept[0], values)):
+            kept = ctx.state[id(self)] = (
+                values,
+                [host_array(v, t.dtype) for v, t in zip(values, self._tensors)],
+            )
+        arrays = kept[1]  # converted once per iterator start (and values), not once per pass
         n = len(arrays[0])
         for k, a in enumerate(arrays):
             if a.ndim == 0 or len(a) != n:
@@ -182,45 +189,6 @@ class ZipDataset(Dataset):
             if k == 0:
                 return
             yield [a for r in readers for a in r.read(k)]
-
-
-class Reader:
-    """Reads a chunk stream ``n`` elements at a time, slicing and joining chunks."""
-
-    def __init__(self, chunks: Iterator[Chunk]) -> None:
-        self._chunks = chunks  # where chunks come from
-        self._head: Chunk | None = None  # the current chunk, from _at on
-        self._at = 0  # elements of _head already read
-
-    def available(self) -> int:
-        """Elements left in the current chunk (loading the next one); 0 at the end."""
-        while self._head is None or self._at >= len(self._head[0]):
-            self._head = next(self._chunks, None)
-            self._at = 0
-            if self._head is None:
-                return 0
-        return len(self._head[0]) - self._at
-
-    def read(self, n: int, what: str = "batch") -> Chunk | None:
-        """Up to ``n`` elements as one chunk; None at the end."""
-        head, at = self._head, self._at
-        if head is not None and len(head[0]) - at >= n:  # the common case: a slice of one chunk
-            self._at = at + n
-            return [a[at : at + n] for a in head]
-        pieces: list[Chunk] = []
-        while n > 0:
-            have = self.available()
-            if have == 0:
-                break
-            take = min(have, n)
-            head, at = self._head, self._at
-            assert head is not None
-            pieces.append(
-                head if at == 0 and take == len(head[0]) else [a[at : at + take] for a in head]
-            )
-            self._at += take
-            n -= take
-        return concat(pieces, what) if pieces else None
 
 
 class TextLineDataset(Dataset):

@@ -13,7 +13,7 @@ each input element starts a pass of it with those values.
 
     >>> import flowbook as fb
     >>> ds = fb.data.Dataset.range(3).flat_map(lambda x: fb.data.Dataset.from_tensors(x).repeat(2))
-    >>> [int(v) for v in ds.as_numpy()]
+    >>> [int(v) for v in ds.as_numpy_iterator()]
     [0, 0, 1, 1, 2, 2]
 """
 
