@@ -508,3 +508,12 @@ def test_a_dataset_feeds_a_model_placed_on_a_gpu():
         y = tf.reduce_sum(tf.matmul(x.get_next(), tf.ones([2, 1])))  # on the GPU
         assert [float(s.run(y)) for _ in range(2)] == [2 * xs[:3].sum(), 2 * xs[3:].sum()]
         assert gpu.uploads >= 2  # the host's batches were copied to the device
+
+
+def test_fetching_get_nexts_tuple_gives_a_tuple_as_any_fetch_does():
+    x, y = D.from_tensor_slices(([1, 2], [3.0, 4.0])).make_one_shot_iterator().get_next()
+    with tf.Session() as s:
+        first = s.run((x, y))  # the session's flat-tuple path
+        again = s.run((x, x, "IteratorGetNext:1"))  # repeats and names: the general path
+    assert type(first) is tuple and [v.tolist() for v in first] == [1, 3.0]
+    assert type(again) is tuple and [v.tolist() for v in again] == [2, 2, 4.0]
