@@ -517,3 +517,22 @@ def test_fetching_get_nexts_tuple_gives_a_tuple_as_any_fetch_does():
         again = s.run((x, x, "IteratorGetNext:1"))  # repeats and names: the general path
     assert type(first) is tuple and [v.tolist() for v in first] == [1, 3.0]
     assert type(again) is tuple and [v.tolist() for v in again] == [2, 2, 4.0]
+
+
+def test_fixed_length_records_and_list_files(tmp_path):
+    images = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 12)
+    for k in range(2):  # CIFAR style: a header, then a label byte and the pixels per record
+        (tmp_path / f"part{k}.bin").write_bytes(b"HDR" + bytes([k]) + images[k].tobytes())
+    names = D.list_files(str(tmp_path / "part*.bin"), shuffle=False)
+    assert read_all(names) == [str(tmp_path / f"part{k}.bin").encode() for k in range(2)]
+    records = tf.data.FixedLengthRecordDataset(read_all(names), 13, header_bytes=3)
+    pixels = records.map(lambda r: tf.decode_raw(r, tf.uint8))
+    got = read_all(pixels)
+    assert [g.tolist() for g in got] == [[k, *images[k]] for k in range(2)]
+    shuffled = sorted(read_all(D.list_files(str(tmp_path / "*.bin"), seed=1)))
+    assert shuffled == read_all(names)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="match at least one file"):
+        D.list_files(str(tmp_path / "none*"))
+    bad = tf.data.FixedLengthRecordDataset(str(tmp_path / "part0.bin"), 5)
+    with pytest.raises(DataLossError, match="not a whole number of 5-byte records"):
+        read_all(bad)

@@ -25,12 +25,13 @@ from flowbook.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
-from flowbook.data.sources import TextLineDataset, TFRecordDataset
+from flowbook.data.sources import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 from flowbook.data.structure import TensorSpec
 
 __all__ = [
     "AUTOTUNE",
     "Dataset",
+    "FixedLengthRecordDataset",
     "Iterator",
     "TFRecordDataset",
     "TensorSpec",

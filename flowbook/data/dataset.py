@@ -233,6 +233,13 @@ class Dataset:
         return MAKERS["from_generator"](generator, output_types, output_shapes, args)
 
     @staticmethod
+    def list_files(
+        file_pattern: Any, shuffle: bool | None = None, seed: int | None = None
+    ) -> Dataset:
+        """The names of the files matching ``file_pattern``, shuffled unless ``shuffle=False``."""
+        return MAKERS["list_files"](file_pattern, shuffle, seed)
+
+    @staticmethod
     def zip(datasets: Any) -> Dataset:
         """A tuple (or dict) of datasets read side by side, up to the shortest."""
         return MAKERS["zip"](datasets)

@@ -24,8 +24,9 @@ from flowbook import dtypes
 from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, Reader
 from flowbook.data.structure import Spec, flatten, is_nested, pack, unbatched
 from flowbook.errors import InvalidArgumentError, OpError
+from flowbook.gfile import glob
 from flowbook.ops.constant_op import convert_to_tensor
-from flowbook.record_files import text_lines, tfrecords
+from flowbook.record_files import fixed_length_records, text_lines, tfrecords
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import as_shape, compatible
 
@@ -233,6 +234,43 @@ class TFRecordDataset(TextLineDataset):
         return (record for _, record in tfrecords(path, self.compression_type))
 
 
+class FixedLengthRecordDataset(TextLineDataset):
+    """``tf.data.FixedLengthRecordDataset``: fixed-size records of binary files (bytes)."""
+
+    def __init__(
+        self,
+        filenames: Any,
+        record_bytes: int,
+        header_bytes: int | None = None,
+        footer_bytes: int | None = None,
+        buffer_size: Any = None,
+        compression_type: str | None = None,
+        num_parallel_reads: Any = None,
+    ) -> None:
+        super().__init__(filenames, compression_type)
+        self.sizes = (int(record_bytes), int(header_bytes or 0), int(footer_bytes or 0))
+
+    def _records(self, path: Any) -> Iterator[bytes]:
+        found = fixed_length_records(path, *self.sizes, self.compression_type)
+        return (record for _, record in found)
+
+
+def list_files(file_pattern: Any, shuffle: bool | None = None, seed: int | None = None) -> Dataset:
+    """The file names matching ``file_pattern`` (a pattern or list), shuffled unless told not to.
+
+    The patterns are matched when the dataset is built (TF matches them when
+    the iterator starts); no match is an ``InvalidArgumentError``.
+    """
+    patterns = [file_pattern] if isinstance(file_pattern, str | bytes) else list(file_pattern)
+    names = sorted({n for p in patterns for n in glob(p.decode() if isinstance(p, bytes) else p)})
+    if not names:
+        raise InvalidArgumentError(
+            None, None, f"Expected 'file_pattern' argument to match at least one file: {patterns}"
+        )
+    ds = TensorSliceDataset(np.array(names, dtype=object))
+    return ds.shuffle(len(names), seed) if shuffle is None or shuffle else ds
+
+
 def _objects(items: list[bytes]) -> np.ndarray:
     out = np.empty(len(items), dtype=object)
     out[:] = items
@@ -245,4 +283,5 @@ MAKERS.update(
     range=RangeDataset,
     from_generator=GeneratorDataset,
     zip=ZipDataset,
+    list_files=list_files,
 )
