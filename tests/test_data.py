@@ -536,3 +536,29 @@ def test_fixed_length_records_and_list_files(tmp_path):
     bad = tf.data.FixedLengthRecordDataset(str(tmp_path / "part0.bin"), 5)
     with pytest.raises(DataLossError, match="not a whole number of 5-byte records"):
         read_all(bad)
+
+
+def test_parallel_map_keeps_order_and_overlaps_elements():
+    import time
+
+    active, peak = [0], [0]
+    lock = threading.Lock()
+
+    def slow(v):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.01)  # releases the GIL, as file reads and big kernels do
+        with lock:
+            active[0] -= 1
+        return v * 2
+
+    def f(x):
+        return tf.reshape(tf.py_func(slow, [x], tf.int64), [])
+
+    ds = D.range(12).map(f, num_parallel_calls=4)
+    assert [int(v) for v in read_all(ds)] == [2 * i for i in range(12)]
+    assert peak[0] > 1
+    failing = D.range(5).map(lambda x: tf.py_func(lambda v: 1 // (int(v) - 3), [x], tf.int64), 2)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="ZeroDivisionError"):
+        read_all(failing)
