@@ -562,3 +562,54 @@ def test_parallel_map_keeps_order_and_overlaps_elements():
     failing = D.range(5).map(lambda x: tf.py_func(lambda v: 1 // (int(v) - 3), [x], tf.int64), 2)
     with pytest.raises(tf.errors.InvalidArgumentError, match="ZeroDivisionError"):
         read_all(failing)
+
+
+def _prefetch_threads():
+    return [t for t in threading.enumerate() if t.name == "flowbook-prefetch"]
+
+
+def _wait_for_no_prefetch_threads():
+    import gc
+    import time
+
+    for _ in range(100):
+        gc.collect()
+        if not _prefetch_threads():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_prefetch_computes_ahead_and_its_thread_ends_with_the_iterator():
+    import time
+
+    made = []
+    ds = D.range(20).map(lambda x: tf.py_func(lambda v: made.append(int(v)) or v, [x], tf.int64))
+    it = ds.prefetch(3).make_initializable_iterator()
+    x = it.get_next()
+    with tf.Session() as s:
+        s.run(it.initializer)
+        assert s.run(x) == 0
+        for _ in range(100):  # the producer runs ahead of the reads, up to its buffer
+            if len(made) >= 4:
+                break
+            time.sleep(0.01)
+        assert 4 <= len(made) <= 6
+        assert len(_prefetch_threads()) == 1
+        s.run(it.initializer)  # the old pass is dropped: its producer stops
+        assert [int(s.run(x)) for _ in range(20)] == list(range(20))
+        with pytest.raises(OutOfRangeError):
+            s.run(x)
+    assert _wait_for_no_prefetch_threads()
+
+
+def test_prefetch_hands_on_errors_in_order_and_stops():
+    bad = D.from_tensor_slices([1.0, 2.0, 0.0, 4.0]).map(
+        lambda v: tf.py_func(lambda a: 1 / float(a), [v], tf.float64)
+    )
+    x = bad.prefetch(2).make_one_shot_iterator().get_next()
+    with tf.Session() as s:
+        assert [s.run(x), s.run(x)] == [1.0, 0.5]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="ZeroDivisionError"):
+            s.run(x)
+    assert _wait_for_no_prefetch_threads()

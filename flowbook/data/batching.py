@@ -15,9 +15,8 @@ rules) and the pass number when ``reshuffle_each_iteration``; TF's own
 generator is Philox, so a seeded order is deterministic here but not TF's
 order.
 
-``prefetch`` passes elements through: an iterator's reads are synchronous
-(the element is computed in the run that asks for it).  ``cache`` keeps the
-first complete pass in memory (also when given a file name) and replays it.
+``cache`` keeps the first complete pass in memory (also when given a file
+name) and replays it.  (``prefetch`` is in ``prefetch``.)
 
     >>> import flowbook as fb
     >>> [v.tolist() for v in fb.data.Dataset.range(5).batch(2).as_numpy_iterator()]
@@ -281,16 +280,6 @@ class SkipDataset(Dataset):
             left = 0
 
 
-class PrefetchDataset(Dataset):
-    """``Dataset.prefetch``: the same elements (reads are synchronous; module docstring)."""
-
-    def __init__(self, input: Dataset, buffer_size: Any) -> None:
-        super().__init__(input._spec, (input,))
-
-    def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        return self._inputs[0]._chunks(ctx)
-
-
 class CacheDataset(Dataset):
     """``Dataset.cache``: the first complete pass, kept in memory and replayed."""
 
@@ -332,4 +321,4 @@ def _common(x: Any, y: Any) -> Any:
 
 MAKERS.update(batch=BatchDataset, padded_batch=PaddedBatchDataset, unbatch=UnbatchDataset)
 MAKERS.update(shuffle=ShuffleDataset, repeat=RepeatDataset, take=TakeDataset, skip=SkipDataset)
-MAKERS.update(prefetch=PrefetchDataset, cache=CacheDataset, concatenate=ConcatenateDataset)
+MAKERS.update(cache=CacheDataset, concatenate=ConcatenateDataset)
