@@ -1,7 +1,8 @@
 """Reading record files in one pass: text lines and TFRecords, plain or compressed.
 
 The file-reading half shared by ``tf.data.TextLineDataset`` /
-``TFRecordDataset`` and TF1's readers (``TextLineReader``, ``TFRecordReader``):
+``TFRecordDataset`` / ``FixedLengthRecordDataset`` and TF1's readers
+(``TextLineReader``, ``TFRecordReader``, ``FixedLengthRecordReader``):
 each function opens one file and yields ``(key, record)`` pairs, the key
 being what a reader reports beside the record (the line number, or the
 record's byte offset).  ``compression_type`` is ``""``/None, ``"GZIP"`` or
@@ -85,8 +86,31 @@ def tfrecords(path: Any, compression_type: str | None = None) -> Iterator[tuple[
             offset += _HEADER + length + 4
 
 
+def fixed_length_records(
+    path: Any,
+    record_bytes: int,
+    header_bytes: int = 0,
+    footer_bytes: int = 0,
+    compression_type: str | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """``(offset, record)`` for each ``record_bytes``-long record between header and footer.
+
+    A body whose length is not a whole number of records is a ``DataLossError``.
+    """
+    with open_records(path, compression_type) as f:
+        data = f.read()
+    body = data[header_bytes : len(data) - footer_bytes if footer_bytes else len(data)]
+    if record_bytes <= 0 or len(body) % record_bytes:
+        raise errors.DataLossError(
+            None, None, f"{path}: {len(body)} bytes between header and footer are not a whole "
+            f"number of {record_bytes}-byte records"
+        )  # fmt: skip
+    for start in range(0, len(body), record_bytes):
+        yield header_bytes + start, body[start : start + record_bytes]
+
+
 def _loss(path: str, offset: int, what: str) -> errors.DataLossError:
     return errors.DataLossError(None, None, f"{path}: corrupted record at offset {offset}: {what}")
 
 
-__all__ = ["open_records", "text_lines", "tfrecords"]
+__all__ = ["fixed_length_records", "open_records", "text_lines", "tfrecords"]

@@ -128,6 +128,8 @@ class BaseSession:
         if type(fetches) is Tensor and fetches.op.graph is self.graph:  # the common case, fast
             elements: list[Any] = [fetches]
             structure: Any = 0
+        elif type(fetches) is tuple and _flat_tensors(self.graph, fetches):  # get_next()'s pair
+            elements, structure = list(fetches), 1
         else:
             elements, structure = flatten(self.graph, fetches)
         if feed_dict:
@@ -154,6 +156,8 @@ class BaseSession:
         )
         if structure == 0:
             return to_numpy(values[0])
+        if structure == 1:
+            return tuple([to_numpy(v) for v in values])
         return rebuild(structure, [None if v is None else to_numpy(v) for v in values])
 
     def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> Plan:
@@ -287,6 +291,14 @@ class BaseSession:
             return self.run(fetches, dict(zip(feed_list, values)))
 
         return call
+
+
+def _flat_tensors(graph: Graph, fetches: tuple) -> bool:
+    """Whether ``fetches`` is a flat tuple of distinct tensors of ``graph`` (no flattening needed)."""
+    for f in fetches:
+        if type(f) is not Tensor or f.op.graph is not graph:
+            return False
+    return len(set(fetches)) == len(fetches)
 
 
 class Session(BaseSession):

@@ -125,7 +125,7 @@ def test_pipeline_matches_python(build, want):
 
 @pytest.mark.parametrize("build, want", [r[1:] for r in PIPELINES], ids=[r[0] for r in PIPELINES])
 def test_as_numpy_reads_the_same(build, want):
-    assert plain(list(build().as_numpy())) == want
+    assert plain(list(build().as_numpy_iterator())) == want
 
 
 def test_static_types_and_shapes():
@@ -282,7 +282,9 @@ def test_chunked_map_is_used_only_where_it_equals_per_element(fn, vectorized):
         return
     rng = np.random.default_rng(0)
     xs, ys = rng.random((6, 3), dtype=np.float32), np.arange(6)
-    chunked = list(D.from_tensor_slices((xs, ys)).map(fn).as_numpy())  # one run for all six
+    chunked = list(
+        D.from_tensor_slices((xs, ys)).map(fn).as_numpy_iterator()
+    )  # one run for all six
     reference = Function(fn, ELEMENT, "map")
     reference.as_element()
     compiled = reference.compile()
@@ -435,12 +437,12 @@ def test_build_time_errors():
 def test_experimental_transformations():
     exp = tf.data.experimental
     ds = D.range(6).apply(exp.shuffle_and_repeat(10, 2, seed=1))
-    out = [int(v) for v in ds.as_numpy()]
+    out = [int(v) for v in ds.as_numpy_iterator()]
     assert sorted(out[:6]) == sorted(out[6:]) == list(range(6))
     got = D.range(5).apply(exp.map_and_batch(lambda x: x + 1, 2, drop_remainder=True))
-    assert plain(list(got.as_numpy())) == [[1, 2], [3, 4]]
+    assert plain(list(got.as_numpy_iterator())) == [[1, 2], [3, 4]]
     inter = D.range(2).apply(exp.parallel_interleave(lambda x: D.from_tensors(x).repeat(2), 2))
-    assert plain(list(inter.as_numpy())) == [0, 1, 0, 1]
+    assert plain(list(inter.as_numpy_iterator())) == [0, 1, 0, 1]
     assert tf.data.AUTOTUNE == exp.AUTOTUNE == -1
 
 
@@ -506,3 +508,108 @@ def test_a_dataset_feeds_a_model_placed_on_a_gpu():
         y = tf.reduce_sum(tf.matmul(x.get_next(), tf.ones([2, 1])))  # on the GPU
         assert [float(s.run(y)) for _ in range(2)] == [2 * xs[:3].sum(), 2 * xs[3:].sum()]
         assert gpu.uploads >= 2  # the host's batches were copied to the device
+
+
+def test_fetching_get_nexts_tuple_gives_a_tuple_as_any_fetch_does():
+    x, y = D.from_tensor_slices(([1, 2], [3.0, 4.0])).make_one_shot_iterator().get_next()
+    with tf.Session() as s:
+        first = s.run((x, y))  # the session's flat-tuple path
+        again = s.run((x, x, "IteratorGetNext:1"))  # repeats and names: the general path
+    assert type(first) is tuple and [v.tolist() for v in first] == [1, 3.0]
+    assert type(again) is tuple and [v.tolist() for v in again] == [2, 2, 4.0]
+
+
+def test_fixed_length_records_and_list_files(tmp_path):
+    images = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 12)
+    for k in range(2):  # CIFAR style: a header, then a label byte and the pixels per record
+        (tmp_path / f"part{k}.bin").write_bytes(b"HDR" + bytes([k]) + images[k].tobytes())
+    names = D.list_files(str(tmp_path / "part*.bin"), shuffle=False)
+    assert read_all(names) == [str(tmp_path / f"part{k}.bin").encode() for k in range(2)]
+    records = tf.data.FixedLengthRecordDataset(read_all(names), 13, header_bytes=3)
+    pixels = records.map(lambda r: tf.decode_raw(r, tf.uint8))
+    got = read_all(pixels)
+    assert [g.tolist() for g in got] == [[k, *images[k]] for k in range(2)]
+    shuffled = sorted(read_all(D.list_files(str(tmp_path / "*.bin"), seed=1)))
+    assert shuffled == read_all(names)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="match at least one file"):
+        D.list_files(str(tmp_path / "none*"))
+    bad = tf.data.FixedLengthRecordDataset(str(tmp_path / "part0.bin"), 5)
+    with pytest.raises(DataLossError, match="not a whole number of 5-byte records"):
+        read_all(bad)
+
+
+def test_parallel_map_keeps_order_and_overlaps_elements():
+    import time
+
+    active, peak = [0], [0]
+    lock = threading.Lock()
+
+    def slow(v):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.01)  # releases the GIL, as file reads and big kernels do
+        with lock:
+            active[0] -= 1
+        return v * 2
+
+    def f(x):
+        return tf.reshape(tf.py_func(slow, [x], tf.int64), [])
+
+    ds = D.range(12).map(f, num_parallel_calls=4)
+    assert [int(v) for v in read_all(ds)] == [2 * i for i in range(12)]
+    assert peak[0] > 1
+    failing = D.range(5).map(lambda x: tf.py_func(lambda v: 1 // (int(v) - 3), [x], tf.int64), 2)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="ZeroDivisionError"):
+        read_all(failing)
+
+
+def _prefetch_threads():
+    return [t for t in threading.enumerate() if t.name == "flowbook-prefetch"]
+
+
+def _wait_for_no_prefetch_threads():
+    import gc
+    import time
+
+    for _ in range(100):
+        gc.collect()
+        if not _prefetch_threads():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_prefetch_computes_ahead_and_its_thread_ends_with_the_iterator():
+    import time
+
+    made = []
+    ds = D.range(20).map(lambda x: tf.py_func(lambda v: made.append(int(v)) or v, [x], tf.int64))
+    it = ds.prefetch(3).make_initializable_iterator()
+    x = it.get_next()
+    with tf.Session() as s:
+        s.run(it.initializer)
+        assert s.run(x) == 0
+        for _ in range(100):  # the producer runs ahead of the reads, up to its buffer
+            if len(made) >= 4:
+                break
+            time.sleep(0.01)
+        assert 4 <= len(made) <= 6
+        assert len(_prefetch_threads()) == 1
+        s.run(it.initializer)  # the old pass is dropped: its producer stops
+        assert [int(s.run(x)) for _ in range(20)] == list(range(20))
+        with pytest.raises(OutOfRangeError):
+            s.run(x)
+    assert _wait_for_no_prefetch_threads()
+
+
+def test_prefetch_hands_on_errors_in_order_and_stops():
+    bad = D.from_tensor_slices([1.0, 2.0, 0.0, 4.0]).map(
+        lambda v: tf.py_func(lambda a: 1 / float(a), [v], tf.float64)
+    )
+    x = bad.prefetch(2).make_one_shot_iterator().get_next()
+    with tf.Session() as s:
+        assert [s.run(x), s.run(x)] == [1.0, 0.5]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="ZeroDivisionError"):
+            s.run(x)
+    assert _wait_for_no_prefetch_threads()

@@ -3,7 +3,8 @@
 The pieces: ``structure`` (element nesting), ``function`` (a dataset's
 function traced into a flowbook graph), ``dataset`` (the base class and how
 elements move, as chunks), ``sources``, ``transforms`` (those running a
-function), ``batching`` (the rest), ``iterator`` (the ops), ``experimental``
+function), ``batching`` (the rest), ``prefetch`` (a producer thread), ``iterator``
+(the ops), ``experimental``
 (TF1's fused transformations).  Importing this
 package registers every transformation.
 
@@ -15,7 +16,7 @@ package registers every transformation.
     [5, 7, 9]
 """
 
-from flowbook.data import batching, experimental, transforms  # noqa: F401  (register them)
+from flowbook.data import batching, experimental, prefetch, transforms  # noqa: F401
 from flowbook.data.dataset import Dataset
 from flowbook.data.experimental import AUTOTUNE
 from flowbook.data.iterator import (
@@ -25,12 +26,13 @@ from flowbook.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
-from flowbook.data.sources import TextLineDataset, TFRecordDataset
+from flowbook.data.sources import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 from flowbook.data.structure import TensorSpec
 
 __all__ = [
     "AUTOTUNE",
     "Dataset",
+    "FixedLengthRecordDataset",
     "Iterator",
     "TFRecordDataset",
     "TensorSpec",

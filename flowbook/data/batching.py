@@ -1,7 +1,7 @@
 """Transformations that regroup, reorder or bound elements: batch, shuffle, repeat, take...
 
 All work on chunks (``dataset``): ``batch`` reads ``n`` elements through a
-``sources.Reader`` (a slice of one chunk, or a join of several), and hands
+``dataset.Reader`` (a slice of one chunk, or a join of several), and hands
 the batch on as a chunk of one element.
 
 **shuffle** keeps TF's buffer semantics: a buffer of ``buffer_size``
@@ -15,12 +15,11 @@ rules) and the pass number when ``reshuffle_each_iteration``; TF's own
 generator is Philox, so a seeded order is deterministic here but not TF's
 order.
 
-``prefetch`` passes elements through: an iterator's reads are synchronous
-(the element is computed in the run that asks for it).  ``cache`` keeps the
-first complete pass in memory (also when given a file name) and replays it.
+``cache`` keeps the first complete pass in memory (also when given a file
+name) and replays it.  (``prefetch`` is in ``prefetch``.)
 
     >>> import flowbook as fb
-    >>> [v.tolist() for v in fb.data.Dataset.range(5).batch(2).as_numpy()]
+    >>> [v.tolist() for v in fb.data.Dataset.range(5).batch(2).as_numpy_iterator()]
     [[0, 1], [2, 3], [4]]
 """
 
@@ -37,12 +36,12 @@ from flowbook.data.dataset import (
     Chunk,
     Context,
     Dataset,
+    Reader,
     concat,
     int_arg,
     int_value,
     rows,
 )
-from flowbook.data.sources import Reader
 from flowbook.data.structure import Spec, batched, flatten, unbatched
 from flowbook.errors import InvalidArgumentError
 from flowbook.ops.random_ops import get_seed
@@ -281,16 +280,6 @@ class SkipDataset(Dataset):
             left = 0
 
 
-class PrefetchDataset(Dataset):
-    """``Dataset.prefetch``: the same elements (reads are synchronous; module docstring)."""
-
-    def __init__(self, input: Dataset, buffer_size: Any) -> None:
-        super().__init__(input._spec, (input,))
-
-    def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        return self._inputs[0]._chunks(ctx)
-
-
 class CacheDataset(Dataset):
     """``Dataset.cache``: the first complete pass, kept in memory and replayed."""
 
@@ -332,4 +321,4 @@ def _common(x: Any, y: Any) -> Any:
 
 MAKERS.update(batch=BatchDataset, padded_batch=PaddedBatchDataset, unbatch=UnbatchDataset)
 MAKERS.update(shuffle=ShuffleDataset, repeat=RepeatDataset, take=TakeDataset, skip=SkipDataset)
-MAKERS.update(prefetch=PrefetchDataset, cache=CacheDataset, concatenate=ConcatenateDataset)
+MAKERS.update(cache=CacheDataset, concatenate=ConcatenateDataset)

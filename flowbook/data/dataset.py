@@ -12,8 +12,9 @@ over the elements, each a tuple of numpy arrays.
 **Chunks.**  Inside, a dataset yields *chunks*: lists of component arrays
 that share a leading dimension of ``k >= 1`` elements.  A source yields big
 chunks, ``map`` runs its traced function once per chunk where that is the
-same as running it per element (``function``), ``batch`` slices and
-concatenates chunks, and only the iterator splits them into elements.  An
+same as running it per element (``function``), ``batch`` reads them through
+a ``Reader`` (a slice of one chunk, or a join of several), and only the
+iterator splits them into elements.  An
 element whose shape differs from its neighbours' travels alone (``k = 1``).
 
 **Iteration state.**  ``_chunks(ctx)`` is one pass over the dataset; ``ctx``
@@ -27,7 +28,7 @@ import the modules that subclass it.
 
     >>> import flowbook as fb
     >>> ds = fb.data.Dataset.range(10).filter(lambda x: x % 3 > 0).batch(4)
-    >>> ds.output_shapes, list(ds.as_numpy())[0].tolist()
+    >>> ds.output_shapes, list(ds.as_numpy_iterator())[0].tolist()
     (TensorShape([Dimension(None)]), [1, 2, 4, 5])
 """
 
@@ -99,11 +100,11 @@ class Dataset:
         """One pass over the dataset, as chunks (module docstring)."""
         raise NotImplementedError
 
-    def as_numpy(self, values: list[Any] | None = None) -> Iterator[Any]:
+    def as_numpy_iterator(self, values: list[Any] | None = None) -> Iterator[Any]:
         """The elements as numpy values in the element's nesting (no session; constants only).
 
         >>> import flowbook as fb
-        >>> [int(x) for x in fb.data.Dataset.range(3).as_numpy()]
+        >>> [int(x) for x in fb.data.Dataset.range(3).as_numpy_iterator()]
         [0, 1, 2]
         """
         if values is None:
@@ -115,7 +116,7 @@ class Dataset:
     def map(self, map_func: Callable[..., Any], num_parallel_calls: Any = None) -> Dataset:
         """``map_func`` of each element (a tuple element is passed as arguments).
 
-        >>> [int(v) for v in Dataset.range(3).map(lambda x: x * 10).as_numpy()]
+        >>> [int(v) for v in Dataset.range(3).map(lambda x: x * 10).as_numpy_iterator()]
         [0, 10, 20]
         """
         return MAKERS["map"](self, map_func, num_parallel_calls)
@@ -123,7 +124,7 @@ class Dataset:
     def filter(self, predicate: Callable[..., Any]) -> Dataset:
         """The elements for which ``predicate`` (a scalar bool tensor) is True.
 
-        >>> [int(v) for v in Dataset.range(5).filter(lambda x: x > 2).as_numpy()]
+        >>> [int(v) for v in Dataset.range(5).filter(lambda x: x > 2).as_numpy_iterator()]
         [3, 4]
         """
         return MAKERS["filter"](self, predicate)
@@ -145,7 +146,7 @@ class Dataset:
     def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
         """Consecutive elements stacked ``batch_size`` at a time (the last may be short).
 
-        >>> [b.tolist() for b in Dataset.range(3).batch(2).as_numpy()]
+        >>> [b.tolist() for b in Dataset.range(3).batch(2).as_numpy_iterator()]
         [[0, 1], [2]]
         """
         return MAKERS["batch"](self, batch_size, drop_remainder)
@@ -175,7 +176,7 @@ class Dataset:
     def repeat(self, count: int | None = None) -> Dataset:
         """``count`` passes over the dataset (None or -1: forever).
 
-        >>> [int(v) for v in Dataset.range(2).repeat(2).as_numpy()]
+        >>> [int(v) for v in Dataset.range(2).repeat(2).as_numpy_iterator()]
         [0, 1, 0, 1]
         """
         return MAKERS["repeat"](self, count)
@@ -232,6 +233,13 @@ class Dataset:
         return MAKERS["from_generator"](generator, output_types, output_shapes, args)
 
     @staticmethod
+    def list_files(
+        file_pattern: Any, shuffle: bool | None = None, seed: int | None = None
+    ) -> Dataset:
+        """The names of the files matching ``file_pattern``, shuffled unless ``shuffle=False``."""
+        return MAKERS["list_files"](file_pattern, shuffle, seed)
+
+    @staticmethod
     def zip(datasets: Any) -> Dataset:
         """A tuple (or dict) of datasets read side by side, up to the shortest."""
         return MAKERS["zip"](datasets)
@@ -267,7 +275,9 @@ def int_value(value: Any, ctx: Context) -> int:
 def _static(t: Tensor) -> Any:
     value = constant_value(t)
     if value is None:
-        raise ValueError(f"as_numpy: {t.name} is not a constant; use an iterator in a Session")
+        raise ValueError(
+            f"as_numpy_iterator: {t.name} is not a constant; use an iterator in a Session"
+        )
     return value
 
 
@@ -308,3 +318,42 @@ def concat(pieces: list[Chunk], what: str) -> Chunk:
                 )
         out.append(np.concatenate(parts))
     return out
+
+
+class Reader:
+    """Reads a chunk stream ``n`` elements at a time, slicing and joining chunks."""
+
+    def __init__(self, chunks: Iterator[Chunk]) -> None:
+        self._chunks = chunks  # where chunks come from
+        self._head: Chunk | None = None  # the current chunk, from _at on
+        self._at = 0  # elements of _head already read
+
+    def available(self) -> int:
+        """Elements left in the current chunk (loading the next one); 0 at the end."""
+        while self._head is None or self._at >= len(self._head[0]):
+            self._head = next(self._chunks, None)
+            self._at = 0
+            if self._head is None:
+                return 0
+        return len(self._head[0]) - self._at
+
+    def read(self, n: int, what: str = "batch") -> Chunk | None:
+        """Up to ``n`` elements as one chunk; None at the end."""
+        head, at = self._head, self._at
+        if head is not None and len(head[0]) - at >= n:  # the common case: a slice of one chunk
+            self._at = at + n
+            return [a[at : at + n] for a in head]
+        pieces: list[Chunk] = []
+        while n > 0:
+            have = self.available()
+            if have == 0:
+                break
+            take = min(have, n)
+            head, at = self._head, self._at
+            assert head is not None
+            pieces.append(
+                head if at == 0 and take == len(head[0]) else [a[at : at + take] for a in head]
+            )
+            self._at += take
+            n -= take
+        return concat(pieces, what) if pieces else None

@@ -6,7 +6,7 @@ so each is the composition it names.
 
     >>> import flowbook as tf
     >>> ds = tf.data.Dataset.range(5).apply(map_and_batch(lambda x: x * 2, 2))
-    >>> [b.tolist() for b in ds.as_numpy()]
+    >>> [b.tolist() for b in ds.as_numpy_iterator()]
     [[0, 2], [4, 6], [8]]
 """
 

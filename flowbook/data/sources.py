@@ -9,7 +9,7 @@ Files are read by ``flowbook.record_files``, which TF1's readers share.
 
     >>> import numpy as np
     >>> ds = TensorSliceDataset((np.arange(3), np.array([b"a", b"b", b"c"])))
-    >>> [(int(a), b) for a, b in ds.as_numpy()]
+    >>> [(int(a), b) for a, b in ds.as_numpy_iterator()]
     [(0, b'a'), (1, b'b'), (2, b'c')]
 """
 
@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from flowbook import dtypes
-from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, concat
+from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, Reader
 from flowbook.data.structure import Spec, flatten, is_nested, pack, unbatched
 from flowbook.errors import InvalidArgumentError, OpError
+from flowbook.gfile import glob
 from flowbook.ops.constant_op import convert_to_tensor
-from flowbook.record_files import text_lines, tfrecords
+from flowbook.record_files import fixed_length_records, text_lines, tfrecords
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import as_shape, compatible
 
@@ -60,7 +61,14 @@ class TensorSliceDataset(Dataset):
         super().__init__(Spec(template, [t.dtype for t in flat], shapes), (), tuple(flat))
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        arrays = [host_array(ctx.values[t], t.dtype) for t in self._tensors]
+        values = [ctx.values[t] for t in self._tensors]
+        kept = ctx.state.get(id(self))  # (values, arrays) of this iterator start's last pass
+        if kept is None or any(a is not b for a, b in zip(kept[0], values)):
+            kept = ctx.state[id(self)] = (
+                values,
+                [host_array(v, t.dtype) for v, t in zip(values, self._tensors)],
+            )
+        arrays = kept[1]  # converted once per iterator start (and values), not once per pass
         n = len(arrays[0])
         for k, a in enumerate(arrays):
             if a.ndim == 0 or len(a) != n:
@@ -184,45 +192,6 @@ class ZipDataset(Dataset):
             yield [a for r in readers for a in r.read(k)]
 
 
-class Reader:
-    """Reads a chunk stream ``n`` elements at a time, slicing and joining chunks."""
-
-    def __init__(self, chunks: Iterator[Chunk]) -> None:
-        self._chunks = chunks  # where chunks come from
-        self._head: Chunk | None = None  # the current chunk, from _at on
-        self._at = 0  # elements of _head already read
-
-    def available(self) -> int:
-        """Elements left in the current chunk (loading the next one); 0 at the end."""
-        while self._head is None or self._at >= len(self._head[0]):
-            self._head = next(self._chunks, None)
-            self._at = 0
-            if self._head is None:
-                return 0
-        return len(self._head[0]) - self._at
-
-    def read(self, n: int, what: str = "batch") -> Chunk | None:
-        """Up to ``n`` elements as one chunk; None at the end."""
-        head, at = self._head, self._at
-        if head is not None and len(head[0]) - at >= n:  # the common case: a slice of one chunk
-            self._at = at + n
-            return [a[at : at + n] for a in head]
-        pieces: list[Chunk] = []
-        while n > 0:
-            have = self.available()
-            if have == 0:
-                break
-            take = min(have, n)
-            head, at = self._head, self._at
-            assert head is not None
-            pieces.append(
-                head if at == 0 and take == len(head[0]) else [a[at : at + take] for a in head]
-            )
-            self._at += take
-            n -= take
-        return concat(pieces, what) if pieces else None
-
-
 class TextLineDataset(Dataset):
     """``tf.data.TextLineDataset``: the lines of text files (bytes, newline dropped)."""
 
@@ -265,6 +234,43 @@ class TFRecordDataset(TextLineDataset):
         return (record for _, record in tfrecords(path, self.compression_type))
 
 
+class FixedLengthRecordDataset(TextLineDataset):
+    """``tf.data.FixedLengthRecordDataset``: fixed-size records of binary files (bytes)."""
+
+    def __init__(
+        self,
+        filenames: Any,
+        record_bytes: int,
+        header_bytes: int | None = None,
+        footer_bytes: int | None = None,
+        buffer_size: Any = None,
+        compression_type: str | None = None,
+        num_parallel_reads: Any = None,
+    ) -> None:
+        super().__init__(filenames, compression_type)
+        self.sizes = (int(record_bytes), int(header_bytes or 0), int(footer_bytes or 0))
+
+    def _records(self, path: Any) -> Iterator[bytes]:
+        found = fixed_length_records(path, *self.sizes, self.compression_type)
+        return (record for _, record in found)
+
+
+def list_files(file_pattern: Any, shuffle: bool | None = None, seed: int | None = None) -> Dataset:
+    """The file names matching ``file_pattern`` (a pattern or list), shuffled unless told not to.
+
+    The patterns are matched when the dataset is built (TF matches them when
+    the iterator starts); no match is an ``InvalidArgumentError``.
+    """
+    patterns = [file_pattern] if isinstance(file_pattern, str | bytes) else list(file_pattern)
+    names = sorted({n for p in patterns for n in glob(p.decode() if isinstance(p, bytes) else p)})
+    if not names:
+        raise InvalidArgumentError(
+            None, None, f"Expected 'file_pattern' argument to match at least one file: {patterns}"
+        )
+    ds = TensorSliceDataset(np.array(names, dtype=object))
+    return ds.shuffle(len(names), seed) if shuffle is None or shuffle else ds
+
+
 def _objects(items: list[bytes]) -> np.ndarray:
     out = np.empty(len(items), dtype=object)
     out[:] = items
@@ -277,4 +283,5 @@ MAKERS.update(
     range=RangeDataset,
     from_generator=GeneratorDataset,
     zip=ZipDataset,
+    list_files=list_files,
 )

@@ -5,22 +5,29 @@ makes a ``Runner`` per iterator start, kept in the ``Context``'s state so a
 ``repeat`` does not rebuild it.  ``map`` and ``filter`` run the function on a
 whole chunk where that is provably the same as per element (the runner says
 ``vectorized``), else element by element; either way on flowbook's executor.
-``num_parallel_calls`` is accepted and changes nothing: elements come out in
-order (TF's ``deterministic``), and the chunked run is where the speed is.
+With ``num_parallel_calls`` > 1 (or ``AUTOTUNE``) a map run element by
+element runs up to twice that many elements at once on a bounded pool of
+its own, and hands them on in order (TF's ``deterministic``): worth it when
+the function releases the GIL (large numpy kernels, a ``py_func`` that reads
+or decodes files).  Inside a pool thread (a map within a ``flat_map`` of a
+parallel map) elements run in turn, so the pool never waits on itself.
 ``flat_map``/``interleave`` functions return a dataset built from the
 element; the traced function computes that dataset's captured tensors, and
 each input element starts a pass of it with those values.
 
     >>> import flowbook as fb
     >>> ds = fb.data.Dataset.range(3).flat_map(lambda x: fb.data.Dataset.from_tensors(x).repeat(2))
-    >>> [int(v) for v in ds.as_numpy()]
+    >>> [int(v) for v in ds.as_numpy_iterator()]
     [0, 0, 1, 1, 2, 2]
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,6 +35,43 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, rows, split
 from flowbook.data.function import Function, Runner
+
+_pool: ThreadPoolExecutor | None = None  # shared by parallel maps, made on first use
+_pool_lock = threading.Lock()
+_local = threading.local()  # .in_pool: this thread is one of the pool's
+
+
+def _map_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(os.cpu_count() or 2, thread_name_prefix="flowbook-data")
+    return _pool
+
+
+def _call_in_pool(runner: Runner, values: list[Any]) -> list[Any]:
+    _local.in_pool = True
+    return runner.call(values)
+
+
+def _in_order(runner: Runner, elements: Iterator[tuple], width: int) -> Iterator[list[Any]]:
+    """``runner.call`` of each element, up to ``2 * width`` at once on the pool, in order."""
+    pool = _map_pool()
+    window: deque[Future] = deque()
+    for element in elements:
+        window.append(pool.submit(_call_in_pool, runner, list(element)))
+        if len(window) >= 2 * width:
+            yield window.popleft().result()
+    while window:
+        yield window.popleft().result()
+
+
+def _width(num_parallel_calls: Any) -> int:
+    """How many elements a map runs at once (1: in turn on the calling thread)."""
+    if num_parallel_calls is None:
+        return 1
+    n = int(num_parallel_calls)
+    return os.cpu_count() or 2 if n < 0 else max(1, n)
 
 
 def _runner(ctx: Context, owner: Dataset, compiled: Any) -> Runner:
@@ -44,15 +88,20 @@ class MapDataset(Dataset):
         self.function = Function(fn, input._spec, "map")
         spec = self.function.as_element()
         self.compiled = self.function.compile()
+        self.width = _width(num_parallel_calls)  # elements run at once, element by element
         super().__init__(spec, (input,))
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
         runner = _runner(ctx, self, self.compiled)
-        for chunk in self._inputs[0]._chunks(ctx):
-            if runner.vectorized:
+        chunks = self._inputs[0]._chunks(ctx)
+        if runner.vectorized:
+            for chunk in chunks:
                 yield [np.asarray(v) for v in runner.call(chunk)]
-                continue
-            for element in split([chunk]):
+        elif self.width > 1 and not getattr(_local, "in_pool", False):
+            for outputs in _in_order(runner, split(chunks), self.width):
+                yield [np.asarray(v)[None] for v in outputs]
+        else:
+            for element in split(chunks):
                 yield [np.asarray(v)[None] for v in runner.call(list(element))]
 
 
