@@ -130,7 +130,7 @@ def loop_gradients(
     count, stacks = _forward_state(ctx)
     k = len(ctx.loop_enters)
     floats = [j for j in range(k) if _is_float(ctx.loop_enters[j])]
-    outside = [t for t in node.inputs[k:]]
+    outside = node.inputs[k:]
     outside_f = [j for j, t in enumerate(outside) if _is_float(t)]
     if not floats and not outside_f:
         return [None] * len(node.inputs)

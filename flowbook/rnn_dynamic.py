@@ -96,9 +96,11 @@ def dynamic_rnn(
         sizes = nest.flatten(cell.output_size)
         zero_out = nest.map_structure(lambda n: _zeros(batch, n, out_dtype), cell.output_size)
         batch_static = batch if isinstance(batch, int) else None
-        accs = [array_ops.zeros([0, batch_static or 0, n], out_dtype) for n in sizes]
-        if batch_static is None:
-            accs = [array_ops.zeros(array_ops.stack([0, batch, n]), out_dtype) for n in sizes]
+        accs = [
+            array_ops.zeros([0, batch_static, n] if batch_static is not None
+                            else array_ops.stack([0, batch, n]), out_dtype)
+            for n in sizes
+        ]  # fmt: skip
         state_shapes = [s.get_shape() for s in nest.flatten(state)]
 
         def body(time: Tensor, state: Any, outs: list[Tensor]) -> Any:

@@ -251,7 +251,7 @@ DIFF_ROWS = (
     + [("activation-grads", _activation_grad_row)]
     + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
     + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
-    + [("control-flow", lambda: _control_flow_row())]
+    + [("control-flow", lambda: _control_flow_row())]  # defined below
 )
 
 

@@ -57,9 +57,10 @@ import numpy as np
 
 from flowbook.debug.nan_guard import NanGuard
 from flowbook.registry import OPS
-from flowbook.run.executor import Schedule, as_outputs
+from flowbook.run.executor import Schedule
 from flowbook.run.observers import Observer
 from flowbook.run.op_errors import op_error
+from flowbook.run.plan import as_outputs
 from flowbook.session import host_value
 from flowbook.tensor import Operation, Tensor
 
@@ -89,6 +90,11 @@ class Stepper:
         self.graph = sess.graph
         self._run_of = sess.prepare(fetches, feed_dict)  # the plan, the feeds, the fetches' shape
         self.plan = plan = self._run_of.plan
+        if plan.control_flow:  # its Schedule has no frames: it would stall at the first Merge
+            raise StepperError(
+                "The Stepper cannot step through branches and loops yet (this run has "
+                "cond/while_loop ops); run it with sess.run, or step a fetch outside the loop."
+            )
         self._index = {op: i for i, op in enumerate(plan.ops)}  # op -> index in the plan
         self.observers = list(observers)
         if sess.config.check_numerics and not any(isinstance(o, NanGuard) for o in observers):

@@ -69,7 +69,7 @@ from flowbook.run.compile import RunPath, feed_shapes
 from flowbook.run.frames import FrameRun, Layout
 from flowbook.run.observers import Observer, hooks_of, split_for_run, timings_hooks
 from flowbook.run.op_errors import run_error
-from flowbook.run.plan import DISCARD, Plan
+from flowbook.run.plan import DISCARD, Plan, as_outputs
 from flowbook.run.timings import KernelTimer, RunTimings
 
 WAIT_SLICE_S = 0.05  # longest single block on the completion queue: keeps waits interruptible
@@ -147,11 +147,6 @@ def _store(vals: list[Any], outs: tuple[int, ...], result: Any) -> None:
     elif outs:
         for s, v in zip(outs, result):
             vals[s] = v
-
-
-def as_outputs(outs: tuple[int, ...], result: Any) -> Sequence[Any]:
-    """A kernel's ``result`` as one entry per output (a kernel of one output returns it bare)."""
-    return (result,) if len(outs) == 1 else (tuple(result) if outs else ())
 
 
 # ----------------------------------------------------------- scheduler state

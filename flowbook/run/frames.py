@@ -6,7 +6,7 @@ runs here, as TensorFlow's executor runs it: every value is **tagged** with
 the frame instance and iteration it belongs to, and an op runs once per tag
 in which all its inputs have arrived.
 
-- A **tag** is ``(frame, iteration)``; the run starts in ``(ROOT, 0)``.
+- A **tag** is ``(frame, iteration)``; the run starts in ``ROOT``, ``(None, 0)``.
   ``Enter`` delivers into iteration 0 of the child frame named by its
   ``frame_name`` (one :class:`Frame` per parent tag and name); a constant
   ``Enter`` (a loop-invariant value) delivers into every iteration of it,
@@ -52,7 +52,7 @@ import numpy as np
 from flowbook import errors
 from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES, DEAD
 from flowbook.run.op_errors import run_error
-from flowbook.run.plan import DISCARD, Plan
+from flowbook.run.plan import DISCARD, Plan, as_outputs
 
 SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6
 DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
@@ -150,7 +150,6 @@ class FrameRun:
         self.before, self.after, self.deadline = before, after, deadline
         self.fetched: dict[int, Any] = {}  # slot -> value, for fetched slots at the top level
         self.fetch_slots = {s for s in plan.fetch_slots if s is not None}
-        self.ran = 0  # kernels run (the views and tests count them)
         for i in plan.ready:
             self.ready.append((i, ROOT, self._args(i, [None] * layout.n_inputs[i])))
 
@@ -179,9 +178,7 @@ class FrameRun:
                 args = None
                 from_op = _run_error(plan, i, e, tag)
                 raise from_op from e
-            self.ran += 1
-            n_out = len(plan.outputs[i])
-            outs = (result,) if n_out == 1 else (tuple(result) if n_out else ())
+            outs = as_outputs(plan.outputs[i], result)
             for hook in after:
                 hook(plan.ops[i], outs)
             self._deliver(i, tag, outs, False)
@@ -253,7 +250,7 @@ class FrameRun:
 
     def _release(self, i: int, tag: tuple[Any, int], outs: tuple[Any, ...], dead: bool) -> None:
         layout, records, plan = self.layout, self.records, self.plan
-        if tag is ROOT or tag == ROOT:
+        if tag[0] is None:  # the top level: fetched values are kept here
             for s, v in zip(plan.outputs[i], outs):
                 if s in self.fetch_slots:
                     self.fetched[s] = v
@@ -294,7 +291,6 @@ class FrameRun:
             k_in = min(live)
             v = rec[2][k_in]
             rec[4] = True
-            self.ran += 1
             outs = (v, np.int32(k_in))
             for hook in self.before:
                 hook(self.plan.ops[c])

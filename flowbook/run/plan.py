@@ -49,7 +49,7 @@ GPU every op is on the CPU, there are no copies, and nothing else changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from flowbook.devices import CPU, Device
@@ -203,6 +203,11 @@ def build_plan(
     plan.frees = _static_frees(plan)
     plan.control_flow = any(op.type in CONTROL_FLOW_TYPES or op.type == "LoopCond" for op in order)
     return plan
+
+
+def as_outputs(outs: tuple[int, ...], result: Any) -> Sequence[Any]:
+    """A kernel's ``result`` as one entry per output (a kernel of one output returns it bare)."""
+    return (result,) if len(outs) == 1 else (tuple(result) if outs else ())
 
 
 def _reading_variables(op: Operation, fn: Any, inputs: tuple[Tensor, ...]) -> Any:
