@@ -16,7 +16,7 @@ through ``pre > 0``.  Both models run in the same process
 on the same batches, so their ratio is what to read.
 
 :func:`kernel_times` times flowbook's conv and pool kernels alone (milliseconds,
-the best of several calls), called straight through the registry at the second conv's shapes.
+the best of several calls), called straight through the registry at the CNNs' shapes.
 """
 
 from __future__ import annotations
