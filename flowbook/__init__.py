@@ -19,6 +19,7 @@ from flowbook import (
     app,
     compat,
     contrib,
+    data,
     datasets,
     debug,
     debugging,
@@ -34,6 +35,7 @@ from flowbook import (
     layers,
     losses,
     math,
+    nest,
     nn,
     profiling,
     random,
@@ -118,10 +120,12 @@ from flowbook.ops.clip_ops import *
 from flowbook.ops.compat_ops import *
 from flowbook.ops.complex_ops import *
 from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
+from flowbook.ops.control_flow import case, cond, while_loop
 from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
+from flowbook.ops.example_ops import *
 from flowbook.ops.identity_more import *
 from flowbook.ops.linalg_decomp import *
 from flowbook.ops.linalg_more import *
@@ -130,6 +134,7 @@ from flowbook.ops.math_ops import *
 from flowbook.ops.matrix_diag_ops import *
 from flowbook.ops.multinomial_ops import *
 from flowbook.ops.nn_conv import required_space_to_batch_paddings
+from flowbook.ops.parsing_ops import *
 from flowbook.ops.partition_ops import *
 from flowbook.ops.patch_ops import *
 from flowbook.ops.placeholder_ops import *

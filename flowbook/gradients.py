@@ -34,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook import grad_overrides
+from flowbook.control_flow_grad import LoopNode, loop_gradients, loop_of
 from flowbook.graph import get_default_graph
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import tensor
@@ -43,6 +44,7 @@ from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible, fmt, num_elements
 
 __all__ = ["gradients", "hessians", "unbroadcast"]
+_ENTERS = ("Enter", "RefEnter")
 
 
 def _is_float(t: Tensor) -> bool:
@@ -97,9 +99,17 @@ def gradients(
                     )
             pending.setdefault(y, []).append(gy)
         for op in ops:  # reverse topological order
-            out_grads = [_total(pending.get(t)) for t in op.outputs]
-            if all(g is None for g in out_grads) or not op.inputs:
+            if isinstance(op, LoopNode):  # a while loop, differentiated as a whole
+                out_grads = [_total(pending.get(t)) for t in op.outputs]
+                if all(g is None for g in out_grads):
+                    continue
+                for t, g in zip(op.inputs, loop_gradients(op, out_grads, gradients)):
+                    if g is not None and _is_float(t) and t not in stops:
+                        pending.setdefault(t, []).append(g)
                 continue
+            out_grads = [_total(pending.get(t)) for t in op.outputs]
+            if all(g is None for g in out_grads) or not op.inputs or op.type in _ENTERS:
+                continue  # (an Enter is crossed only by its loop's LoopNode)
             if any(t in stops for t in op.outputs):
                 continue
             for t, g in zip(op.outputs, out_grads):
@@ -181,8 +191,9 @@ def _apply(op: Operation, out_grads: list[Tensor | None]) -> list[Tensor | None]
     return result
 
 
-def _between(ys: list[Tensor], xs: list[Tensor], stops: set[Tensor]) -> list[Operation]:
-    """Ops on a path from xs to ys, ys-side first (reverse topological order)."""
+def _between(ys: list[Tensor], xs: list[Tensor], stops: set[Tensor]) -> list[Any]:
+    """Ops on a path from xs to ys, ys-side first (reverse topological order); a while
+    loop on the path is one :class:`~flowbook.control_flow_grad.LoopNode` there."""
     consumers: dict[Operation, list[Operation]] = {}
     for op in ys[0].graph.get_operations() if ys else []:
         for t in op.inputs:
@@ -196,8 +207,9 @@ def _between(ys: list[Tensor], xs: list[Tensor], stops: set[Tensor]) -> list[Ope
             continue
         from_x.add(op)
         stack.extend(consumers.get(op, ()))
-    order: list[Operation] = []
-    stack2: list[tuple[Operation, bool]] = [(y.op, False) for y in ys]
+    order: list[Any] = []
+    loops: dict[Any, LoopNode] = {}
+    stack2: list[tuple[Any, bool]] = [(y.op, False) for y in ys]
     while stack2:  # backward from the ys, post-order = topological order
         op, done = stack2.pop()
         if done:
@@ -205,6 +217,15 @@ def _between(ys: list[Tensor], xs: list[Tensor], stops: set[Tensor]) -> list[Ope
             continue
         if op in reached or op not in from_x:
             continue
+        ctx = loop_of(op)
+        if ctx is not None:  # every Exit of a loop stands for the one loop node
+            node = loops.get(ctx)
+            if node is None:
+                node = loops[ctx] = LoopNode(ctx)
+            reached.add(op)
+            if node in reached:
+                continue
+            op = node
         reached.add(op)
         stack2.append((op, True))
         for t in op.inputs:

@@ -9,8 +9,9 @@ State a Graph owns:
   ``layer1`` becomes ``layer1_1``.
 - ``version``: bumped on every change; a Session's cached plans are keyed by
   it, so a repeated ``run`` of an unchanged graph does no graph work.
-- the builder scopes, per thread: name scope, control-dependency controllers
-  and device stack.  They only affect ops created inside them.
+- the builder scopes, per thread: name scope, control-dependency controllers,
+  device stack and the cond/while context (``flowbook.ops.cf_context``, which
+  rewires a new op's inputs).  They only affect ops created inside them.
 
 ``Graph.create_op`` is the single path by which ops come to exist: it picks a
 unique name, runs the op's ``infer`` from the registry (a shape or dtype error
@@ -58,6 +59,7 @@ class _BuildState(threading.local):
         self.name_stack = ""  # current name scope, "" or "layer1" (no trailing slash)
         self.controllers: list[_Controller] = []  # active control_dependencies blocks
         self.devices: list[Any] = []  # device strings or functions, outermost first
+        self.cf_context: Any = None  # the innermost cond/while context being built
 
 
 class Graph:
@@ -135,6 +137,11 @@ class Graph:
                 )
         site = site or capture(2)
         state = self._state
+        ctx = state.cf_context
+        if ctx is not None:  # inside a cond branch or a loop body: outer values enter first
+            if state.controllers:
+                control_inputs = self._control_inputs_for(inputs, control_inputs)
+            inputs, control_inputs = ctx.enter_inputs(op_type, inputs, control_inputs)
         with self._lock:
             full_name, claims = self._pick_name(name or op_type, state.name_stack)
             if name:  # default names are op types under scopes checked when opened
@@ -144,14 +151,12 @@ class Graph:
             except (ValueError, TypeError) as e:
                 raise type(e)(f"{op_type} '{full_name}' ({site.describe()}): {e}") from None
             self._names_in_use.update(claims)  # infer passed: now take the name
-            controllers = state.controllers
-            ctrl = (
-                self._control_inputs_for(inputs, control_inputs)
-                if controllers or control_inputs
-                else []
-            )
+            controllers, ctrl = state.controllers, list(control_inputs or ())
+            if ctx is None and (controllers or control_inputs):
+                ctrl = self._control_inputs_for(inputs, control_inputs)
             dev = self._device_for_new_op() if state.devices else ""
             op = Operation(self, opdef, full_name, inputs, attrs, ctrl, dev, site, self._next_id)
+            op._cf_ctx = ctx
             if type(outs) is Out:
                 op.outputs = (Tensor(op, 0, outs.dtype, outs.shape),)
             else:
@@ -166,8 +171,7 @@ class Graph:
         return op
 
     def _pick_name(self, name: str, stack: str) -> tuple[str, dict[str, int]]:
-        """The op's full name, and the ``_names_in_use`` entries that taking it sets."""
-        return pick_name(self._names_in_use, self._ops, name, stack)
+        return pick_name(self._names_in_use, self._ops, name, stack)  # name, the names it claims
 
     def unique_name(self, name: str, mark_as_used: bool = True) -> str:
         """``name`` inside the current scope, with ``_1``, ``_2``... added if taken.

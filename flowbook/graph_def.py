@@ -180,6 +180,15 @@ OP_ATTR_KINDS: dict[tuple[str, str], str] = {
     ("IdentityN", "T"): "list(type)",
     ("Bitcast", "type"): "type",
 }
+for _op, _kinds in (  # tf.data's iterator ops and the parsing ops: "attr=kind ..."
+    ("IteratorGetNext", "output_types=list(type) output_shapes=list(shape) shared_name=string"),
+    ("MakeIterator", "shared_name=string"),
+    ("DecodeCSV", "OUT_TYPE=list(type) field_delim=string na_value=string select_cols=list(int)"),
+    ("DecodeRaw", "little_endian=bool"),
+    ("ParseExample", "sparse_keys=list(string) dense_keys=list(string) sparse_types=list(type) "
+     "dense_types=list(type) dense_shapes=list(shape)"),
+):  # fmt: skip
+    OP_ATTR_KINDS.update({(_op, k): v for k, v in (p.split("=") for p in _kinds.split())})
 # op type -> its list(type) attr, which types its variadic input and gives one output per entry
 TYPE_LISTS: dict[str, str] = {"IdentityN": "T"}
 
@@ -303,6 +312,8 @@ def _set_attr(attr: Any, value: Any) -> None:
                 lst.f.append(float(v))
             elif isinstance(v, str | bytes):
                 lst.s.append(v.encode() if isinstance(v, str) else v)
+            elif v is None or isinstance(v, tuple):  # a shape (None: unknown rank)
+                _shape_proto(v, lst.shape.add())
             else:
                 raise TypeError(f"can't write list item {v!r} of type {type(v).__name__}")
     else:

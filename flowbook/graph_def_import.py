@@ -230,7 +230,7 @@ def _validate(gd: Any, input_map: dict[str, Any]) -> list[tuple[Any, Any, dict[s
             name, it = stack[-1]
             for text in it:
                 src = _parse_input(text)[0]
-                if src not in nodes:
+                if src not in nodes or _back_edge(nodes[name], nodes[src]):
                     continue
                 if state.get(src) == 1:
                     raise ValueError(
@@ -247,9 +247,23 @@ def _validate(gd: Any, input_map: dict[str, Any]) -> list[tuple[Any, Any, dict[s
     return order
 
 
+_MERGES = ("Merge", "RefMerge")
+_NEXT = ("NextIteration", "RefNextIteration")
+
+
+def _back_edge(node: Any, src: Any) -> bool:
+    """Whether ``src`` -> ``node`` is a loop's back edge (NextIteration into its Merge)."""
+    return node.op in _MERGES and src.op in _NEXT
+
+
 def _build(graph: Any, order: list, input_map: dict[str, Any], prefix: str) -> dict[str, Any]:
-    """Create the ops in ``graph``; returns node name -> Operation."""
+    """Create the ops in ``graph``; returns node name -> Operation.
+
+    A loop's Merge is made before the NextIteration that feeds it (the back
+    edge): it takes its other input in that place until the loop is closed.
+    """
     made: dict[str, Operation] = {}
+    back: list[tuple[str, int, str, int]] = []  # (merge, input position, NextIteration, output)
     for node, _opdef, attrs in order:
         inputs: list[Tensor] = []
         controls: list[Operation] = []
@@ -262,12 +276,19 @@ def _build(graph: Any, order: list, input_map: dict[str, Any], prefix: str) -> d
             if key in input_map:
                 inputs.append(input_map[key])
                 continue
+            if src not in made and node.op in _MERGES:
+                back.append((node.name, len(inputs), src, idx))
+                inputs.append(None)  # type: ignore[arg-type]
+                continue
             outs = made[src].outputs
             if idx >= len(outs):
                 raise ValueError(
                     f"node '{node.name}': input '{text}': '{src}' has only {len(outs)} outputs"
                 )
             inputs.append(outs[idx])
+        if None in inputs:  # a Merge waiting for its NextIteration: its live input stands in
+            stand_in = next(t for t in inputs if t is not None)
+            inputs = [stand_in if t is None else t for t in inputs]
         try:
             op = graph.create_op(
                 node.op, inputs, dict(attrs), name=f"{prefix}{node.name}/",
@@ -278,6 +299,11 @@ def _build(graph: Any, order: list, input_map: dict[str, Any], prefix: str) -> d
         if node.device:
             op.device = node.device
         made[node.name] = op
+    for merge, k, src, idx in back:  # close the loops
+        op = made[merge]
+        op.inputs = tuple(made[src].outputs[idx] if j == k else t for j, t in enumerate(op.inputs))
+    if back:
+        graph._version += 1
     return made
 
 

@@ -6,6 +6,7 @@
 0.5
 """
 
+from flowbook import rnn_cell
 from flowbook.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
@@ -68,6 +69,8 @@ from flowbook.ops.pool_ops import avg_pool, max_pool, max_pool_with_argmax
 from flowbook.ops.sampled_losses import nce_loss, sampled_softmax_loss
 from flowbook.ops.sort_ops import in_top_k, top_k
 from flowbook.ops.space_ops import depth_to_space, space_to_batch, space_to_depth
+from flowbook.rnn import static_bidirectional_rnn, static_rnn, static_state_saving_rnn
+from flowbook.rnn_dynamic import bidirectional_dynamic_rnn, dynamic_rnn
 
 __all__ = [
     "avg_pool",
@@ -116,4 +119,6 @@ __all__ = [
     *_depthwise, *_conv, *_pool, *_stats,
     "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input",
     "depth_to_space", "max_pool_with_argmax", "space_to_batch", "space_to_depth",
+    # issue 17: recurrent cells and static RNNs
+    "rnn_cell", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn",
 ]  # fmt: skip

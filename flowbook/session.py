@@ -17,7 +17,8 @@
    (``flowbook.run.observers.observers_for``: traces, the NaN guard).
 
 The session owns per-op state that kernels are bound to: each variable's
-value (``VarState``) and each random op's generator, and it decides where
+value (``VarState``), each random op's generator and each
+tf.data iterator's position (``IteratorState``), and it decides where
 each op runs (``flowbook.run.placement``: device scopes, soft placement, the
 first GPU by default); a plan built for it carries the copy nodes between
 devices, and with ``ConfigProto(log_device_placement=True)`` each new plan
@@ -45,6 +46,7 @@ from flowbook import hooks
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
+from flowbook.iterator_state import IteratorState
 from flowbook.run import blas
 from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
@@ -97,6 +99,7 @@ class BaseSession:
             weakref.WeakKeyDictionary()
         )
         self._rngs: weakref.WeakKeyDictionary[Operation, Any] = weakref.WeakKeyDictionary()
+        self._iterators: dict[str, IteratorState] = {}  # tf.data iterator name -> its position
         self._state_lock = threading.Lock()  # guards creating entries of the two dicts above
         self._closed = False
         self.observers: list[Observer] = []  # observers of this session's runs
@@ -125,6 +128,8 @@ class BaseSession:
         if type(fetches) is Tensor and fetches.op.graph is self.graph:  # the common case, fast
             elements: list[Any] = [fetches]
             structure: Any = 0
+        elif type(fetches) is tuple and _flat_tensors(self.graph, fetches):  # get_next()'s pair
+            elements, structure = list(fetches), 1
         else:
             elements, structure = flatten(self.graph, fetches)
         if feed_dict:
@@ -151,6 +156,8 @@ class BaseSession:
         )
         if structure == 0:
             return to_numpy(values[0])
+        if structure == 1:
+            return tuple([to_numpy(v) for v in values])
         return rebuild(structure, [None if v is None else to_numpy(v) for v in values])
 
     def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> Plan:
@@ -203,6 +210,8 @@ class BaseSession:
             attrs = {**attrs, "var": self._variable_state(op)}
         elif opdef.resource == "rng":
             attrs = {**attrs, "rng": self._rng(op, device)}
+        elif opdef.resource == "iterator":
+            attrs = {**attrs, "iterator": self._iterator_state(op.attrs["shared_name"])}
         if device is CPU:
             return opdef.bound_kernel(device.xp, attrs)
         return device.wrap(opdef.bound_kernel(device.xp, attrs))
@@ -212,6 +221,13 @@ class BaseSession:
             state = self._variables.get(var_op)
             if state is None:
                 state = self._variables[var_op] = VarState(var_op)
+            return state
+
+    def _iterator_state(self, name: str) -> IteratorState:
+        with self._state_lock:
+            state = self._iterators.get(name)
+            if state is None:
+                state = self._iterators[name] = IteratorState(name)
             return state
 
     def _rng(self, op: Operation, device: Device = CPU) -> Any:
@@ -240,6 +256,7 @@ class BaseSession:
         self._paths.clear()
         self._variables.clear()
         self._rngs.clear()
+        self._iterators.clear()
 
     @property
     def closed(self) -> bool:
@@ -274,6 +291,14 @@ class BaseSession:
             return self.run(fetches, dict(zip(feed_list, values)))
 
         return call
+
+
+def _flat_tensors(graph: Graph, fetches: tuple) -> bool:
+    """Whether ``fetches`` is a flat tuple of distinct tensors of ``graph`` (no flattening needed)."""
+    for f in fetches:
+        if type(f) is not Tensor or f.op.graph is not graph:
+            return False
+    return len(set(fetches)) == len(fetches)
 
 
 class Session(BaseSession):

@@ -41,7 +41,7 @@ class Operation:
     """
 
     __slots__ = (
-        "__weakref__", "_id", "_opdef", "attrs", "control_inputs", "device", "graph",
+        "__weakref__", "_cf_ctx", "_id", "_opdef", "attrs", "control_inputs", "device", "graph",
         "inputs", "name", "outputs", "site", "type",
     )  # fmt: skip
 
@@ -68,6 +68,7 @@ class Operation:
         self.site = site  # where the user's code created it
         self._id = op_id  # creation order within the graph
         self.outputs: tuple[Tensor, ...] = ()  # filled by Graph.create_op
+        self._cf_ctx: Any = None  # the cond/while context it was built in (None: top level)
 
     @property
     def op_def(self) -> OpDef:

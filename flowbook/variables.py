@@ -22,6 +22,8 @@ trainable), which ``global_variables_initializer()`` groups into ``init``.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from flowbook import dtypes, hooks
@@ -31,6 +33,24 @@ from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops.control_flow_ops import group
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import TensorShape, fmt
+
+
+@contextlib.contextmanager
+def outside_control_flow(graph: Graph) -> Iterator[None]:
+    """Build at the top level, out of any cond branch or loop body (TF's ``init_scope``):
+    a variable made by a cell called inside ``dynamic_rnn``'s loop is made once, outside.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default() as g, outside_control_flow(g):
+    ...     g._state.cf_context is None
+    True
+    """
+    state = graph._state
+    old, state.cf_context = state.cf_context, None
+    try:
+        yield
+    finally:
+        state.cf_context = old
 
 
 class Variable:
@@ -57,7 +77,11 @@ class Variable:
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         graph = get_default_graph()
-        with graph.control_dependencies(None), graph.name_scope(name or "Variable") as scope:
+        with (
+            graph.control_dependencies(None),
+            outside_control_flow(graph),
+            graph.name_scope(name or "Variable") as scope,
+        ):
             if callable(initial_value):
                 initial_value = initial_value()
             init = tensor(initial_value, dtype=dtype, name="initial_value")

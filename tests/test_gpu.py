@@ -31,7 +31,7 @@ from flowbook.devices import CPU, gpu_available, local_devices
 from flowbook.errors import InvalidArgumentError, ResourceExhaustedError
 from flowbook.gpu_sim import SimArray, SimulatedOutOfMemoryError, simulate_gpu
 from flowbook.ops import math_ops, reduction_ops
-from flowbook.ops._builder import make1
+from flowbook.ops._builder import make, make1
 from flowbook.registry import OPS
 from flowbook.run.placement import CopyOp, Placer
 
@@ -251,7 +251,22 @@ DIFF_ROWS = (
     + [("activation-grads", _activation_grad_row)]
     + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
     + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
+    + [("control-flow", lambda: _control_flow_row())]
 )
+
+
+def _control_flow_row():
+    """A cond, a while loop with a cond inside, and a ControlTrigger, on fed values."""
+    x = fb.placeholder(fb.float32, [3])
+    y = fb.cond(fb.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: x - 1.0)
+    i, acc = fb.while_loop(
+        lambda i, a: i < 4,
+        lambda i, a: (i + 1, fb.cond(i < 2, lambda: a + x, lambda: a * 0.5)),
+        [0, fb.zeros([3])],
+    )
+    t = make("ControlTrigger", [])
+    (gx,) = fb.gradients(fb.reduce_sum(acc * acc) + fb.reduce_sum(y), x)
+    return [y, i, acc, t, gx], {x: np.array([1.0, -0.5, 2.0], np.float32)}
 
 
 def _run_both(row):
@@ -317,7 +332,23 @@ NOT_ON_GPU = {
     "LogUniformCandidateSampler": "a data-dependent draw loop: host only",
     "UniformCandidateSampler": "a data-dependent draw loop: host only",
     "SegmentProd": "host only: CuPy has no multiply.at",
+    "MakeIterator": "tf.data: host only",
+    "IteratorGetNext": "tf.data: host only",
+    "DecodeCSV": "strings: host only",
+    "DecodeRaw": "strings: host only",
+    "ParseExample": "strings: host only",
+    "ReadFile": "files: host only",
+    "WriteFile": "files: host only",
     "UnsortedSegmentProd": "host only: CuPy has no multiply.at",
+    "Stack": "a loop gradient's stack: its handle is a string, host only",
+    "StackPush": "a string handle: host only",
+    "StackPop": "a string handle: host only",
+    "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
+    "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
+    "RefMerge": "a GraphDef's twin of Merge, same kernel",
+    "RefEnter": "a GraphDef's twin of Enter, same kernel",
+    "RefExit": "a GraphDef's twin of Exit, same kernel",
+    "RefNextIteration": "a GraphDef's twin of NextIteration, same kernel",
 }
 
 
@@ -338,7 +369,7 @@ HOST_INPUT_NAMES = {
     "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
     "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
     "filter_sizes", "orig_input_shape", "minval", "maxval", "k", "block_shape", "crops",
-    "num", "shift", "num_samples", "nbins",
+    "num", "shift", "num_samples", "nbins", "pred",
 }  # fmt: skip
 
 

@@ -46,6 +46,24 @@ def long_tail_ops(x, v):
     return total
 
 
+def control_flow_ops(x):
+    """cond, while_loop, and a loop written with the Ref twins of the primitives by hand."""
+    y = tf.cond(tf.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: x - 1.0)
+    _, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + y), [0, tf.zeros([2, 3])])
+    g = x.graph
+    e = g.create_op("RefEnter", [x], {"frame_name": "raw", "is_constant": False,
+                                      "parallel_iterations": 1}).outputs[0]  # fmt: skip
+    m = g.create_op("RefMerge", [e, e]).outputs[0]
+    c = g.create_op("LoopCond", [tf.reduce_sum(m) > 1e9]).outputs[0]
+    f, t = g.create_op("RefSwitch", [m, c]).outputs
+    out = g.create_op("RefExit", [f]).outputs[0]
+    nxt = g.create_op("RefNextIteration", [t]).outputs[0]
+    m.op.inputs = (e, nxt)
+    g.create_op("ControlTrigger", [], control_inputs=[out.op])
+    tf.gradients(tf.reduce_sum(acc * acc), x)  # the loop's gradient: stacks, a backward loop
+    return acc + out
+
+
 def nn_conv_tail_ops(x):
     """Issue 16's conv/pool/spatial tail: depthwise, space/batch/depth moves, argmax pool."""
     img = tf.reshape(tf.tile(x, [2, 4]), [2, 4, 3, 2])
@@ -307,17 +325,31 @@ def every_op():
     tf.assign_add(v, x)
     tf.assign_sub(v, x)
     tf.is_variable_initialized(v)
+    control_flow_ops(x)
     tf.Print(total, [total], "total")
     tf.print("total is", total, "{}")
     tf.summary.merge([tf.summary.scalar("t", total), tf.summary.histogram("h", x)])
     tf.no_op(name="nop")
     tf.nn.log_uniform_candidate_sampler([[1]], 1, 2, True, 5, seed=1)
     tf.nn.uniform_candidate_sampler([[1, 2]], 2, 3, False, 5)
+    data_ops()
     feed = {
         "x:0": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
         "n:0": np.ones((2, 3), np.int32),
     }
     return feed, grads[0].name
+
+
+def data_ops():
+    """tf.data's iterator ops and the parsing ops (strings and files)."""
+    it = tf.data.Dataset.range(3).batch(2).make_initializable_iterator()
+    it.get_next()
+    tf.data.Dataset.from_tensors((1.0, "a")).make_one_shot_iterator().get_next()
+    tf.decode_csv(["1,a"], [[0], ["z"]], field_delim=",", na_value="NA", select_cols=[0, 1])
+    tf.decode_raw(["ab"], tf.int16, little_endian=False)
+    tf.io.write_file("/nonexistent/x", tf.read_file("/nonexistent/y"))
+    spec = {"a": tf.FixedLenFeature([2], tf.float32, [0.0, 1.0]), "b": tf.VarLenFeature(tf.int64)}
+    tf.parse_example([""], spec)
 
 
 def _built():

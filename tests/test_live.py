@@ -416,3 +416,28 @@ def test_each_cell_run_keeps_the_values_of_its_first_run_of_a_plan(view):
         (2, 1, "float32 () 1."),  # watched whole: run 1's values
         (3, 3, "float32 () 9."),  # the next cell's first run: its own
     ]
+
+
+def test_runs_watched_whole_make_no_record_and_the_ring_keeps_each_plans_newest(view):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, name="x")
+        a, b = fb.add(x, 1.0, name="a"), fb.multiply(x, 2.0, name="b")
+    hub = view.attach(g)
+    hub.history = history.History(size=4, pinned=2)
+    with fb.Session(graph=g) as s:
+        for fetch in (a, b, a, b, a, *[b] * 6):  # runs 1, 2 recorded (first); 3..11 whole
+            s.run(fetch, {x: 1.0})
+    assert hub.record is not None and hub.record.seq == 2  # no record for a run watched whole
+    kept = hub.history.runs
+    # the last 4 runs, and plan a's newest (5), which the ring had moved past: pinned
+    assert [(e.seq, e.fetches, e.phase) for e in kept] == [
+        (5, ["a"], "done"),
+        *[(n, ["b"], "done") for n in (8, 9, 10, 11)],
+    ]
+    assert kept[0].values_seq == 1 and kept[-1].values_seq == 2  # their plans' first runs
+    assert all(e.total_us > 0 for e in kept)
+    _flush()
+    run = view.last("run")
+    assert (run["seq"], run["phase"], run["done"]) == (11, "done", run["pruned"])
+    assert run["values"]["b"] == "float32 () 2."

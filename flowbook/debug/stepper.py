@@ -57,8 +57,9 @@ import numpy as np
 
 from flowbook.debug.nan_guard import NanGuard
 from flowbook.registry import OPS
-from flowbook.run.executor import Schedule, as_outputs, op_error
+from flowbook.run.executor import Schedule, as_outputs
 from flowbook.run.observers import Observer
+from flowbook.run.op_errors import op_error
 from flowbook.session import host_value
 from flowbook.tensor import Operation, Tensor
 

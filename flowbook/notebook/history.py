@@ -3,31 +3,40 @@
 A :class:`~flowbook.notebook.live.LiveGraph` keeps a :class:`History`.  State
 it owns:
 
-- ``pending``: runs finished but not yet summarised, as the tuples the run's
-  path made (at most ``size``; older ones are dropped unsummarised)
+- ``pending``: runs watched op by op (and failed runs) finished but not yet
+  summarised, as ``(record, snap, total_ns)`` (at most ``size``; older ones
+  are dropped unsummarised, save each plan's newest: ``latest``)
+- ``ring``: runs watched whole, as ``(seq, snap, total_ns)`` in slot
+  ``seq % size``: the last ``size`` of them, whatever their plans
 - ``entries``: the last ``size`` summarised runs, :class:`RunEntry`, newest last
 - ``newest``: per plan, its newest summarised run, so that the last run of
   each of ``pinned`` plans stays after it left ``entries``
 
-**On the run's path** (``LiveGraph.run_finished``, once per run, never per
-op) :meth:`History.add` appends one tuple of references: the run's
-:class:`~flowbook.notebook.watch.Record` (names, phase, error, the live run's
-``done`` order, its ``RunTimings`` when it was timed), the plan's ``values``
-and ``previews`` dicts, their generation and the run's wall time.  Those
-dicts are copy-on-write: a run that records values (a "first" or "live" run)
-starts new ones (``watch._Watch.on_start``), so the ones a tuple holds never
-change after its run.  Runs watched whole record no values and hold the dicts
-of the last run that did.
+A plan's **snap** (``PlanStats.snap``) is what its runs share until the plan
+next runs op by op: ``(stats, values, previews, values_seq, timed)``, the
+plan's ``values`` and ``previews`` dicts, their generation and its last
+timed run.  Those dicts are copy-on-write: a run that records values (a
+"first" or "live" run) starts new ones (``watch._Watch.on_start``), so the
+ones a snap holds never change after its run.  A run watched whole changes
+none of them, so it keeps the snap its plan has.
+
+**On the run's path**, once per run and never per op: a run watched op by
+op makes a :class:`~flowbook.notebook.watch.Record` and :meth:`History.add`
+makes its plan's snap and appends it to ``pending``.  A run watched whole
+(most runs of a training loop) makes no record: ``LiveGraph.run_whole``
+writes one small tuple into ``ring`` and into ``PlanStats.newest`` (the
+plan's newest whole run, for ``newest`` when the ring has moved past it).
 
 **Off the run's path** (the flusher thread, when it builds the views'
-``history`` state, or whoever reads :attr:`History.runs`) each tuple becomes
-a :class:`RunEntry`: its kernel times an ``array('f')`` in plan order (NaN:
-not run), its execution order an ``array('I')`` of op indices, its values at
-most ``MAX_PREVIEWS`` preview strings of at most ``PREVIEW_CHARS``
+``history`` state, or whoever reads :attr:`History.runs`) each of those
+becomes a :class:`RunEntry`: its kernel times an ``array('f')`` in plan order
+(NaN: not run), its execution order an ``array('I')`` of op indices, its
+values at most ``MAX_PREVIEWS`` preview strings of at most ``PREVIEW_CHARS``
 characters (fetched ops first).  A run that was not timed shares the times
 (and order) of its plan's last timed run, one that recorded no values the
 previews of the last one that did: ``times_seq`` and ``values_seq`` say
-which run they come from.
+which run they come from.  Runs that left the window before they were
+summarised are skipped, save each plan's newest.
 
 **Memory** is bounded per graph: at most ``size + pinned`` entries, each
 holding no values, only names shared with its plan, ``8 * ops`` bytes of
@@ -42,6 +51,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from array import array
 from collections import deque
 from typing import Any
@@ -67,21 +77,26 @@ class RunEntry:
         "previews", "row", "seq", "times", "times_seq", "total_us", "values_seq",
     )  # fmt: skip
 
-    def __init__(self, run: tuple[Any, ...], prev: RunEntry | None) -> None:
-        rec, values, known, values_seq, timed, total_ns = run
-        stats = rec.stats
+    def __init__(self, seq: int, snap: tuple[Any, ...], total_ns: int, rec: Any,
+                 prev: RunEntry | None) -> None:  # fmt: skip
+        """Run ``seq`` of the plan ``snap`` describes; ``rec``: its Record, None if watched whole."""
+        stats, values, known, values_seq, timed = snap
         names = stats.names
-        self.seq: int = rec.seq  # the run's number in its graph
+        self.seq: int = seq  # the run's number in its graph
         self.names: list[str] = names  # the pruned subgraph, plan order (shared, never mutated)
         self.fed: list[str] = stats.fed  # ops whose outputs were fed (shared)
-        self.phase: str = rec.phase  # "done" or "error"
-        self.error = error_state(rec.error) if rec.error is not None else None
+        self.phase: str = rec.phase if rec is not None else "done"  # "done" or "error"
+        error = rec.error if rec is not None else None
+        self.error = error_state(error) if error is not None else None
         self.total_us: float = total_ns / 1000  # wall time of the whole run
         if prev is not None and prev.names is names:  # the same plan: share what it shares
             self.fetches, self.placement, self.copies = prev.fetches, prev.placement, prev.copies
-        else:
+        elif rec is not None:
             self.fetches = stats.fetched(rec.plan)  # what the run computed (shared)
             self.placement, self.copies = stats.devices(rec.plan)  # shared with the plan
+        else:  # a whole run: its plan's first run (a record) was summarised before it
+            self.fetches = stats.fetched_names or []
+            self.placement, self.copies = stats.placement or {}, stats.copies
         # times: op index -> kernel µs (NaN: not run); order: op indices as they ran
         self.times: array[float] = array("f")
         self.order: array[int] = array("I")
@@ -93,7 +108,7 @@ class RunEntry:
             self.times, self.order = _compact(timings, len(names))
             self.times_seq = times_seq
         self.done: array[int] | None = None  # ops finished, as they finished (live runs only)
-        if rec.done is not None:
+        if rec is not None and rec.done is not None:
             where = {n: i for i, n in enumerate(names)}
             self.done = array("I", (where[n] for n in rec.done if n in where))
         self.previews: dict[str, str] = {}  # op -> value preview (of run values_seq)
@@ -148,34 +163,65 @@ class History:
     """The last runs of one graph, newest last.  See the module doc."""
 
     def __init__(self, size: int = HISTORY_RUNS, pinned: int = PINNED_PLANS) -> None:
-        self.pending: deque[tuple[Any, ...]] = deque(maxlen=size)  # runs not yet summarised
+        self.size = size
+        self.pending: deque[tuple[Any, ...]] = deque(maxlen=size)  # recorded runs not summarised
         self.latest: dict[Any, tuple[Any, ...]] = {}  # PlanStats -> its newest pending run
+        self.ring: list[tuple[int, tuple[Any, ...], int] | None] = [None] * size  # whole runs
+        self.taken: list[Any] = [None] * size  # the ring's items already summarised, by slot
+        self.plans: weakref.WeakSet[Any] = weakref.WeakSet()  # PlanStats of the plans run
+        self.upto = 0  # the highest seq summarised
         self.entries: deque[RunEntry] = deque(maxlen=size)  # the last runs, newest last
-        self.lock = threading.Lock()  # guards summarising, `entries` and `newest`
+        self.lock = threading.Lock()  # guards `pending`, `latest`, summarising, `entries`, `newest`
         # id(names) (one list per plan, kept alive by its entry) -> the plan's newest run,
         # in the order they were last updated (at most `pinned` of them outside `entries`)
         self.newest: dict[int, RunEntry] = {}
         self.pinned = pinned
 
     def add(self, rec: Any, total_ns: int) -> None:
-        """Keep the run ``rec`` just finished (the run's path: one tuple, an append, a dict set)."""
+        """Keep the recorded run ``rec`` just finished; its plan's snap is taken now."""
         stats = rec.stats
-        run = (rec, stats.values, stats.previews, stats.values_seq, stats.timed, total_ns)
-        self.pending.append(run)
-        self.latest[stats] = run  # so a plan's last run stays even if `pending` drops it
+        snap = stats.snap = (stats, stats.values, stats.previews, stats.values_seq, stats.timed)
+        run = (rec, snap, total_ns)
+        with self.lock:
+            self.pending.append(run)
+            self.latest[stats] = run  # so a plan's last run stays even if `pending` drops it
+            self.plans.add(stats)
 
     def summarise(self) -> None:
-        """Turn the pending runs into entries, oldest first (the flusher thread)."""
+        """Turn the runs not yet summarised into entries, oldest first (the flusher thread).
+
+        The ring is read without a lock: the run's path replaces its items whole.
+        """
         with self.lock:
+            runs: list[tuple[int, tuple[Any, ...], int, Any]] = []  # (seq, snap, ns, rec)
             latest, self.latest = self.latest, {}
-            runs: list[tuple[Any, ...]] = []
             while self.pending:
-                runs.append(self.pending.popleft())
-            taken = {id(r) for r in runs}
-            runs += [r for r in latest.values() if id(r) not in taken]  # dropped by `pending`
-            for run in sorted(runs, key=lambda r: r[0].seq):
-                key = id(run[0].stats.names)
-                entry = RunEntry(run, self.newest.pop(key, None))
+                rec, snap, ns = self.pending.popleft()
+                runs.append((rec.seq, snap, ns, rec))
+            taken = {r[0] for r in runs}
+            runs += [(r.seq, s, ns, r) for r, s, ns in latest.values() if r.seq not in taken]
+            for slot, item in enumerate(list(self.ring)):
+                if item is not None and item is not self.taken[slot]:
+                    self.taken[slot] = item
+                    runs.append((*item, None))
+            taken = {r[0] for r in runs}
+            for stats in list(self.plans):  # whole runs the ring moved past: each plan's newest
+                item = stats.newest
+                if item is not None and item[0] > self.upto and item[0] not in taken:
+                    runs.append((*item, None))
+            if not runs:
+                return
+            runs.sort(key=lambda r: r[0])
+            self.upto = max(self.upto, runs[-1][0])
+            start = self.upto - self.size  # runs at or below this are outside the window
+            last = {id(r[1][0]): r[0] for r in runs}  # plan -> the seq of its newest run
+            for seq, snap, ns, rec in runs:
+                key = id(snap[0].names)
+                if seq <= start and last[id(snap[0])] != seq:
+                    if rec is not None:  # what its plan's later whole runs share
+                        snap[0].fetched(rec.plan), snap[0].devices(rec.plan)
+                    continue  # left the window before it was summarised, not its plan's newest
+                entry = RunEntry(seq, snap, ns, rec, self.newest.pop(key, None))
                 self.entries.append(entry)
                 self.newest[key] = entry  # moves to the end: the plan run most recently
             window = {id(e) for e in self.entries}

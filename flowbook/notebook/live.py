@@ -6,7 +6,10 @@ showing them: GraphWidgets and the JupyterLab side panel's comm, each with a
 ``push(state)`` method.  State it owns:
 
 - ``views``: who shows this graph; ``sent_version``: the graph version they have
-- ``record``: the run being shown (its plan's stats, phase, error, live lists)
+- ``seq``: the number of the newest run; ``sent_seq``: the one the views were sent
+- ``record``: the newest run watched op by op (its plan's stats, phase, error,
+  live lists); ``whole``: the newest run watched whole, ``((seq, snap, ns), plan)``;
+  the views are shown the newer of the two
 - ``stats``: per plan (weakly keyed), the op names and the facts that decide
   how the next run of that plan is watched (below)
 - ``stepper``: the stepper being followed, if any
@@ -21,6 +24,13 @@ only start and end, so they keep their compiled fast path).  Its hooks only
 record into the LiveGraph and mark it dirty; :data:`FLUSHER`, a daemon
 thread, sends at most ``MAX_PUSHES_PER_S`` updates a second, building the
 state dicts and their JSON off the run's critical path.
+
+**A run watched whole** (most runs of a loop) costs its thread a few writes
+and one tuple at its end (``run_whole``), no lock, no record: it moves
+``seq`` (a flush sends "run" and "history" when ``seq`` moved) and wakes the
+flusher only when the LiveGraph is not pending.  The flusher naps between
+ticks and waits on its event only when nothing is pending: runs that stream
+cost it one wake-up per tick.
 
 **Order.**  Two threads send: the flusher, and the kernel's main thread at
 the end of a cell (``flush_now``).  A state is built and sent under one
@@ -70,8 +80,11 @@ class LiveGraph:
         self.graph_ref = weakref.ref(graph)  # the graph shown (views keep it alive)
         self.views: list[View] = []  # who shows it
         self.sent_version = (-1, 0)  # (graph version, stale count) the views were last sent
-        self.seq = 0  # runs of this graph seen
-        self.record: Record | None = None  # the run shown
+        self.seq = 0  # the newest run's number (runs are numbered from 1, in order)
+        self.seqs = itertools.count(1)  # numbers runs (atomic: runs on several threads)
+        self.sent_seq = 0  # `seq` when "run" was last sent
+        self.record: Record | None = None  # the newest run watched op by op
+        self.whole: tuple[tuple[int, Any, int], Plan] | None = None  # newest run watched whole
         self.stats: weakref.WeakKeyDictionary[Plan, PlanStats] = weakref.WeakKeyDictionary()
         self.stepper: Any = None  # the Stepper followed, if any
         self.history = History()  # the last runs (entries made at run end, summarised here)
@@ -123,39 +136,50 @@ class LiveGraph:
             out["history"] = self.history.index()
         return out
 
+    def shown(self) -> tuple[Record | None, Any, Plan | None, int, int]:
+        """The run to show: ``(record or None if watched whole, stats, plan, seq, total_ns)``."""
+        rec, whole = self.record, self.whole
+        if whole is not None and (rec is None or whole[0][0] > rec.seq):
+            (seq, snap, ns), plan = whole
+            return None, snap[0], plan, seq, ns
+        if rec is not None:
+            return rec, rec.stats, rec.plan, rec.seq, rec.stats.last_ns
+        return None, None, None, 0, 0
+
     def run_state(self) -> dict[str, Any]:
         """The run shown, as the widget's ``run`` state."""
-        rec = self.record
-        if rec is None:
+        rec, stats, plan, seq, total_ns = self.shown()
+        if stats is None:
             return {"seq": 0, "phase": "idle", "pruned": [], "fed": [], "done": [],
                     "running": [], "error": None, "times_us": {}, "total_us": 0.0,
                     "values": {}, "placement": {}, "copies": []}  # fmt: skip
-        stats, names = rec.stats, rec.stats.names
-        if rec.phase == "running":
+        names = stats.names
+        phase = rec.phase if rec is not None else "done"
+        if rec is not None and rec.phase == "running":
             done = list(rec.done or ())
             running = [n for n in (rec.running or ()) if n not in set(done)]
         else:
-            done = names if rec.phase == "done" else list(rec.done or ())
+            done = names if phase == "done" else list(rec.done or ()) if rec else []
             running = []
         error = None
-        if rec.error is not None:
+        if rec is not None and rec.error is not None:
             error = error_state(rec.error)
             if rec.phase == "error" and rec.done is None and error["node"] in names:
                 done = names[: names.index(error["node"])]  # a whole-watched run: best guess
         values: dict[str, str] = {}
         if len(names) <= SEND_ALL_VALUES:  # else only the selected node's, on demand
             values = {n: p for n in names if (p := stats.preview(n)) is not None}
-        placement, copies = stats.devices(rec.plan)
+        placement, copies = stats.devices(plan)
         return {
-            "seq": rec.seq,
-            "phase": rec.phase,
+            "seq": seq,
+            "phase": phase,
             "pruned": names,
             "fed": list(stats.fed),
             "done": done,
             "running": running,
             "error": error,
             "times_us": dict(stats.times()),
-            "total_us": stats.last_ns / 1000,
+            "total_us": total_ns / 1000,
             "values": values,
             "placement": placement,
             "copies": copies,
@@ -192,9 +216,9 @@ class LiveGraph:
         """The last known value of op ``name``'s first output, as a preview (None if unknown)."""
         if name in self.step_values:
             return self.step_values[name]
-        rec = self.record
-        plans = [rec.stats] if rec is not None else []
-        plans += [s for s in list(self.stats.values()) if rec is None or s is not rec.stats]
+        shown = self.shown()[1]
+        plans = [shown] if shown is not None else []
+        plans += [s for s in list(self.stats.values()) if s is not shown]
         for stats in plans:
             text = stats.preview(name)
             if text is not None:
@@ -253,6 +277,10 @@ class LiveGraph:
             later = False
             with self.lock:
                 keys, self.dirty = self.dirty, set()
+                seq = self.seq  # read before the states are built: a later run flushes again
+                if seq != self.sent_seq:
+                    self.sent_seq = seq
+                    keys.update(("run", "history"))
                 if "history" in keys and not force and time.monotonic() < self.history_due:
                     keys.discard("history")
                     self.dirty.add("history")
@@ -287,8 +315,9 @@ class LiveGraph:
         return stats
 
     def run_started(self, plan: Plan, stats: PlanStats, live: bool) -> Record:
-        self.seq += 1
-        rec = Record(self.seq, plan, stats)
+        """A run watched op by op starts: its record (``live``: shown "running" at once)."""
+        seq = self.seq = next(self.seqs)
+        rec = Record(seq, plan, stats)
         if live:
             rec.done, rec.running = [], []
         if not stats.fed and plan.feed_slots:
@@ -299,6 +328,7 @@ class LiveGraph:
         return rec
 
     def run_finished(self, rec: Record, error: BaseException | None) -> None:
+        """A recorded run ended: time it, keep it (and its plan's snap) in the history."""
         stats = rec.stats
         stats.last_ns = time.perf_counter_ns() - rec.start_ns
         stats.runs += 1
@@ -306,6 +336,28 @@ class LiveGraph:
         rec.phase = "done" if error is None else "error"
         self.history.add(rec, stats.last_ns)  # references only: summarised by the flusher
         self.touch("run", "history")
+
+    def run_whole(self, plan: Plan, stats: PlanStats, start_ns: int,
+                  error: BaseException | None) -> None:  # fmt: skip
+        """A run watched whole ended (a few writes, one tuple); a failed one is recorded."""
+        snap = stats.snap
+        if error is not None or snap is None:
+            rec = self.run_started(plan, stats, False)
+            rec.start_ns = start_ns
+            self.run_finished(rec, error)
+            return
+        ns = time.perf_counter_ns() - start_ns
+        stats.last_ns = ns
+        stats.runs += 1
+        seq = next(self.seqs)
+        run = (seq, snap, ns)
+        history = self.history
+        history.ring[seq % history.size] = run
+        stats.newest = run
+        self.whole = (run, plan)
+        self.seq = seq  # last: a flush that sees it sees the rest
+        if self not in FLUSHER.pending:
+            FLUSHER.wake(self)
 
 
 def _fed_ops(plan: Plan) -> list[str]:
@@ -359,10 +411,11 @@ class Flusher:
     def _loop(self) -> None:
         interval = 1.0 / MAX_PUSHES_PER_S
         while True:
-            self.event.wait()
+            if not self.pending:  # idle: sleep until a hub needs sending
+                self.event.wait()
             self.event.clear()
             delay = self.last + interval - time.monotonic()
-            if delay > 0:
+            if delay > 0:  # runs streaming: one nap a tick, no wake-up per run
                 time.sleep(delay)
             self.last = time.monotonic()
             with contextlib.suppress(Exception):  # a view's failure must not kill the thread

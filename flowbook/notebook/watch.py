@@ -26,8 +26,11 @@ Where each op ran and the copy nodes placement added between devices
 (:func:`device_state`) are worked out once per plan, when a view first asks
 (``PlanStats.devices``), never on the run's path.
 
-The hooks only record into the LiveGraph's :class:`Record` and mark it dirty;
-sending is the LiveGraph's flusher's job, off the run's critical path.
+The hooks only record into the LiveGraph and mark it dirty; sending is the
+LiveGraph's flusher's job, off the run's critical path.  A run watched op by
+op gets a :class:`Record`; a run watched whole gets none: its end writes a
+few attributes and one tuple (``LiveGraph.run_whole``), and the flusher
+makes what it shows from them when it wakes.
 
     >>> PlanStats.mode.__doc__.split(":")[0]
     'How to watch the next run'
@@ -38,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,6 +67,7 @@ class PlanStats:
     """What the live views know of one plan."""
 
     __slots__ = (
+        "__weakref__",
         "cell",
         "copies",
         "fed",
@@ -70,9 +75,11 @@ class PlanStats:
         "last_ns",
         "n",
         "names",
+        "newest",
         "placement",
         "previews",
         "runs",
+        "snap",
         "timed",
         "timed_at",
         "times_us",
@@ -100,9 +107,15 @@ class PlanStats:
         self.cell: Any = None  # source.current_cell at the last "first" run (None: no notebook)
         self.placement: dict[str, str] | None = None  # op name -> "GPU:0"; None: not yet known
         self.copies: list[dict[str, Any]] = []  # the plan's copy nodes (see device_state)
+        # what runs watched whole share, taken at the last recorded run (see history's doc)
+        self.snap: tuple[Any, ...] | None = None
+        self.newest: tuple[int, tuple[Any, ...], int] | None = None  # (seq, snap, ns): last whole
 
-    def mode(self, plan: Plan) -> str | None:
-        """How to watch the next run: "first", "live", "timed" or None (whole)."""
+    def mode(self, plan: Plan, now_ns: int = 0) -> str | None:
+        """How to watch the next run: "first", "live", "timed" or None (whole).
+
+        ``now_ns``: ``time.perf_counter_ns()`` if the caller has it (0: read it here).
+        """
         if self.runs == 0:
             self.cell = source.current_cell
             return "first"
@@ -112,7 +125,8 @@ class PlanStats:
             self.cell = source.current_cell
             return "first"
         cheap = self.last_ns / self.n >= (TIME_HEAVY_NS if plan.any_heavy else TIME_CHEAP_NS)
-        if time.perf_counter_ns() - self.timed_at >= (RETIME_FAST_NS if cheap else RETIME_NS):
+        now_ns = now_ns or time.perf_counter_ns()
+        if now_ns - self.timed_at >= (RETIME_FAST_NS if cheap else RETIME_NS):
             return "timed"
         return None
 
@@ -205,7 +219,7 @@ def device_state(plan: Plan) -> tuple[dict[str, str], list[dict[str, Any]]]:
 
 
 class Record:
-    """The run a LiveGraph shows: one per run, replaced when the next starts."""
+    """A run watched op by op (or one that failed), as the LiveGraph shows it and keeps it."""
 
     __slots__ = ("done", "error", "phase", "plan", "running", "seq", "start_ns", "stats")
 
@@ -271,7 +285,10 @@ class Watcher(Observer):
     def __init__(self, lookup: Callable[[Any], Any]) -> None:
         self.lookup = lookup  # graph -> its LiveGraph, or None when it is not shown
         self._attached: contextlib.ExitStack | None = None  # holds the observe() while attached
-        self.local = threading.local()  # the record of the run this thread is in (whole runs)
+        self.local = threading.local()  # hub, stats and start of the whole run this thread is in
+        # the last plan run and its LiveGraph and PlanStats: a loop's runs skip two
+        # weak-dict look-ups (the plan held weakly: a plan is never kept alive by this)
+        self.last: tuple[weakref.ref[Plan], Any, PlanStats] | None = None
 
     def attach(self) -> None:
         """Watch every run in the process (idempotent)."""
@@ -284,6 +301,7 @@ class Watcher(Observer):
         if self._attached is not None:
             self._attached.close()
             self._attached = None
+        self.last = None
 
     @property
     def attached(self) -> bool:
@@ -291,25 +309,31 @@ class Watcher(Observer):
         return self._attached is not None
 
     def for_run(self, plan: Plan) -> Observer | None:
-        hub = self.lookup(plan.ops[0].graph) if plan.ops else None
-        if hub is None or not hub.views:
-            self.local.hub = None
+        local = self.local
+        last = self.last
+        if last is not None and last[0]() is plan:
+            hub, stats = last[1], last[2]
+        else:
+            hub = self.lookup(plan.ops[0].graph) if plan.ops else None
+            if hub is None:
+                local.hub = None
+                return None
+            stats = hub.plan_stats(plan)
+            self.last = (weakref.ref(plan), hub, stats)
+        if not hub.views:
+            local.hub = None
             return None
-        stats = hub.plan_stats(plan)
-        mode = stats.mode(plan)
+        now = time.perf_counter_ns()  # the run starts now (on_start is next): its start
+        mode = stats.mode(plan, now)
         if mode is None:
-            self.local.hub, self.local.stats = hub, stats
+            local.hub, local.stats, local.start_ns = hub, stats, now
             return None
-        self.local.hub = None
+        local.hub = None
         return _Watch(hub, stats, mode)
 
-    def on_start(self, plan: Plan) -> None:  # a run watched whole
-        hub = getattr(self.local, "hub", None)
-        if hub is not None:
-            self.local.rec = hub.run_started(plan, self.local.stats, False)
-
     def on_finish(self, plan: Plan, error: BaseException | None) -> None:
-        hub = getattr(self.local, "hub", None)
-        if hub is not None:
-            self.local.hub = None
-            hub.run_finished(self.local.rec, error)
+        local = self.local
+        hub = getattr(local, "hub", None)
+        if hub is not None:  # a run watched whole: no record (LiveGraph.run_whole)
+            local.hub = None
+            hub.run_whole(plan, local.stats, local.start_ns, error)

@@ -61,7 +61,8 @@ __all__ = ["COMPILE_AFTER_RUNS", "MAX_SHAPE_SIGNATURES", "RunPath", "shapes_give
 class RunPath:
     """What the runs of one plan in one session have learnt.  See the module docstring."""
 
-    __slots__ = ("compiled", "given_feeds", "inline_feeds", "line_to_op", "plan", "runs", "timed")
+    __slots__ = ("compiled", "given_feeds", "inline_feeds", "layout", "line_to_op", "plan", "runs",
+                 "timed")  # fmt: skip
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan  # the fixed layout this path runs
@@ -74,6 +75,7 @@ class RunPath:
         # feed shapes of the last threaded run of a plan with heavy ops that sent no kernel
         # to the pool (then runs with feeds of those shapes may take the straight line)
         self.inline_feeds: tuple[Any, ...] | None = None
+        self.layout: Any = None  # for a plan with branches or loops: its flowbook.run.frames.Layout
 
     def straight(self) -> bool:
         """Count a run that wants the straight line; whether ``compiled`` is ready for it."""

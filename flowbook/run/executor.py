@@ -57,7 +57,6 @@ import os
 import queue
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -67,10 +66,11 @@ import numpy as np
 
 from flowbook import errors
 from flowbook.run.compile import RunPath, feed_shapes
+from flowbook.run.frames import FrameRun, Layout
 from flowbook.run.observers import Observer, hooks_of, split_for_run, timings_hooks
+from flowbook.run.op_errors import run_error
 from flowbook.run.plan import DISCARD, Plan
 from flowbook.run.timings import KernelTimer, RunTimings
-from flowbook.tensor import Operation
 
 WAIT_SLICE_S = 0.05  # longest single block on the completion queue: keeps waits interruptible
 DRAIN_LIMIT_S = 600.0  # after an error, the longest wait for the run's pool kernels to finish
@@ -121,6 +121,8 @@ def _choose(
     max_in_flight: int,
 ) -> list[Any]:
     """The one place a run's path is chosen.  See the module docstring."""
+    if plan.control_flow:  # branches and loops: frames and iterations
+        return run_frames(plan, path, feeds, observers, deadline)
     # a timed run off the CPU needs the scheduler's device timers (CUDA events)
     hooks = timings_hooks(observers) if observers and not plan.off_host else None
     if deadline is None and (not observers or hooks):
@@ -136,43 +138,6 @@ def _choose(
         if straight and not observers:
             return run_serial(plan, feeds)
     return run_threaded(plan, feeds, observers, deadline, max_in_flight, path)
-
-
-# ------------------------------------------------------------------- errors
-def op_error(op: Operation, exc: BaseException, device: Any = None) -> errors.OpError:
-    """``exc`` raised by ``op``'s kernel, as an OpError naming the op, type and site.
-
-    An OpError keeps its class; running out of memory (a MemoryError, or what
-    ``device`` calls out of memory) becomes ResourceExhaustedError naming the
-    device; anything else becomes InvalidArgumentError with the original type named.
-    """
-    if isinstance(exc, errors.OpError):
-        if exc.op is not None and exc.op is not op:
-            return exc
-        cls, message = type(exc), exc.message
-    elif isinstance(exc, MemoryError) or (device is not None and device.is_out_of_memory(exc)):
-        cls = errors.ResourceExhaustedError
-        if device is None or device.device_type == "CPU":
-            message = f"out of memory ({exc})"
-        else:
-            message = (
-                f"OOM when running on {device.full_name}: {exc} The run's buffers on the "
-                "device were freed; a smaller batch may fit."
-            )
-    else:
-        cls, message = errors.InvalidArgumentError, f"{type(exc).__name__}: {exc}"
-    return cls(None, op, f"{op.describe()}: {message}")
-
-
-def run_error(plan: Plan, i: int, exc: BaseException) -> errors.OpError:
-    """Op ``i``'s error; after running out of memory, the run's buffers are let go first."""
-    device = plan.devices[i] if plan.devices else None
-    error = op_error(plan.ops[i], exc, device)
-    if isinstance(error, errors.ResourceExhaustedError):
-        traceback.clear_frames(exc.__traceback__)  # the kernels' frames, the compiled run's
-        for d in set(plan.devices):
-            d.release_memory()
-    return error
 
 
 def _store(vals: list[Any], outs: tuple[int, ...], result: Any) -> None:
@@ -319,6 +284,45 @@ def run_compiled_timed(
         timings = RunTimings.from_stamps(plan, stamps, shapes, threading.get_ident())
         for hook in hooks:
             hook(plan, timings)
+        for o in observers:
+            o.on_finish(plan, error)
+
+
+# ------------------------------------------------------------ control flow
+def run_frames(
+    plan: Plan,
+    path: RunPath,
+    feeds: Sequence[Any],
+    observers: Sequence[Observer] = (),
+    deadline: float | None = None,
+    order: str = "fifo",
+) -> list[Any]:
+    """Run a plan with branches or loops on the frame scheduler (``flowbook.run.frames``).
+
+    ``order`` "lifo" runs the newest ready op first: the serial reference the
+    differential tests hold the FIFO run to.
+    """
+    if path.layout is None:
+        path.layout = Layout(plan)
+    for o in observers:
+        o.on_start(plan)
+    hooks = hooks_of(observers, "on_timings")
+    timer = KernelTimer(plan, hooks, any(o.keeps_shapes for o in observers)) if hooks else None
+    run = FrameRun(
+        plan, path.layout, feeds, timer.fns if timer is not None else None, order,
+        hooks_of(observers, "before_op"), hooks_of(observers, "after_op"), deadline,
+    )  # fmt: skip
+    error: BaseException | None = None
+    try:
+        return run.run()
+    except BaseException as e:
+        error = e
+        run.records.clear()  # the run is over: its buffers go now
+        run.ready.clear()
+        raise
+    finally:
+        if timer is not None:
+            timer.finish()
         for o in observers:
             o.on_finish(plan, error)
 

@@ -69,6 +69,7 @@ from typing import Any, NamedTuple
 from flowbook import dtypes
 from flowbook.devices import CPU, Device, DeviceSpec, local_devices
 from flowbook.errors import InvalidArgumentError
+from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out
 from flowbook.tensor import Operation, Tensor
 
@@ -172,6 +173,8 @@ class Placer:
             return False
         if any(t.dtype not in _HOST_TYPES for t in op.outputs):
             return False
+        if op.type in CONTROL_FLOW_TYPES or op.type == "LoopCond":
+            return True  # a loop's counters and predicates stay on the host (and loops are cycles)
         for k in value_inputs(op):  # producers come first in a plan: placed already
             t = op.inputs[k]
             if t.dtype not in _HOST_TYPES or self(t.op) is not CPU:

@@ -55,6 +55,7 @@ from typing import Any
 from flowbook.devices import CPU, Device
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph_edit import stale_error
+from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES
 from flowbook.run.placement import CopyOp, insert_copies
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import fmt
@@ -67,9 +68,9 @@ class Plan:
 
     # fixed fields; __weakref__: the live views key their stats by plan, weakly
     __slots__ = (
-        "__weakref__", "any_heavy", "consumers", "copies", "devices", "dynamic", "feed_slots",
-        "fetch_slots", "fns", "frees", "heavy", "inputs", "n_slots", "off_host", "ops", "outputs",
-        "pending", "producers", "ready", "uses",
+        "__weakref__", "any_heavy", "consumers", "control_flow", "copies", "devices", "dynamic",
+        "feed_slots", "fetch_slots", "fns", "frees", "heavy", "inputs", "n_slots", "off_host", "ops",
+        "outputs", "pending", "producers", "ready", "uses",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -93,6 +94,8 @@ class Plan:
         self.devices: list[Device] = []  # per op: where it runs (copies included)
         self.copies: list[CopyOp] = []  # the copy nodes between devices, in order (often none)
         self.off_host = False  # whether some op runs off the CPU (its kernels may be device-timed)
+        # whether it has branches or loops (Switch, Merge, Enter...): then flowbook.run.frames runs it
+        self.control_flow = False
 
 
 def build_plan(
@@ -198,6 +201,7 @@ def build_plan(
     plan.ready = [i for i, p in enumerate(plan.pending) if p == 0]
     plan.any_heavy = any(plan.heavy)
     plan.frees = _static_frees(plan)
+    plan.control_flow = any(op.type in CONTROL_FLOW_TYPES or op.type == "LoopCond" for op in order)
     return plan
 
 
@@ -213,10 +217,10 @@ def _reading_variables(op: Operation, fn: Any, inputs: tuple[Tensor, ...]) -> An
     """
     if is_snapshot(op):
         return fn
+    if op.type in _PASS_ON:  # a branch or loop passes the variable itself on
+        return fn
     reads = tuple(
-        k
-        for k, t in enumerate(inputs)
-        if (t.op.type == "VariableV2" or is_snapshot(t.op)) and k not in op._opdef.ref_inputs
+        k for k, t in enumerate(inputs) if carries_variable(t) and k not in op._opdef.ref_inputs
     )
     if not reads or fn is None:
         return fn
@@ -228,6 +232,22 @@ def _reading_variables(op: Operation, fn: Any, inputs: tuple[Tensor, ...]) -> An
         return fn(*values)
 
     return read_then_run
+
+
+# ops that pass a variable on as it is (its consumers read it): the control-flow primitives
+_PASS_ON = frozenset(t for t in CONTROL_FLOW_TYPES if t != "ControlTrigger")
+
+
+def carries_variable(t: Tensor) -> bool:
+    """Whether ``t``'s value is a variable itself (its VarState), not an array.
+
+    A VariableV2's output, its snapshot ``W/read``, and either passed on by a
+    Switch, Merge, Enter, Exit or NextIteration (a variable used in a branch
+    or a loop body, read by the op that uses it when that op runs).
+    """
+    while t.op.type in _PASS_ON:
+        t = t.op.inputs[0]
+    return t.op.type == "VariableV2" or is_snapshot(t.op)
 
 
 def is_snapshot(op: Operation) -> bool:
@@ -242,10 +262,13 @@ def _topological_order(roots: list[Operation], fed: set[Tensor]) -> list[Operati
     """Ops the roots need (stopping at fed tensors), each after everything it waits for."""
     order: list[Operation] = []
     state: dict[Operation, int] = {}  # 1: on the DFS stack, 2: emitted
-    for root in roots:
+    roots = list(roots)
+    back: list[Operation] = []  # a loop's NextIteration ops, reached through its Merge
+    while roots or back:
+        root = roots.pop(0) if roots else back.pop(0)
         if root in state:
             continue
-        stack: list[tuple[Operation, Any]] = [(root, _deps(root, fed))]
+        stack: list[tuple[Operation, Any]] = [(root, _deps(root, fed, back))]
         state[root] = 1
         while stack:
             op, deps = stack[-1]
@@ -253,7 +276,7 @@ def _topological_order(roots: list[Operation], fed: set[Tensor]) -> list[Operati
                 mark = state.get(dep)
                 if mark is None:
                     state[dep] = 1
-                    stack.append((dep, _deps(dep, fed)))
+                    stack.append((dep, _deps(dep, fed, back)))
                     break
                 if mark == 1:
                     raise InvalidArgumentError(
@@ -266,9 +289,15 @@ def _topological_order(roots: list[Operation], fed: set[Tensor]) -> list[Operati
     return order
 
 
-def _deps(op: Operation, fed: set[Tensor]) -> Any:
+def _deps(op: Operation, fed: set[Tensor], back: list[Operation]) -> Any:
+    """The ops ``op`` runs after; a Merge's NextIteration inputs (a loop's back edge) go to
+    ``back`` instead: they are needed, but come later in the order."""
+    merge = op.type in ("Merge", "RefMerge")
     for t in op.inputs:
         if t not in fed:
+            if merge and t.op.type in ("NextIteration", "RefNextIteration"):
+                back.append(t.op)
+                continue
             yield t.op
     yield from op.control_inputs
 

@@ -35,7 +35,10 @@
     (-0.29, 2)
 """
 
+from typing import Any
+
 from flowbook.graph_def import write_graph
+from flowbook.ops.example_ops import example_pb2
 from flowbook.summary import FileWriter as SummaryWriter
 from flowbook.train.adadelta import AdadeltaOptimizer
 from flowbook.train.adagrad import AdagradOptimizer
@@ -183,3 +186,13 @@ __all__ = [
     "update_checkpoint_state",
     "write_graph",
 ]
+
+# tf.train.Example and its parts: protobuf classes from the tfrecord package, loaded on first use
+_EXAMPLE_PROTOS = ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List",
+                   "FeatureList", "FeatureLists", "SequenceExample")  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXAMPLE_PROTOS:
+        return getattr(example_pb2(), name)
+    raise AttributeError(f"module 'flowbook.train' has no attribute {name!r}")

@@ -1,0 +1,317 @@
+"""Frames and iterations: how a plan with branches and loops runs (the whitepaper's section 4.4).
+
+A plan whose ops include the control-flow primitives (``Switch``, ``Merge``,
+``Enter``, ``Exit``, ``NextIteration``; ``flowbook.ops.control_flow_prims``)
+runs here, as TensorFlow's executor runs it: every value is **tagged** with
+the frame instance and iteration it belongs to, and an op runs once per tag
+in which all its inputs have arrived.
+
+- A **tag** is ``(frame, iteration)``; the run starts in ``(ROOT, 0)``.
+  ``Enter`` delivers into iteration 0 of the child frame named by its
+  ``frame_name`` (one :class:`Frame` per parent tag and name); a constant
+  ``Enter`` (a loop-invariant value) delivers into every iteration of it,
+  those already started and those to come.  ``NextIteration`` delivers into
+  iteration k + 1 (starting it); ``Exit`` into the parent tag.
+- **Deadness**: ``Switch`` outputs :data:`~flowbook.ops.control_flow_prims.DEAD`
+  on its untaken side.  An op with a dead input (data or control) does not
+  run; its outputs are dead.  ``Merge`` passes on the first live input to
+  arrive (a loop's Merge gets exactly one input per iteration: the Enter's
+  in iteration 0, NextIteration's after), and is dead only when all its
+  inputs arrived dead.  A dead ``NextIteration`` stops there (the loop is
+  over), and a dead ``Exit`` reaches the parent only when its whole frame
+  is dead (a loop inside an untaken branch).
+- **Bookkeeping** is per (op, tag): one record ``[waiting, dead, args]``
+  made when the first input arrives, holding the op's own references to its
+  input values, and dropped when it runs; so a value lives until its last
+  reader in its iteration has run, and memory stays bounded by the
+  iterations in flight, not by how many ran.
+
+Every op runs on the calling thread in a FIFO ready order; ``order="lifo"``
+(the serial reference of the differential tests) runs the newest ready op
+first, a different legal order that must give the same values.  Deadlines,
+KeyboardInterrupt (between any two ops, so within one iteration's time) and
+the observers' ``before_op``/``after_op`` hooks work as in the scheduler of
+``flowbook.run.executor``.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     i = fb.while_loop(lambda i: i < 10, lambda i: i + 3, [fb.constant(0)])
+    ...     int(s.run(i))
+    12
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from flowbook import errors
+from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES, DEAD
+from flowbook.run.op_errors import run_error
+from flowbook.run.plan import DISCARD, Plan
+
+SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6
+DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
+
+
+class Frame:
+    """One instance of a loop's frame: started by an Enter in its parent's ``tag``."""
+
+    __slots__ = ("invariants", "iterations", "live", "name", "parent")
+
+    def __init__(self, parent: tuple[Any, int], name: str) -> None:
+        self.parent = parent  # the tag the frame's Enters ran in; its Exits deliver there
+        self.name = name  # the Enter ops' frame_name
+        self.iterations = 1  # iterations started so far (0 .. iterations - 1)
+        self.invariants: list[tuple[int, tuple[Any, ...], bool]] = []  # constant Enters' values
+        self.live = False  # whether a live value entered it (else its Exits pass deadness on)
+
+    def __repr__(self) -> str:
+        return f"Frame({self.name!r})"
+
+
+ROOT: tuple[Any, int] = (None, 0)  # the tag of the run's top level
+
+
+class Layout:
+    """What the frame scheduler needs of a plan, worked out once per plan.
+
+    Per op: its control-flow ``kind`` (0 for every other op), the
+    ``frame_name``/``is_constant`` of an Enter, and ``edges``: for each op it
+    releases, the pairs (output index, input index) it fills (empty for a
+    control edge).  ``expect`` is how many producers a Merge waits for
+    before it can be dead (1 for a loop's Merge).
+    """
+
+    __slots__ = ("constant", "edges", "expect", "fed_args", "frame_of", "kinds", "n_inputs",
+                 "producer_of")  # fmt: skip
+
+    def __init__(self, plan: Plan) -> None:
+        ops = plan.ops
+        self.kinds = [CONTROL_FLOW_TYPES.get(op.type, 0) for op in ops]
+        self.frame_of = [op.attrs.get("frame_name", "") if k == ENTER else "" for op, k in
+                         zip(ops, self.kinds)]  # fmt: skip
+        self.constant = [bool(op.attrs.get("is_constant")) for op in ops]
+        self.n_inputs = [len(ins) for ins in plan.inputs]
+        feed_pos = {s: k for k, s in enumerate(plan.feed_slots)}
+        self.producer_of: dict[int, tuple[int, int]] = {}  # slot -> (op, output index)
+        for p, outs in enumerate(plan.outputs):
+            for k, s in enumerate(outs):
+                if s != DISCARD:
+                    self.producer_of[s] = (p, k)
+        # per op: (input index, feed position) of its fed inputs
+        self.fed_args: list[tuple[tuple[int, int], ...]] = []
+        edges: list[dict[int, list[tuple[int, int]]]] = [{} for _ in ops]
+        for c in range(len(ops)):
+            fed = []
+            for k, s in enumerate(plan.inputs[c]):
+                if s in self.producer_of:
+                    p, k_out = self.producer_of[s]
+                    edges[p].setdefault(c, []).append((k_out, k))
+                else:
+                    fed.append((k, feed_pos[s]))
+            self.fed_args.append(tuple(fed))
+        for c in range(len(ops)):
+            for p in plan.producers[c]:
+                edges[p].setdefault(c, [])  # control edges: nothing to fill
+        self.edges = [tuple((c, tuple(pairs)) for c, pairs in e.items()) for e in edges]
+        self.expect = [
+            (1 if any(self.kinds[p] == NEXT for p in plan.producers[i]) else len(plan.producers[i]))
+            if k == MERGE
+            else 0
+            for i, k in enumerate(self.kinds)
+        ]
+
+
+class FrameRun:
+    """One run of a control-flow plan.  See the module docstring."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        layout: Layout,
+        feeds: Sequence[Any],
+        fns: Sequence[Callable[..., Any]] | None = None,
+        order: str = "fifo",
+        before: Sequence[Callable[..., Any]] = (),
+        after: Sequence[Callable[..., Any]] = (),
+        deadline: float | None = None,
+    ) -> None:
+        self.plan, self.layout, self.feeds = plan, layout, list(feeds)
+        self.fns = plan.fns if fns is None else fns
+        self.records: dict[tuple[int, tuple[Any, int]], list[Any]] = {}  # (op, tag) -> record
+        self.frames: dict[tuple[tuple[Any, int], str], Frame] = {}  # (parent tag, name) -> frame
+        self.ready: deque[tuple[int, tuple[Any, int], list[Any]]] = deque()
+        self.lifo = order == "lifo"
+        self.before, self.after, self.deadline = before, after, deadline
+        self.fetched: dict[int, Any] = {}  # slot -> value, for fetched slots at the top level
+        self.fetch_slots = {s for s in plan.fetch_slots if s is not None}
+        self.ran = 0  # kernels run (the views and tests count them)
+        for i in plan.ready:
+            self.ready.append((i, ROOT, self._args(i, [None] * layout.n_inputs[i])))
+
+    # ---------------------------------------------------------------- loop
+    def run(self) -> list[Any]:
+        """Run every op in every tag it is released in; the fetched values, plan order."""
+        ready, fns, plan = self.ready, self.fns, self.plan
+        before, after, deadline = self.before, self.after, self.deadline
+        pop = ready.pop if self.lifo else ready.popleft
+        count = 0
+        while ready:
+            i, tag, args = pop()
+            count += 1
+            if deadline is not None and not count % DEADLINE_EVERY and time.monotonic() > deadline:
+                raise errors.DeadlineExceededError(
+                    None, plan.ops[i], "Timed out waiting for the run to finish"
+                )
+            if args is None:  # released with a dead input: does not run
+                self._deliver(i, tag, None, True)
+                continue
+            for hook in before:
+                hook(plan.ops[i])
+            try:
+                result = fns[i](*args)
+            except Exception as e:
+                args = None
+                from_op = _run_error(plan, i, e, tag)
+                raise from_op from e
+            self.ran += 1
+            n_out = len(plan.outputs[i])
+            outs = (result,) if n_out == 1 else (tuple(result) if n_out else ())
+            for hook in after:
+                hook(plan.ops[i], outs)
+            self._deliver(i, tag, outs, False)
+        return self._results()
+
+    def _results(self) -> list[Any]:
+        out = []
+        fed = {s: k for k, s in enumerate(self.plan.feed_slots)}
+        for s in self.plan.fetch_slots:
+            if s is None:
+                out.append(None)
+                continue
+            v = self.feeds[fed[s]] if s in fed else self.fetched.get(s, DEAD)
+            if v is DEAD:
+                p, k = self.layout.producer_of[s]
+                t = self.plan.ops[p].outputs[k]
+                raise errors.InvalidArgumentError(
+                    None, t.op, f"Retval of '{t.name}' does not have a value: it is on a branch "
+                    f"the run did not take (a dead tensor of a cond or a loop), {t.op.describe()}"
+                )  # fmt: skip
+            out.append(v)
+        return out
+
+    # ------------------------------------------------------------ delivery
+    def _args(self, i: int, args: list[Any]) -> list[Any]:
+        for k, pos in self.layout.fed_args[i]:
+            args[k] = self.feeds[pos]
+        return args
+
+    def _deliver(self, i: int, tag: tuple[Any, int], outs: tuple[Any, ...] | None,
+                 dead: bool) -> None:  # fmt: skip
+        """Op ``i`` ran (or was dead) in ``tag``: pass its outputs to the ops it releases."""
+        layout = self.layout
+        kind = layout.kinds[i]
+        if outs is None:
+            outs = (DEAD,) * len(self.plan.outputs[i])
+        if kind == NEXT:
+            if dead:
+                return  # the loop is over: deadness stops here
+            frame, it = tag
+            target = (frame, it + 1)
+            if it + 1 >= frame.iterations:
+                frame.iterations = it + 2
+                self._release(i, target, outs, dead)
+                for j, vals, d in frame.invariants:
+                    self._release(j, target, vals, d)
+                return
+        elif kind == ENTER:
+            key = (tag, layout.frame_of[i])
+            frame = self.frames.get(key)
+            if frame is None:
+                frame = self.frames[key] = Frame(tag, layout.frame_of[i])
+            if not dead:
+                frame.live = True
+            if layout.constant[i]:
+                frame.invariants.append((i, outs, dead))
+                for it in range(frame.iterations):
+                    self._release(i, (frame, it), outs, dead)
+                return
+            target = (frame, 0)
+        elif kind == EXIT:
+            frame = tag[0]
+            if dead and frame.live:
+                return  # an iteration that did not leave the loop
+            target = frame.parent
+        else:
+            target = tag
+        self._release(i, target, outs, dead)
+
+    def _release(self, i: int, tag: tuple[Any, int], outs: tuple[Any, ...], dead: bool) -> None:
+        layout, records, plan = self.layout, self.records, self.plan
+        if tag is ROOT or tag == ROOT:
+            for s, v in zip(plan.outputs[i], outs):
+                if s in self.fetch_slots:
+                    self.fetched[s] = v
+        for c, pairs in layout.edges[i]:
+            key = (c, tag)
+            rec = records.get(key)
+            if rec is None:
+                n = layout.n_inputs[c]
+                rec = records[key] = [len(plan.producers[c]), False, self._args(c, [None] * n)]
+            args = rec[2]
+            for k_out, k_in in pairs:
+                v = outs[k_out]
+                args[k_in] = v
+                if v is DEAD:
+                    rec[1] = True
+            if layout.kinds[c] == MERGE:
+                self._merge_arrival(c, tag, rec, pairs, dead)
+                continue
+            if dead:
+                rec[1] = True
+            rec[0] -= 1
+            if not rec[0]:
+                del records[key]
+                if rec[1] and layout.kinds[c] != TRIGGER:
+                    self.ready.append((c, tag, None))
+                else:
+                    self.ready.append((c, tag, rec[2]))
+
+    def _merge_arrival(self, c: int, tag: tuple[Any, int], rec: list[Any],
+                       pairs: tuple[tuple[int, int], ...], dead: bool) -> None:  # fmt: skip
+        """A producer of Merge ``c`` arrived: the first live data input fires it."""
+        if len(rec) == 3:
+            rec.append(0)  # arrivals so far
+            rec.append(False)  # fired
+        rec[3] += 1
+        live = [k for _, k in pairs if rec[2][k] is not DEAD] if not dead else ()
+        if not rec[4] and live:
+            k_in = min(live)
+            v = rec[2][k_in]
+            rec[4] = True
+            self.ran += 1
+            outs = (v, np.int32(k_in))
+            for hook in self.before:
+                hook(self.plan.ops[c])
+            for hook in self.after:
+                hook(self.plan.ops[c], outs)
+            self._deliver(c, tag, outs, False)
+        if rec[3] >= self.layout.expect[c]:
+            del self.records[(c, tag)]
+            if not rec[4]:
+                self._deliver(c, tag, None, True)
+
+
+def _run_error(plan: Plan, i: int, exc: BaseException, tag: tuple[Any, int]) -> Exception:
+    """Op ``i``'s error, naming the loop frame and iteration it ran in."""
+    error = run_error(plan, i, exc)
+    frame, it = tag
+    if frame is not None:
+        error.message += f" (in loop frame '{frame.name}', iteration {it})"
+        error.args = (error.message,)
+    return error
