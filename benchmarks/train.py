@@ -188,8 +188,11 @@ def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
     rows = []
     for name, two in [("cnn", False), ("cnn2", True)]:
         sess, fb_step = _cnn.flowbook_step(two)
-        fb_rate = steps_per_second(fb_step, data, 1 if quick else 3, warmup=3)
-        np_rate = steps_per_second(_cnn.numpy_step(two), data, 1 if quick else 3, warmup=3)
+        np_step = _cnn.numpy_step(two)
+        fb_rate = np_rate = 0.0
+        for _ in range(1 if quick else 4):  # taken in turns, the best of each: load comes and goes
+            fb_rate = max(fb_rate, steps_per_second(fb_step, data, 1, warmup=3))
+            np_rate = max(np_rate, steps_per_second(np_step, data, 1, warmup=3))
         sess.close()
         results[name] = {"flowbook_steps_s": fb_rate, "numpy_steps_s": np_rate}
         results[name]["ratio"] = fb_rate / np_rate
@@ -200,7 +203,7 @@ def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
     print_table(("CNN (batch 64, 28x28x1, SGD)", *HEADER[1:]), rows)
     kernels = _cnn.kernel_times(3 if quick else 15)
     print()
-    print_table(("kernel alone", "ms (median)"), [(k, f"{v:.2f}") for k, v in kernels.items()])
+    print_table(("kernel alone", "ms (best)"), [(k, f"{v:.2f}") for k, v in kernels.items()])
     results["kernels_ms"] = kernels
     return results
 

@@ -16,6 +16,7 @@ import itertools
 
 import numpy as np
 import pytest
+import threadpoolctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -272,15 +273,18 @@ def test_bias_add_gradient_is_bias_add_grad(data_format, axis):
 
 # ------------------------------------------------------------ BLAS threads
 def test_blas_policy_honours_intra_op_threads(monkeypatch):
-    before = blas.blas_threads()
+    controller = threadpoolctl.ThreadpoolController().select(user_api="blas")
+    before = [lib.num_threads for lib in controller.lib_controllers]
+    monkeypatch.setattr(blas, "_applied", blas._applied)  # restored after the test
+    monkeypatch.setattr(blas, "_modules", blas._modules)
     try:
-        monkeypatch.setattr(blas, "_applied", None)  # as if no session had set it yet
+        fb.Session(config=fb.ConfigProto(intra_op_parallelism_threads=2)).close()
+        assert set(blas.blas_threads()) == {2}
         fb.Session(config=fb.ConfigProto(intra_op_parallelism_threads=1)).close()
-        assert set(blas.blas_threads()) <= {1}
+        assert set(blas.blas_threads()) == {1}
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            monkeypatch.delenv(name, raising=False)
         monkeypatch.setattr(blas, "_cpus", lambda: 64)
-        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-        monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
         assert blas.wanted(0) is None  # a big machine: BLAS's own choice
         monkeypatch.setattr(blas, "_cpus", lambda: 2)
         assert blas.wanted(0) == 1  # a small one: one thread
@@ -288,5 +292,5 @@ def test_blas_policy_honours_intra_op_threads(monkeypatch):
         assert blas.wanted(0) is None  # unless the environment says
         assert blas.wanted(3) == 3
     finally:
-        if before:
-            blas.apply(before[0])
+        for lib, n in zip(controller.lib_controllers, before):
+            lib.set_num_threads(n)

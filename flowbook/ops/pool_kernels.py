@@ -42,6 +42,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from flowbook.ops.windows import Geometry, pad_nhwc
 
 __all__ = ["first_max_masks", "lowest", "masked", "max_pool_grad", "window_max", "window_sum"]
@@ -116,9 +118,9 @@ def masked(xp: Any, mask: Any, values: Any) -> Any:
     >>> masked(np, np.array([True, False, True]), np.array([-1.5, np.inf, np.nan])).tolist()
     [-1.5, 0.0, nan]
     """
-    word = xp.dtype(f"u{values.dtype.itemsize}")
+    word = np.dtype(f"u{values.dtype.itemsize}")  # dtypes are numpy's under CuPy too
     keep = mask.astype(word)  # the one new array: the passes below reuse it
-    keep *= word.type(xp.iinfo(word).max)
+    keep *= word.type(np.iinfo(word).max)
     keep &= values.view(word)
     return keep.view(values.dtype)
 

@@ -23,10 +23,11 @@ The policy, applied when a Session is created (:func:`apply`):
 
 Why not a ``threadpool_limits`` context around each run: entering one costs
 ~220 µs (it scans the loaded libraries), a reused ``ThreadpoolController``'s
-``limit`` ~4 µs; the fixed cost of a whole ``run`` is tens of µs.  Here the
-controller is built once, each time the limit must change (~1 ms, so it covers libraries loaded since), and a
-session whose setting is already in force costs one integer comparison.
-``threadpoolctl`` is imported at that moment too (~25 ms), not with flowbook.
+``limit`` ~4 µs; the fixed cost of a whole ``run`` is tens of µs.  Here a
+controller is built (~1 ms) when a session needs a count other than the one
+in force, or when modules were imported since (a BLAS library may have come
+with them); any other new session costs two integer comparisons.
+``threadpoolctl`` is imported at that moment (~25 ms), not with flowbook.
 
     >>> apply(0) in (None, 1)
     True
@@ -35,8 +36,8 @@ session whose setting is already in force costs one integer comparison.
 from __future__ import annotations
 
 import os
+import sys
 import threading
-from typing import Any
 
 __all__ = ["SMALL_MACHINE_CPUS", "apply", "blas_threads"]
 
@@ -44,8 +45,8 @@ SMALL_MACHINE_CPUS = 2  # at most this many usable CPUs: one BLAS thread unless 
 _ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 _lock = threading.Lock()  # guards the two fields below
-_controller: Any = None  # threadpoolctl.ThreadpoolController, built on the first change
 _applied: int | None = None  # the BLAS thread count flowbook last set (None: never set one)
+_modules = 0  # len(sys.modules) then: more modules may mean another BLAS library loaded
 
 
 def _cpus() -> int:
@@ -70,17 +71,16 @@ def wanted(intra_op_threads: int) -> int | None:
 
 def apply(intra_op_threads: int) -> int | None:
     """Put the policy in force for a new session; returns the count set (None: untouched)."""
-    global _controller, _applied
+    global _applied, _modules
     n = wanted(intra_op_threads)
-    if n is None or n == _applied:
+    if n is None or (n == _applied and len(sys.modules) == _modules):
         return n
     with _lock:
-        # built anew on each change (rare, ~1 ms): it then sees BLAS libraries loaded since
         import threadpoolctl  # here, not at import: it costs ~25 ms and most runs need none
 
-        _controller = threadpoolctl.ThreadpoolController()
-        _controller.select(user_api="blas").limit(limits=n)  # process-wide, kept after return
-        _applied = n
+        # A new controller: a BLAS loaded since the last one (scipy's, say) is seen too.
+        threadpoolctl.ThreadpoolController().select(user_api="blas").limit(limits=n)
+        _applied, _modules = n, len(sys.modules)
     return n
 
 
