@@ -303,9 +303,11 @@ def run_frames(
         o.on_start(plan)
     hooks = hooks_of(observers, "on_timings")
     timer = KernelTimer(plan, hooks, any(o.keeps_shapes for o in observers)) if hooks else None
+    counted = hooks_of(observers, "on_control_flow")
     run = FrameRun(
         plan, path.layout, feeds, timer.fns if timer is not None else None, order,
         hooks_of(observers, "before_op"), hooks_of(observers, "after_op"), deadline,
+        hooks_of(observers, "on_iteration"), bool(counted), timer is not None,
     )  # fmt: skip
     error: BaseException | None = None
     try:
@@ -316,7 +318,17 @@ def run_frames(
         run.ready.clear()
         raise
     finally:
+        if counted:
+            assert run.runs is not None
+            iterations = run.iterations()
+            for hook in counted:
+                hook(plan, run.runs, iterations)
         if timer is not None:
+            assert run.tags is not None
+            wheres: dict[tuple[Any, int], tuple[tuple[str, int], ...]] = {}
+            timer.where = [
+                wheres[t] if t in wheres else wheres.setdefault(t, run.where(t)) for t in run.tags
+            ]
             timer.finish()
         for o in observers:
             o.on_finish(plan, error)

@@ -140,8 +140,15 @@ class FrameRun:
         before: Sequence[Callable[..., Any]] = (),
         after: Sequence[Callable[..., Any]] = (),
         deadline: float | None = None,
+        iteration: Sequence[Callable[..., Any]] = (),
+        counting: bool = False,
+        logging: bool = False,
     ) -> None:
         self.plan, self.layout, self.feeds = plan, layout, list(feeds)
+        self.iteration = iteration  # the observers' on_iteration hooks
+        # per op, how many times it ran (when an observer wants on_control_flow)
+        self.runs: list[int] | None = [0] * len(plan.ops) if counting else None
+        self.tags: list[tuple[Any, int]] | None = [] if logging else None  # per kernel timed
         self.fns = plan.fns if fns is None else fns
         self.records: dict[tuple[int, tuple[Any, int]], list[Any]] = {}  # (op, tag) -> record
         self.frames: dict[tuple[tuple[Any, int], str], Frame] = {}  # (parent tag, name) -> frame
@@ -159,6 +166,8 @@ class FrameRun:
         ready, fns, plan = self.ready, self.fns, self.plan
         before, after, deadline = self.before, self.after, self.deadline
         pop = ready.pop if self.lifo else ready.popleft
+        iteration, runs, tags = self.iteration, self.runs, self.tags
+        last: tuple[Any, int] = ROOT
         count = 0
         while ready:
             i, tag, args = pop()
@@ -170,6 +179,11 @@ class FrameRun:
             if args is None:  # released with a dead input: does not run
                 self._deliver(i, tag, None, True)
                 continue
+            if iteration and tag != last:
+                last = tag
+                where = self.where(tag)
+                for hook in iteration:
+                    hook(where)
             for hook in before:
                 hook(plan.ops[i])
             try:
@@ -178,11 +192,35 @@ class FrameRun:
                 args = None
                 from_op = _run_error(plan, i, e, tag)
                 raise from_op from e
+            if runs is not None:
+                runs[i] += 1
+            if tags is not None:
+                tags.append(tag)
             outs = as_outputs(plan.outputs[i], result)
             for hook in after:
                 hook(plan.ops[i], outs)
             self._deliver(i, tag, outs, False)
         return self._results()
+
+    def where(self, tag: tuple[Any, int]) -> tuple[tuple[str, int], ...]:
+        """``(frame_name, iteration)`` pairs from the outermost loop in to ``tag``'s."""
+        out = []
+        frame, it = tag
+        while frame is not None:
+            out.append((frame.name, it))
+            frame, it = frame.parent
+        return tuple(reversed(out))
+
+    def iterations(self) -> dict[str, int]:
+        """Per loop frame name: how many times its body ran, summed over the frame's instances.
+
+        A loop whose body ran n times started n + 1 iterations: the last one
+        only checked the condition.
+        """
+        out: dict[str, int] = {}
+        for frame in self.frames.values():
+            out[frame.name] = out.get(frame.name, 0) + (frame.iterations - 1) * frame.live
+        return out
 
     def _results(self) -> list[Any]:
         out = []
@@ -292,6 +330,8 @@ class FrameRun:
             v = rec[2][k_in]
             rec[4] = True
             outs = (v, np.int32(k_in))
+            if self.runs is not None:
+                self.runs[c] += 1
             for hook in self.before:
                 hook(self.plan.ops[c])
             for hook in self.after:

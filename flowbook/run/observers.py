@@ -3,8 +3,10 @@
 An observer (timings, the live widget, the NaN guard, the stepper's helpers)
 subclasses :class:`Observer` and overrides the hooks it needs: ``on_start``,
 ``before_op``, ``after_op``, ``on_timings`` (all of the run's kernel timings
-at once, as flat lists) and ``on_finish``, all called on the calling
-thread.  Which hooks a class overrides is looked up once per class
+at once, as flat lists), for runs with branches and loops ``on_iteration``
+(the loop iteration the next ops run in) and ``on_control_flow`` (how many
+times each op ran, how many iterations each loop did), and ``on_finish``,
+all called on the calling thread.  Which hooks a class overrides is looked up once per class
 (``_overridden``); the executor calls only those, so an observed run stays
 close to an unobserved one, and an observer that wants nothing per op
 (``timings_hooks``) leaves a run on its compiled straight line
@@ -69,6 +71,24 @@ class Observer:
     def after_op(self, op: Operation, outputs: Sequence[Any]) -> None:
         """``op``'s kernel returned ``outputs`` (one entry per output)."""
 
+    def on_iteration(self, where: tuple[tuple[str, int], ...]) -> None:
+        """The ops that follow run in loop iterations ``where`` (runs with loops only).
+
+        ``where`` lists ``(frame_name, iteration)`` from the outermost loop in;
+        ``()`` is the top level.  The frame scheduler calls it when the next op
+        runs in a different iteration than the op before it, before that op's
+        ``before_op``.
+        """
+
+    def on_control_flow(self, plan: Plan, runs: list[int], iterations: dict[str, int]) -> None:
+        """How a run with branches or loops went, at its end (before ``on_finish``).
+
+        ``runs[i]``: how many times op i of the plan ran (0: on an untaken
+        branch, or dead); ``iterations``: per loop frame name, how many times
+        its body ran, summed over its instances (a loop inside another loop
+        starts once per outer iteration).
+        """
+
     def on_finish(self, plan: Plan, error: BaseException | None) -> None:
         """The run ended, with ``error`` if it failed."""
 
@@ -87,7 +107,10 @@ def hooks_of(observers: Sequence[Observer], name: str) -> list[Callable[..., Any
     ]
 
 
-_HOOKS = ("on_start", "before_op", "after_op", "on_timings", "on_finish")
+_HOOKS = (
+    "on_start", "before_op", "after_op", "on_timings", "on_iteration", "on_control_flow",
+    "on_finish",
+)  # fmt: skip
 
 
 @cache

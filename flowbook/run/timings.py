@@ -53,7 +53,7 @@ class RunTimings:
     (10, [1, 0])
     """
 
-    __slots__ = ("_lists", "_log", "_shapes", "_shapes_of", "device_ns")
+    __slots__ = ("_lists", "_log", "_shapes", "_shapes_of", "device_ns", "where")
 
     def __init__(
         self,
@@ -74,6 +74,9 @@ class RunTimings:
         # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the
         # ops off the CPU; None when the plan has none
         self.device_ns = device_ns
+        # runs with loops: per kernel run (log order), the (frame_name, iteration) pairs it
+        # ran in, outermost first; None for runs without loops
+        self.where: list[tuple[tuple[str, int], ...]] | None = None
 
     @classmethod
     def from_log(
@@ -87,7 +90,7 @@ class RunTimings:
         """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, None, device_ns
-        t._log = (plan, log, start_ns, None)
+        t._log, t.where = (plan, log, start_ns, None), None
         return t
 
     @classmethod
@@ -102,7 +105,7 @@ class RunTimings:
         """
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, plan, None
-        t._log = (plan, stamps, 0, thread)
+        t._log, t.where = (plan, stamps, 0, thread), None
         return t
 
     def _built(self) -> tuple[list[int], ...]:
@@ -197,6 +200,7 @@ class KernelTimer:
             for i, (fn, d) in enumerate(zip(plan.fns, plan.devices))
         ]
         self.t0 = time.perf_counter_ns()
+        self.where: list[Any] | None = None  # runs with loops: per logged kernel, its iteration
 
     def _timed(self, i: int, fn: Callable[..., Any], timer: Any) -> Callable[..., Any]:
         log, clock, thread = self.log.append, time.perf_counter_ns, threading.get_ident
@@ -226,6 +230,7 @@ class KernelTimer:
             except Exception:  # a device left unusable by the run's error: no device lane
                 device_ns = None
         timings = RunTimings.from_log(self.plan, self.log, self.t0, self.shapes, device_ns)
+        timings.where = self.where
         for hook in self.hooks:
             hook(self.plan, timings)
 
