@@ -23,12 +23,14 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 
 def _both_orders(sess, fetches, feed=None):
-    """The run's values, and the same plan run newest-ready-first: they must agree."""
+    """The run's values (innermost loops compiled), and the same plan with every loop
+    interpreted, oldest-ready-first and newest-ready-first: they must agree."""
     want = sess.run(fetches, feed)
     tensors, values = sess._feeds(feed) if feed else ((), ())
     plan = sess._plans[(fetches, None, *tensors, sess.graph._version)]
-    (got,) = run_frames(plan, sess._paths[plan], values, order="lifo")
-    np.testing.assert_allclose(np.asarray(got, float), np.asarray(want, float), rtol=1e-12)
+    for order in ("fifo", "lifo"):
+        (got,) = run_frames(plan, sess._paths[plan], values, order=order, compiled=False)
+        np.testing.assert_allclose(np.asarray(got, float), np.asarray(want, float), rtol=1e-12)
     return want
 
 

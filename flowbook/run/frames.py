@@ -26,6 +26,14 @@ in which all its inputs have arrived.
   reader in its iteration has run, and memory stays bounded by the
   iterations in flight, not by how many ran.
 
+**Compiled loops.**  When nobody watches the run op by op (no per-op or
+per-iteration hook, no timings), each innermost loop without a branch
+inside runs as one compiled Python ``while`` (``flowbook.run.loops``):
+the scheduler collects its Enters, calls it, and delivers its Exits, so a
+trivial iteration costs about what the same Python loop over numpy does.
+:func:`run_frames` is the front door; ``compiled=False`` keeps every loop
+interpreted (the differential tests' reference).
+
 Every op runs on the calling thread in a FIFO ready order; ``order="lifo"``
 (the serial reference of the differential tests) runs the newest ready op
 first, a different legal order that must give the same values.  Deadlines,
@@ -51,8 +59,12 @@ import numpy as np
 
 from flowbook import errors
 from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES, DEAD
+from flowbook.run.compile import RunPath
+from flowbook.run.loops import CompiledLoop, LoopDeadline, clock, compile_loops
+from flowbook.run.observers import Observer, hooks_of
 from flowbook.run.op_errors import run_error
 from flowbook.run.plan import DISCARD, Plan, as_outputs
+from flowbook.run.timings import KernelTimer
 
 SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6
 DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
@@ -87,8 +99,8 @@ class Layout:
     before it can be dead (1 for a loop's Merge).
     """
 
-    __slots__ = ("constant", "edges", "expect", "fed_args", "frame_of", "kinds", "n_inputs",
-                 "producer_of")  # fmt: skip
+    __slots__ = ("_loops", "constant", "edges", "expect", "fed_args", "frame_of", "kinds",
+                 "n_inputs", "producer_of")  # fmt: skip
 
     def __init__(self, plan: Plan) -> None:
         ops = plan.ops
@@ -125,6 +137,13 @@ class Layout:
             else 0
             for i, k in enumerate(self.kinds)
         ]
+        self._loops: dict[str, CompiledLoop] | None = None
+
+    def loops(self, plan: Plan) -> dict[str, CompiledLoop]:
+        """The frames that run as compiled Python loops (``flowbook.run.loops``), made once."""
+        if self._loops is None:
+            self._loops = compile_loops(plan)
+        return self._loops
 
 
 class FrameRun:
@@ -143,8 +162,12 @@ class FrameRun:
         iteration: Sequence[Callable[..., Any]] = (),
         counting: bool = False,
         logging: bool = False,
+        loops: dict[str, CompiledLoop] | None = None,
     ) -> None:
         self.plan, self.layout, self.feeds = plan, layout, list(feeds)
+        self.loops = loops or None  # frames that run compiled, by name
+        self.pending: dict[tuple[tuple[Any, int], str], list[Any]] = {}  # their Enters so far
+        self.compiled_iterations: dict[str, int] = {}  # body runs of the compiled frames
         self.iteration = iteration  # the observers' on_iteration hooks
         # per op, how many times it ran (when an observer wants on_control_flow)
         self.runs: list[int] | None = [0] * len(plan.ops) if counting else None
@@ -217,7 +240,7 @@ class FrameRun:
         A loop whose body ran n times started n + 1 iterations: the last one
         only checked the condition.
         """
-        out: dict[str, int] = {}
+        out: dict[str, int] = dict(self.compiled_iterations)
         for frame in self.frames.values():
             out[frame.name] = out.get(frame.name, 0) + (frame.iterations - 1) * frame.live
         return out
@@ -265,6 +288,9 @@ class FrameRun:
                     self._release(j, target, vals, d)
                 return
         elif kind == ENTER:
+            if self.loops is not None and layout.frame_of[i] in self.loops:
+                self._enter_compiled(self.loops[layout.frame_of[i]], i, tag, outs[0], dead)
+                return
             key = (tag, layout.frame_of[i])
             frame = self.frames.get(key)
             if frame is None:
@@ -285,6 +311,47 @@ class FrameRun:
         else:
             target = tag
         self._release(i, target, outs, dead)
+
+    def _enter_compiled(self, loop: CompiledLoop, i: int, tag: tuple[Any, int], value: Any,
+                        dead: bool) -> None:  # fmt: skip
+        """Enter ``i`` of a compiled frame delivered: once all have, run the loop in one go."""
+        key = (tag, loop.name)
+        got = self.pending.get(key)
+        if got is None:
+            got = self.pending[key] = [[None] * len(loop.enters), 0, False]
+        got[0][loop.position[i]] = value
+        got[1] += 1
+        got[2] = got[2] or dead
+        if got[1] < len(loop.enters):
+            return
+        del self.pending[key]
+        if got[2]:  # a loop on an untaken branch: its Exits are dead
+            for e in loop.exits:
+                self._release(e, tag, (DEAD,), True)
+            return
+        assert loop.fn is not None
+        try:
+            values, n = loop.fn(*got[0], self.deadline, clock)
+        except LoopDeadline:
+            raise errors.DeadlineExceededError(
+                None, self.plan.ops[loop.exits[0]], "Timed out waiting for the run to finish"
+            ) from None
+        except Exception as e:
+            got = None
+            op = loop.op_index(e.__traceback__)
+            if op is None:
+                raise
+            error = run_error(self.plan, op, e)
+            error.message += (
+                f" (in loop frame '{loop.name}', iteration {loop.iteration(e.__traceback__)})"
+            )
+            error.args = (error.message,)
+            raise error from e
+        self.compiled_iterations[loop.name] = self.compiled_iterations.get(loop.name, 0) + n
+        if self.runs is not None:
+            loop.count(self.runs, n)
+        for e, v in zip(loop.exits, values):
+            self._release(e, tag, (v,), False)
 
     def _release(self, i: int, tag: tuple[Any, int], outs: tuple[Any, ...], dead: bool) -> None:
         layout, records, plan = self.layout, self.records, self.plan
@@ -351,3 +418,61 @@ def _run_error(plan: Plan, i: int, exc: BaseException, tag: tuple[Any, int]) -> 
         error.message += f" (in loop frame '{frame.name}', iteration {it})"
         error.args = (error.message,)
     return error
+
+
+def run_frames(
+    plan: Plan,
+    path: RunPath,
+    feeds: Sequence[Any],
+    observers: Sequence[Observer] = (),
+    deadline: float | None = None,
+    order: str = "fifo",
+    compiled: bool = True,
+) -> list[Any]:
+    """Run a plan with branches or loops on the frame scheduler (``flowbook.run.frames``).
+
+    ``order`` "lifo" runs the newest ready op first: the serial reference the
+    differential tests hold the FIFO run to.  ``compiled`` False keeps every
+    loop on the scheduler (else innermost loops run compiled when nobody
+    watches op by op: ``flowbook.run.loops``).
+    """
+    if path.layout is None:
+        path.layout = Layout(plan)
+    for o in observers:
+        o.on_start(plan)
+    hooks = hooks_of(observers, "on_timings")
+    timer = KernelTimer(plan, hooks, any(o.keeps_shapes for o in observers)) if hooks else None
+    counted = hooks_of(observers, "on_control_flow")
+    before, after = hooks_of(observers, "before_op"), hooks_of(observers, "after_op")
+    iteration = hooks_of(observers, "on_iteration")
+    # nobody watches op by op: innermost loops run as compiled Python loops
+    loops = (
+        None if before or after or iteration or timer or not compiled else path.layout.loops(plan)
+    )
+    run = FrameRun(
+        plan, path.layout, feeds, timer.fns if timer is not None else None, order,
+        before, after, deadline, iteration, bool(counted), timer is not None, loops,
+    )  # fmt: skip
+    error: BaseException | None = None
+    try:
+        return run.run()
+    except BaseException as e:
+        error = e
+        run.records.clear()  # the run is over: its buffers go now
+        run.ready.clear()
+        raise
+    finally:
+        if counted:
+            assert run.runs is not None
+            iterations = run.iterations()
+            for hook in counted:
+                hook(plan, run.runs, iterations)
+        if timer is not None:
+            assert run.tags is not None
+            wheres: dict[tuple[Any, int], tuple[tuple[str, int], ...]] = {}
+            timer.where = [
+                wheres[t] if t in wheres else wheres.setdefault(t, run.where(t)) for t in run.tags
+            ]
+            timer.finish()
+        for o in observers:
+            o.on_finish(plan, error)
