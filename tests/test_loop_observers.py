@@ -105,3 +105,42 @@ def test_a_compiled_loop_counts_its_ops_as_the_scheduler_does():
         with tf.observe(Counts()) as counted:
             s.run(i, {n: 5})
     assert counted.runs == watched.runs and counted.iterations == {"loop/while_context": 5}
+
+
+def test_a_loops_progress_can_be_read_while_it_runs_compiled_or_not():
+    import threading
+    import time
+
+    class Progress(tf.Observer):
+        def __init__(self):
+            self.loops, self.seen = [], []
+
+        def on_loop(self, name, progress):
+            self.loops.append((name, progress))
+            self.seen.append(progress())
+
+    with tf.Graph().as_default(), tf.Session() as s:
+        n = tf.placeholder(tf.int32, [])
+        i = tf.while_loop(lambda i: i < n, lambda i: i + 1, [tf.constant(0)], name="loop")
+        for watcher in (Progress(), Seen()):  # compiled, then interpreted (on_iteration)
+            watcher.on_loop = Progress.on_loop.__get__(watcher)
+            watcher.loops, watcher.seen = [], []
+            sampled = []
+            stop = threading.Event()
+
+            def sample(w=watcher):
+                while not stop.is_set():
+                    if w.loops:
+                        sampled.append(w.loops[0][1]())
+                    time.sleep(0.001)
+
+            t = threading.Thread(target=sample)
+            t.start()
+            with tf.observe(watcher):
+                assert s.run(i, {n: 300_000 if isinstance(watcher, Progress) else 20_000}) > 0
+            stop.set()
+            t.join()
+            ((name, progress),) = watcher.loops
+            assert name == "loop/while_context" and watcher.seen == [0]
+            assert progress() in (300_000, 20_000)
+            assert any(0 < k < progress() for k in sampled), sampled[:5]  # it moved during the run

@@ -82,6 +82,10 @@ class Frame:
         self.invariants: list[tuple[int, tuple[Any, ...], bool]] = []  # constant Enters' values
         self.live = False  # whether a live value entered it (else its Exits pass deadness on)
 
+    def progress(self) -> int:
+        """How many times the body has run so far (iterations started, less the one running)."""
+        return max(self.iterations - 1, 0)
+
     def __repr__(self) -> str:
         return f"Frame({self.name!r})"
 
@@ -163,7 +167,9 @@ class FrameRun:
         counting: bool = False,
         logging: bool = False,
         loops: dict[str, CompiledLoop] | None = None,
+        on_loop: Sequence[Callable[..., Any]] = (),
     ) -> None:
+        self.on_loop = on_loop  # the observers' on_loop hooks
         self.plan, self.layout, self.feeds = plan, layout, list(feeds)
         self.loops = loops or None  # frames that run compiled, by name
         self.pending: dict[tuple[tuple[Any, int], str], list[Any]] = {}  # their Enters so far
@@ -295,6 +301,8 @@ class FrameRun:
             frame = self.frames.get(key)
             if frame is None:
                 frame = self.frames[key] = Frame(tag, layout.frame_of[i])
+                for hook in self.on_loop:
+                    hook(frame.name, frame.progress)
             if not dead:
                 frame.live = True
             if layout.constant[i]:
@@ -330,8 +338,11 @@ class FrameRun:
                 self._release(e, tag, (DEAD,), True)
             return
         assert loop.fn is not None
+        cell = [0]
+        for hook in self.on_loop:
+            hook(loop.name, lambda: cell[0])
         try:
-            values, n = loop.fn(*got[0], self.deadline, clock)
+            values, n = loop.fn(*got[0], self.deadline, clock, cell)
         except LoopDeadline:
             raise errors.DeadlineExceededError(
                 None, self.plan.ops[loop.exits[0]], "Timed out waiting for the run to finish"
@@ -452,6 +463,7 @@ def run_frames(
     run = FrameRun(
         plan, path.layout, feeds, timer.fns if timer is not None else None, order,
         before, after, deadline, iteration, bool(counted), timer is not None, loops,
+        hooks_of(observers, "on_loop"),
     )  # fmt: skip
     error: BaseException | None = None
     try:
