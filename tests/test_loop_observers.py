@@ -68,7 +68,7 @@ def test_an_innermost_loop_runs_compiled_and_agrees_with_the_scheduler():
         _, total = tf.while_loop(lambda i, t: i < 5, outer, [0, 1.0], name="out")
         got = s.run(total)
         plan, path = _plan_and_path(s)
-        assert sorted(path.layout.loops(plan)) == ["out/while/while_context"]  # the inner one
+        assert sorted(path.layout.loops) == ["out/while/while_context"]  # the inner one
         (want,) = run_frames(plan, path, [], compiled=False)
     assert got == want
 
@@ -85,8 +85,7 @@ def test_a_compiled_loop_updates_a_variable_in_order():
         _, seen = tf.while_loop(lambda i, seen: i < 4, body, [0, 0.0])
         s.run(tf.global_variables_initializer())
         assert s.run(seen) == 1.0 + 2.0 + 3.0 + 4.0
-        plan, path = _plan_and_path(s)
-        assert path.layout.loops(plan)
+        assert _plan_and_path(s)[1].layout.loops
         assert s.run(v) == 4.0
 
 
@@ -128,7 +127,7 @@ def test_a_loops_progress_can_be_read_while_it_runs_compiled_or_not():
             sampled = []
             stop = threading.Event()
 
-            def sample(w=watcher):
+            def sample(w=watcher, stop=stop, sampled=sampled):
                 while not stop.is_set():
                     if w.loops:
                         sampled.append(w.loops[0][1]())

@@ -58,15 +58,15 @@ from typing import Any
 import numpy as np
 
 from flowbook import errors
-from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES, DEAD
+from flowbook.ops.control_flow_prims import DEAD
 from flowbook.run.compile import RunPath
+from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, TRIGGER, Layout
 from flowbook.run.loops import CompiledLoop, LoopDeadline, clock, compile_loops
 from flowbook.run.observers import Observer, hooks_of
 from flowbook.run.op_errors import run_error
-from flowbook.run.plan import DISCARD, Plan, as_outputs
+from flowbook.run.plan import Plan, as_outputs
 from flowbook.run.timings import KernelTimer
 
-SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6
 DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
 
 
@@ -93,63 +93,6 @@ class Frame:
 ROOT: tuple[Any, int] = (None, 0)  # the tag of the run's top level
 
 
-class Layout:
-    """What the frame scheduler needs of a plan, worked out once per plan.
-
-    Per op: its control-flow ``kind`` (0 for every other op), the
-    ``frame_name``/``is_constant`` of an Enter, and ``edges``: for each op it
-    releases, the pairs (output index, input index) it fills (empty for a
-    control edge).  ``expect`` is how many producers a Merge waits for
-    before it can be dead (1 for a loop's Merge).
-    """
-
-    __slots__ = ("_loops", "constant", "edges", "expect", "fed_args", "frame_of", "kinds",
-                 "n_inputs", "producer_of")  # fmt: skip
-
-    def __init__(self, plan: Plan) -> None:
-        ops = plan.ops
-        self.kinds = [CONTROL_FLOW_TYPES.get(op.type, 0) for op in ops]
-        self.frame_of = [op.attrs.get("frame_name", "") if k == ENTER else "" for op, k in
-                         zip(ops, self.kinds)]  # fmt: skip
-        self.constant = [bool(op.attrs.get("is_constant")) for op in ops]
-        self.n_inputs = [len(ins) for ins in plan.inputs]
-        feed_pos = {s: k for k, s in enumerate(plan.feed_slots)}
-        self.producer_of: dict[int, tuple[int, int]] = {}  # slot -> (op, output index)
-        for p, outs in enumerate(plan.outputs):
-            for k, s in enumerate(outs):
-                if s != DISCARD:
-                    self.producer_of[s] = (p, k)
-        # per op: (input index, feed position) of its fed inputs
-        self.fed_args: list[tuple[tuple[int, int], ...]] = []
-        edges: list[dict[int, list[tuple[int, int]]]] = [{} for _ in ops]
-        for c in range(len(ops)):
-            fed = []
-            for k, s in enumerate(plan.inputs[c]):
-                if s in self.producer_of:
-                    p, k_out = self.producer_of[s]
-                    edges[p].setdefault(c, []).append((k_out, k))
-                else:
-                    fed.append((k, feed_pos[s]))
-            self.fed_args.append(tuple(fed))
-        for c in range(len(ops)):
-            for p in plan.producers[c]:
-                edges[p].setdefault(c, [])  # control edges: nothing to fill
-        self.edges = [tuple((c, tuple(pairs)) for c, pairs in e.items()) for e in edges]
-        self.expect = [
-            (1 if any(self.kinds[p] == NEXT for p in plan.producers[i]) else len(plan.producers[i]))
-            if k == MERGE
-            else 0
-            for i, k in enumerate(self.kinds)
-        ]
-        self._loops: dict[str, CompiledLoop] | None = None
-
-    def loops(self, plan: Plan) -> dict[str, CompiledLoop]:
-        """The frames that run as compiled Python loops (``flowbook.run.loops``), made once."""
-        if self._loops is None:
-            self._loops = compile_loops(plan)
-        return self._loops
-
-
 class FrameRun:
     """One run of a control-flow plan.  See the module docstring."""
 
@@ -170,6 +113,7 @@ class FrameRun:
         on_loop: Sequence[Callable[..., Any]] = (),
     ) -> None:
         self.on_loop = on_loop  # the observers' on_loop hooks
+        self.current: tuple[Any, int] = ROOT  # the tag of the op being stepped (run_one)
         self.plan, self.layout, self.feeds = plan, layout, list(feeds)
         self.loops = loops or None  # frames that run compiled, by name
         self.pending: dict[tuple[tuple[Any, int], str], list[Any]] = {}  # their Enters so far
@@ -230,6 +174,42 @@ class FrameRun:
                 hook(plan.ops[i], outs)
             self._deliver(i, tag, outs, False)
         return self._results()
+
+    # ------------------------------------------------------------ stepping
+    def head(self) -> tuple[int, tuple[Any, int], list[Any]] | None:
+        """The ready entry ``(op, tag, args)`` that runs next (FIFO); dead ones pass on first."""
+        ready = self.ready
+        while ready and ready[0][2] is None:
+            i, tag, _ = ready.popleft()
+            self._deliver(i, tag, None, True)
+        return ready[0] if ready else None
+
+    def run_one(self, entry: tuple[int, tuple[Any, int], list[Any]]) -> tuple[Any, ...]:
+        """Run one ready ``entry`` (the Stepper's step) and deliver its outputs.
+
+        A kernel error (named with the op and iteration) leaves ``entry``
+        ready, and everything else as it was.
+        """
+        i, tag, args = entry
+        self.current = tag
+        for hook in self.before:
+            hook(self.plan.ops[i])
+        try:
+            result = self.fns[i](*args)
+        except Exception as e:
+            raise _run_error(self.plan, i, e, tag) from e
+        ready = self.ready
+        for k, other in enumerate(ready):  # by identity: args hold arrays
+            if other is entry:
+                del ready[k]
+                break
+        if self.runs is not None:
+            self.runs[i] += 1
+        outs = as_outputs(self.plan.outputs[i], result)
+        for hook in self.after:
+            hook(self.plan.ops[i], outs)
+        self._deliver(i, tag, outs, False)
+        return outs
 
     def where(self, tag: tuple[Any, int]) -> tuple[tuple[str, int], ...]:
         """``(frame_name, iteration)`` pairs from the outermost loop in to ``tag``'s."""
@@ -410,6 +390,7 @@ class FrameRun:
             outs = (v, np.int32(k_in))
             if self.runs is not None:
                 self.runs[c] += 1
+            self.current = tag
             for hook in self.before:
                 hook(self.plan.ops[c])
             for hook in self.after:
@@ -457,9 +438,11 @@ def run_frames(
     before, after = hooks_of(observers, "before_op"), hooks_of(observers, "after_op")
     iteration = hooks_of(observers, "on_iteration")
     # nobody watches op by op: innermost loops run as compiled Python loops
-    loops = (
-        None if before or after or iteration or timer or not compiled else path.layout.loops(plan)
-    )
+    loops = None
+    if compiled and not (before or after or iteration or timer):
+        if path.layout.loops is None:
+            path.layout.loops = compile_loops(plan)
+        loops = path.layout.loops
     run = FrameRun(
         plan, path.layout, feeds, timer.fns if timer is not None else None, order,
         before, after, deadline, iteration, bool(counted), timer is not None, loops,

@@ -56,9 +56,9 @@ from collections.abc import Callable
 from typing import Any
 
 from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES
+from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, SWITCH, TRIGGER
 from flowbook.run.plan import DISCARD, Plan
 
-SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6  # as in flowbook.run.frames
 LOOP_FILENAME = "<flowbook loop>"  # the file name of compiled loops in tracebacks
 DEADLINE_EVERY = 256  # iterations between two reads of the clock when a deadline is set
 
