@@ -143,3 +143,24 @@ def test_a_loops_progress_can_be_read_while_it_runs_compiled_or_not():
             assert name == "loop/while_context" and watcher.seen == [0]
             assert progress() in (300_000, 20_000)
             assert any(0 < k < progress() for k in sampled), sampled[:5]  # it moved during the run
+
+
+def test_full_trace_records_an_op_once_per_iteration():
+    import json
+
+    from flowbook.timeline import Timeline
+
+    with tf.Graph().as_default(), tf.Session() as s:
+        i = tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)], name="loop")
+        md = tf.RunMetadata()
+        opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        assert s.run(i, options=opts, run_metadata=md) == 3
+    adds = [n for n in md.step_stats.dev_stats[0].node_stats if n.node_name == "loop/add"]
+    assert [(n.frame_name, n.iteration_id) for n in adds] == [
+        ("loop/while_context", k) for k in range(3)
+    ]
+    assert adds[2].timeline_label.endswith("[loop 'loop/while_context' iteration 2]")
+    trace = json.loads(Timeline(md.step_stats).generate_chrome_trace_format())
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    assert sum(e["name"] == "loop/add" for e in events) == 3
+    assert {e["args"]["op"] for e in events if e["name"] == "loop/add"} == {"Add"}
