@@ -21,8 +21,8 @@ the flow of the gradient array after the later reads' gradients wrote it.
     >>> with fb.Graph().as_default(), fb.Session() as s:
     ...     ta = fb.TensorArray(fb.float32, size=3).unstack([1.0, 2.0, 3.0])
     ...     y = ta.read(2) * ta.read(0)
-    ...     s.run([y, ta.stack()])
-    [3.0, array([1., 2., 3.], dtype=float32)]
+    ...     [v.tolist() for v in s.run([y, ta.stack()])]
+    [3.0, [1.0, 2.0, 3.0]]
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ class TensorArray:
     >>> with fb.Graph().as_default(), fb.Session() as s:
     ...     ta = fb.TensorArray(fb.int32, size=0, dynamic_size=True)
     ...     ta = ta.write(0, 7).write(1, 8)
-    ...     s.run([ta.stack(), ta.size()])
-    [array([7, 8], dtype=int32), 2]
+    ...     [v.tolist() for v in s.run([ta.stack(), ta.size()])]
+    [[7, 8], 2]
     """
 
     def __init__(
@@ -223,16 +223,18 @@ class TensorArray:
     def split(self, value: Any, lengths: Any, name: str | None = None) -> TensorArray:
         """``value`` cut along its first axis into pieces of ``lengths``, one per element."""
         value = self._value(value)
-        if isinstance(lengths, list | tuple) and lengths and len(set(lengths)) == 1:
-            if value._shape is not None and value._shape:
-                self._merge_shape((int(lengths[0]), *value._shape[1:]))
+        same = isinstance(lengths, list | tuple) and lengths and len(set(lengths)) == 1
+        if same and value._shape is not None and value._shape:
+            self._merge_shape((int(lengths[0]), *value._shape[1:]))
         flow = make1("TensorArraySplitV3", (self._handle, value, tensor(lengths, dtypes.int64),
                      self._flow), name=name or "TensorArraySplit")  # fmt: skip
         return self._with_flow(flow)
 
     def size(self, name: str | None = None) -> Tensor:
         """The number of elements (an int32 scalar)."""
-        return make1("TensorArraySizeV3", (self._handle, self._flow), name=name or "TensorArraySizeV3")
+        return make1(
+            "TensorArraySizeV3", (self._handle, self._flow), name=name or "TensorArraySize"
+        )
 
     def close(self, name: str | None = None) -> Operation:
         """Close the array: an op after which every use of it is an error."""

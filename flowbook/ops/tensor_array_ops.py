@@ -54,8 +54,8 @@ __all__ = ["RunTensorArray"]
 class RunTensorArray:
     """One run's TensorArray: its elements and what its ``TensorArrayV3`` op declared."""
 
-    __slots__ = ("dynamic", "dtype", "element_shape", "forward", "grads", "identical", "name",
-                 "closed", "values")  # fmt: skip
+    __slots__ = ("closed", "dtype", "dynamic", "element_shape", "forward", "grads", "identical",
+                 "name", "values")  # fmt: skip
 
     def __init__(self, name: str, dtype: Any, size: int, dynamic: bool, element_shape: Shape,
                  identical: bool, forward: RunTensorArray | None = None) -> None:  # fmt: skip
@@ -320,22 +320,19 @@ for _name, _inputs, _attrs, _infer, _kernel in (
                    grad=NOT_DIFFERENTIABLE))  # fmt: skip
 
 # how the ops look in a GraphDef: TF's output counts, the "T" of the value written, shape attrs
-graph_def.OUTPUT_COUNTS.update(
-    {"TensorArrayV3": 2, "TensorArrayGradV3": 2, "TensorArrayConcatV3": 2, "TensorArrayCloseV3": 0}
-)
-graph_def.TYPE_ATTRS.update(
-    {"TensorArrayWriteV3": {"T": 2}, "TensorArrayScatterV3": {"T": 2},
-     "TensorArraySplitV3": {"T": 1}}  # fmt: skip
-)
-graph_def.TYPE_ATTRS.update(
-    {n: {} for n in ("TensorArrayV3", "TensorArrayReadV3", "TensorArrayGatherV3",
-                     "TensorArrayConcatV3", "TensorArraySizeV3", "TensorArrayCloseV3",
-                     "TensorArrayGradV3")}  # fmt: skip
-)
-graph_def.OP_ATTR_KINDS.update(
-    {("TensorArrayV3", "element_shape"): "shape", ("TensorArrayGatherV3", "element_shape"): "shape",
-     ("TensorArrayConcatV3", "element_shape_except0"): "shape",
-     ("TensorArrayV3", "dynamic_size"): "bool", ("TensorArrayV3", "clear_after_read"): "bool",
-     ("TensorArrayV3", "identical_element_shapes"): "bool",
-     ("TensorArrayV3", "tensor_array_name"): "string", ("TensorArrayGradV3", "source"): "string"}
-)  # fmt: skip
+_OUTPUTS = {"TensorArrayV3": 2, "TensorArrayGradV3": 2, "TensorArrayConcatV3": 2,
+            "TensorArrayCloseV3": 0}  # fmt: skip
+_T = {"TensorArrayWriteV3": {"T": 2}, "TensorArrayScatterV3": {"T": 2},
+      "TensorArraySplitV3": {"T": 1}}  # fmt: skip
+_KINDS = {("TensorArrayV3", "element_shape"): "shape",
+          ("TensorArrayGatherV3", "element_shape"): "shape",
+          ("TensorArrayConcatV3", "element_shape_except0"): "shape",
+          ("TensorArrayV3", "dynamic_size"): "bool", ("TensorArrayV3", "clear_after_read"): "bool",
+          ("TensorArrayV3", "identical_element_shapes"): "bool",
+          ("TensorArrayV3", "tensor_array_name"): "string",
+          ("TensorArrayGradV3", "source"): "string"}  # fmt: skip
+graph_def.OUTPUT_COUNTS.update(_OUTPUTS)
+graph_def.TYPE_ATTRS.update({n: _T.get(n, {}) for n in _OUTPUTS.keys() | _T.keys()})
+graph_def.TYPE_ATTRS.update({n: {} for n in ("TensorArrayReadV3", "TensorArrayGatherV3",
+                                             "TensorArraySizeV3")})  # fmt: skip
+graph_def.OP_ATTR_KINDS.update(_KINDS)
