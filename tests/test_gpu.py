@@ -343,10 +343,7 @@ NOT_ON_GPU = {
     "Stack": "a loop gradient's stack: its handle is a string, host only",
     "StackPush": "a string handle: host only",
     "StackPop": "a string handle: host only",
-    **{
-        f"TensorArray{k}V3": "a TensorArray's string handle: host only"
-        for k in ("", *"Write Read Gather Scatter Concat Split Size Close Grad".split())
-    },
+    **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
     "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
     "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
     "RefMerge": "a GraphDef's twin of Merge, same kernel",
