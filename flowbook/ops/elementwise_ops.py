@@ -127,7 +127,14 @@ def _rsqrt(xp: Any, x: Any) -> Any:
 
 
 def _sigmoid(xp: Any, x: Any) -> Any:
-    return xp.exp(-xp.logaddexp(0, -x))  # 1 / (1 + e^-x) without overflow for any x
+    # 1 / (1 + e^-x), in place on one temporary: e^-x overflows to inf for x below about
+    # -88 (float32), and 1 / inf is the limit 0 (the run ignores the overflow, as TF does)
+    t = xp.negative(x)
+    if not isinstance(t, xp.ndarray):  # a 0-d input gives a scalar: nothing to reuse
+        return xp.reciprocal(1 + xp.exp(t))
+    xp.exp(t, out=t)
+    t += 1
+    return xp.reciprocal(t, out=t)
 
 
 def _x(op: Operation) -> Tensor:  # a unary op's input, conjugated as TF's gradients take it

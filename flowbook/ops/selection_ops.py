@@ -77,6 +77,11 @@ def _gather_infer(params: Tensor, indices: Tensor, axis: Tensor, batch_dims: int
 def _gather_kernel(xp: Any, params: Any, indices: Any, axis: Any, batch_dims: int) -> Any:
     a = int(axis) % params.ndim
     n = params.shape[a]
+    if indices.ndim == 0:  # one slice (a loop reading step t): indexing, not take's copy loop
+        k = int(indices)
+        if not 0 <= k < n:
+            raise InvalidArgumentError(None, None, f"indices contain {k}, which is not in [0, {n})")
+        return xp.ascontiguousarray(params[(slice(None),) * a + (k,)])
     if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
         bad = int(indices.min()) if int(indices.min()) < 0 else int(indices.max())
         raise InvalidArgumentError(None, None, f"indices contain {bad}, which is not in [0, {n})")

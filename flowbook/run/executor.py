@@ -66,7 +66,7 @@ import numpy as np
 
 from flowbook import errors
 from flowbook.run.compile import RunPath, feed_shapes
-from flowbook.run.frames import FrameRun, Layout
+from flowbook.run.frames import run_frames
 from flowbook.run.observers import Observer, hooks_of, split_for_run, timings_hooks
 from flowbook.run.op_errors import run_error
 from flowbook.run.plan import DISCARD, Plan, as_outputs
@@ -279,57 +279,6 @@ def run_compiled_timed(
         timings = RunTimings.from_stamps(plan, stamps, shapes, threading.get_ident())
         for hook in hooks:
             hook(plan, timings)
-        for o in observers:
-            o.on_finish(plan, error)
-
-
-# ------------------------------------------------------------ control flow
-def run_frames(
-    plan: Plan,
-    path: RunPath,
-    feeds: Sequence[Any],
-    observers: Sequence[Observer] = (),
-    deadline: float | None = None,
-    order: str = "fifo",
-) -> list[Any]:
-    """Run a plan with branches or loops on the frame scheduler (``flowbook.run.frames``).
-
-    ``order`` "lifo" runs the newest ready op first: the serial reference the
-    differential tests hold the FIFO run to.
-    """
-    if path.layout is None:
-        path.layout = Layout(plan)
-    for o in observers:
-        o.on_start(plan)
-    hooks = hooks_of(observers, "on_timings")
-    timer = KernelTimer(plan, hooks, any(o.keeps_shapes for o in observers)) if hooks else None
-    counted = hooks_of(observers, "on_control_flow")
-    run = FrameRun(
-        plan, path.layout, feeds, timer.fns if timer is not None else None, order,
-        hooks_of(observers, "before_op"), hooks_of(observers, "after_op"), deadline,
-        hooks_of(observers, "on_iteration"), bool(counted), timer is not None,
-    )  # fmt: skip
-    error: BaseException | None = None
-    try:
-        return run.run()
-    except BaseException as e:
-        error = e
-        run.records.clear()  # the run is over: its buffers go now
-        run.ready.clear()
-        raise
-    finally:
-        if counted:
-            assert run.runs is not None
-            iterations = run.iterations()
-            for hook in counted:
-                hook(plan, run.runs, iterations)
-        if timer is not None:
-            assert run.tags is not None
-            wheres: dict[tuple[Any, int], tuple[tuple[str, int], ...]] = {}
-            timer.where = [
-                wheres[t] if t in wheres else wheres.setdefault(t, run.where(t)) for t in run.tags
-            ]
-            timer.finish()
         for o in observers:
             o.on_finish(plan, error)
 

@@ -26,6 +26,14 @@ in which all its inputs have arrived.
   reader in its iteration has run, and memory stays bounded by the
   iterations in flight, not by how many ran.
 
+**Compiled loops.**  When nobody watches the run op by op (no per-op or
+per-iteration hook, no timings), each innermost loop without a branch
+inside runs as one compiled Python ``while`` (``flowbook.run.loops``):
+the scheduler collects its Enters, calls it, and delivers its Exits, so a
+trivial iteration costs about what the same Python loop over numpy does.
+:func:`run_frames` is the front door; ``compiled=False`` keeps every loop
+interpreted (the differential tests' reference).
+
 Every op runs on the calling thread in a FIFO ready order; ``order="lifo"``
 (the serial reference of the differential tests) runs the newest ready op
 first, a different legal order that must give the same values.  Deadlines,
@@ -50,11 +58,15 @@ from typing import Any
 import numpy as np
 
 from flowbook import errors
-from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES, DEAD
+from flowbook.ops.control_flow_prims import DEAD
+from flowbook.run.compile import RunPath
+from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, TRIGGER, Layout
+from flowbook.run.loops import CompiledLoop, LoopDeadline, clock, compile_loops
+from flowbook.run.observers import Observer, hooks_of
 from flowbook.run.op_errors import run_error
-from flowbook.run.plan import DISCARD, Plan, as_outputs
+from flowbook.run.plan import Plan, as_outputs
+from flowbook.run.timings import KernelTimer
 
-SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6
 DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
 
 
@@ -70,61 +82,15 @@ class Frame:
         self.invariants: list[tuple[int, tuple[Any, ...], bool]] = []  # constant Enters' values
         self.live = False  # whether a live value entered it (else its Exits pass deadness on)
 
+    def progress(self) -> int:
+        """How many times the body has run so far (iterations started, less the one running)."""
+        return max(self.iterations - 1, 0)
+
     def __repr__(self) -> str:
         return f"Frame({self.name!r})"
 
 
 ROOT: tuple[Any, int] = (None, 0)  # the tag of the run's top level
-
-
-class Layout:
-    """What the frame scheduler needs of a plan, worked out once per plan.
-
-    Per op: its control-flow ``kind`` (0 for every other op), the
-    ``frame_name``/``is_constant`` of an Enter, and ``edges``: for each op it
-    releases, the pairs (output index, input index) it fills (empty for a
-    control edge).  ``expect`` is how many producers a Merge waits for
-    before it can be dead (1 for a loop's Merge).
-    """
-
-    __slots__ = ("constant", "edges", "expect", "fed_args", "frame_of", "kinds", "n_inputs",
-                 "producer_of")  # fmt: skip
-
-    def __init__(self, plan: Plan) -> None:
-        ops = plan.ops
-        self.kinds = [CONTROL_FLOW_TYPES.get(op.type, 0) for op in ops]
-        self.frame_of = [op.attrs.get("frame_name", "") if k == ENTER else "" for op, k in
-                         zip(ops, self.kinds)]  # fmt: skip
-        self.constant = [bool(op.attrs.get("is_constant")) for op in ops]
-        self.n_inputs = [len(ins) for ins in plan.inputs]
-        feed_pos = {s: k for k, s in enumerate(plan.feed_slots)}
-        self.producer_of: dict[int, tuple[int, int]] = {}  # slot -> (op, output index)
-        for p, outs in enumerate(plan.outputs):
-            for k, s in enumerate(outs):
-                if s != DISCARD:
-                    self.producer_of[s] = (p, k)
-        # per op: (input index, feed position) of its fed inputs
-        self.fed_args: list[tuple[tuple[int, int], ...]] = []
-        edges: list[dict[int, list[tuple[int, int]]]] = [{} for _ in ops]
-        for c in range(len(ops)):
-            fed = []
-            for k, s in enumerate(plan.inputs[c]):
-                if s in self.producer_of:
-                    p, k_out = self.producer_of[s]
-                    edges[p].setdefault(c, []).append((k_out, k))
-                else:
-                    fed.append((k, feed_pos[s]))
-            self.fed_args.append(tuple(fed))
-        for c in range(len(ops)):
-            for p in plan.producers[c]:
-                edges[p].setdefault(c, [])  # control edges: nothing to fill
-        self.edges = [tuple((c, tuple(pairs)) for c, pairs in e.items()) for e in edges]
-        self.expect = [
-            (1 if any(self.kinds[p] == NEXT for p in plan.producers[i]) else len(plan.producers[i]))
-            if k == MERGE
-            else 0
-            for i, k in enumerate(self.kinds)
-        ]
 
 
 class FrameRun:
@@ -143,8 +109,15 @@ class FrameRun:
         iteration: Sequence[Callable[..., Any]] = (),
         counting: bool = False,
         logging: bool = False,
+        loops: dict[str, CompiledLoop] | None = None,
+        on_loop: Sequence[Callable[..., Any]] = (),
     ) -> None:
+        self.on_loop = on_loop  # the observers' on_loop hooks
+        self.current: tuple[Any, int] = ROOT  # the tag of the op being stepped (run_one)
         self.plan, self.layout, self.feeds = plan, layout, list(feeds)
+        self.loops = loops or None  # frames that run compiled, by name
+        self.pending: dict[tuple[tuple[Any, int], str], list[Any]] = {}  # their Enters so far
+        self.compiled_iterations: dict[str, int] = {}  # body runs of the compiled frames
         self.iteration = iteration  # the observers' on_iteration hooks
         # per op, how many times it ran (when an observer wants on_control_flow)
         self.runs: list[int] | None = [0] * len(plan.ops) if counting else None
@@ -202,6 +175,42 @@ class FrameRun:
             self._deliver(i, tag, outs, False)
         return self._results()
 
+    # ------------------------------------------------------------ stepping
+    def head(self) -> tuple[int, tuple[Any, int], list[Any]] | None:
+        """The ready entry ``(op, tag, args)`` that runs next (FIFO); dead ones pass on first."""
+        ready = self.ready
+        while ready and ready[0][2] is None:
+            i, tag, _ = ready.popleft()
+            self._deliver(i, tag, None, True)
+        return ready[0] if ready else None
+
+    def run_one(self, entry: tuple[int, tuple[Any, int], list[Any]]) -> tuple[Any, ...]:
+        """Run one ready ``entry`` (the Stepper's step) and deliver its outputs.
+
+        A kernel error (named with the op and iteration) leaves ``entry``
+        ready, and everything else as it was.
+        """
+        i, tag, args = entry
+        self.current = tag
+        for hook in self.before:
+            hook(self.plan.ops[i])
+        try:
+            result = self.fns[i](*args)
+        except Exception as e:
+            raise _run_error(self.plan, i, e, tag) from e
+        ready = self.ready
+        for k, other in enumerate(ready):  # by identity: args hold arrays
+            if other is entry:
+                del ready[k]
+                break
+        if self.runs is not None:
+            self.runs[i] += 1
+        outs = as_outputs(self.plan.outputs[i], result)
+        for hook in self.after:
+            hook(self.plan.ops[i], outs)
+        self._deliver(i, tag, outs, False)
+        return outs
+
     def where(self, tag: tuple[Any, int]) -> tuple[tuple[str, int], ...]:
         """``(frame_name, iteration)`` pairs from the outermost loop in to ``tag``'s."""
         out = []
@@ -217,7 +226,7 @@ class FrameRun:
         A loop whose body ran n times started n + 1 iterations: the last one
         only checked the condition.
         """
-        out: dict[str, int] = {}
+        out: dict[str, int] = dict(self.compiled_iterations)
         for frame in self.frames.values():
             out[frame.name] = out.get(frame.name, 0) + (frame.iterations - 1) * frame.live
         return out
@@ -265,10 +274,15 @@ class FrameRun:
                     self._release(j, target, vals, d)
                 return
         elif kind == ENTER:
+            if self.loops is not None and layout.frame_of[i] in self.loops:
+                self._enter_compiled(self.loops[layout.frame_of[i]], i, tag, outs[0], dead)
+                return
             key = (tag, layout.frame_of[i])
             frame = self.frames.get(key)
             if frame is None:
                 frame = self.frames[key] = Frame(tag, layout.frame_of[i])
+                for hook in self.on_loop:
+                    hook(frame.name, frame.progress)
             if not dead:
                 frame.live = True
             if layout.constant[i]:
@@ -285,6 +299,50 @@ class FrameRun:
         else:
             target = tag
         self._release(i, target, outs, dead)
+
+    def _enter_compiled(self, loop: CompiledLoop, i: int, tag: tuple[Any, int], value: Any,
+                        dead: bool) -> None:  # fmt: skip
+        """Enter ``i`` of a compiled frame delivered: once all have, run the loop in one go."""
+        key = (tag, loop.name)
+        got = self.pending.get(key)
+        if got is None:
+            got = self.pending[key] = [[None] * len(loop.enters), 0, False]
+        got[0][loop.position[i]] = value
+        got[1] += 1
+        got[2] = got[2] or dead
+        if got[1] < len(loop.enters):
+            return
+        del self.pending[key]
+        if got[2]:  # a loop on an untaken branch: its Exits are dead
+            for e in loop.exits:
+                self._release(e, tag, (DEAD,), True)
+            return
+        assert loop.fn is not None
+        cell = [0]
+        for hook in self.on_loop:
+            hook(loop.name, lambda: cell[0])
+        try:
+            values, n = loop.fn(*got[0], self.deadline, clock, cell)
+        except LoopDeadline:
+            raise errors.DeadlineExceededError(
+                None, self.plan.ops[loop.exits[0]], "Timed out waiting for the run to finish"
+            ) from None
+        except Exception as e:
+            got = None
+            op = loop.op_index(e.__traceback__)
+            if op is None:
+                raise
+            error = run_error(self.plan, op, e)
+            error.message += (
+                f" (in loop frame '{loop.name}', iteration {loop.iteration(e.__traceback__)})"
+            )
+            error.args = (error.message,)
+            raise error from e
+        self.compiled_iterations[loop.name] = self.compiled_iterations.get(loop.name, 0) + n
+        if self.runs is not None:
+            loop.count(self.runs, n)
+        for e, v in zip(loop.exits, values):
+            self._release(e, tag, (v,), False)
 
     def _release(self, i: int, tag: tuple[Any, int], outs: tuple[Any, ...], dead: bool) -> None:
         layout, records, plan = self.layout, self.records, self.plan
@@ -332,6 +390,7 @@ class FrameRun:
             outs = (v, np.int32(k_in))
             if self.runs is not None:
                 self.runs[c] += 1
+            self.current = tag
             for hook in self.before:
                 hook(self.plan.ops[c])
             for hook in self.after:
@@ -351,3 +410,64 @@ def _run_error(plan: Plan, i: int, exc: BaseException, tag: tuple[Any, int]) -> 
         error.message += f" (in loop frame '{frame.name}', iteration {it})"
         error.args = (error.message,)
     return error
+
+
+def run_frames(
+    plan: Plan,
+    path: RunPath,
+    feeds: Sequence[Any],
+    observers: Sequence[Observer] = (),
+    deadline: float | None = None,
+    order: str = "fifo",
+    compiled: bool = True,
+) -> list[Any]:
+    """Run a plan with branches or loops on the frame scheduler (``flowbook.run.frames``).
+
+    ``order`` "lifo" runs the newest ready op first: the serial reference the
+    differential tests hold the FIFO run to.  ``compiled`` False keeps every
+    loop on the scheduler (else innermost loops run compiled when nobody
+    watches op by op: ``flowbook.run.loops``).
+    """
+    if path.layout is None:
+        path.layout = Layout(plan)
+    for o in observers:
+        o.on_start(plan)
+    hooks = hooks_of(observers, "on_timings")
+    timer = KernelTimer(plan, hooks, any(o.keeps_shapes for o in observers)) if hooks else None
+    counted = hooks_of(observers, "on_control_flow")
+    before, after = hooks_of(observers, "before_op"), hooks_of(observers, "after_op")
+    iteration = hooks_of(observers, "on_iteration")
+    # nobody watches op by op: innermost loops run as compiled Python loops
+    loops = None
+    if compiled and not (before or after or iteration or timer):
+        if path.layout.loops is None:
+            path.layout.loops = compile_loops(plan)
+        loops = path.layout.loops
+    run = FrameRun(
+        plan, path.layout, feeds, timer.fns if timer is not None else None, order,
+        before, after, deadline, iteration, bool(counted), timer is not None, loops,
+        hooks_of(observers, "on_loop"),
+    )  # fmt: skip
+    error: BaseException | None = None
+    try:
+        return run.run()
+    except BaseException as e:
+        error = e
+        run.records.clear()  # the run is over: its buffers go now
+        run.ready.clear()
+        raise
+    finally:
+        if counted:
+            assert run.runs is not None
+            iterations = run.iterations()
+            for hook in counted:
+                hook(plan, run.runs, iterations)
+        if timer is not None:
+            assert run.tags is not None
+            wheres: dict[tuple[Any, int], tuple[tuple[str, int], ...]] = {}
+            timer.where = [
+                wheres[t] if t in wheres else wheres.setdefault(t, run.where(t)) for t in run.tags
+            ]
+            timer.finish()
+        for o in observers:
+            o.on_finish(plan, error)
