@@ -295,3 +295,13 @@ def test_an_array_loop_round_trips_through_graph_def():
         np.testing.assert_allclose(s.run("outs:0", {"x:0": xv}), want, rtol=1e-6)
         ta_op = g2.get_operation_by_name("TensorArray")
         assert ta_op.type == "TensorArrayV3" and ta_op.get_attr("identical_element_shapes")
+
+
+def test_cond_returns_arrays_written_in_either_branch():
+    with tf.Graph().as_default(), tf.Session() as s:
+        p = tf.placeholder(tf.bool, [])
+        ta = tf.TensorArray(tf.float32, size=2).write(0, 1.0)
+        out = tf.cond(p, lambda: ta.write(1, 2.0), lambda: ta.write(1, -2.0))
+        assert isinstance(out, tf.TensorArray) and out.handle is ta.handle
+        assert s.run(out.stack(), {p: True}).tolist() == [1.0, 2.0]
+        assert s.run(out.stack(), {p: False}).tolist() == [1.0, -2.0]

@@ -76,8 +76,9 @@ def cond(
 ) -> Any:
     """``true_fn()`` if ``pred`` else ``false_fn()``, as graph: only the taken branch runs.
 
-    Both functions return the same structure of tensors; a single-element
-    list comes back bare unless ``strict``.
+    Both functions return the same structure of tensors (or TensorArrays,
+    passed through as their flows); a single-element list comes back bare
+    unless ``strict``.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
@@ -106,7 +107,7 @@ def cond(
             ctx = CondContext(graph, pred_id, pivot, branch)
             with ctx.entered():
                 out = fn()
-                flat = [_branch_value(ctx, v) for v in nest.flatten(out)]
+                flat = [_branch_value(ctx, v) for v in nest.flatten(_flows(out))]
             results.append((out, flat))
         (out_t, flat_t), (out_f, flat_f) = results
         try:
@@ -127,7 +128,7 @@ def cond(
                     f"returns {f.dtype.name} ('{t.name}', '{f.name}')"
                 )
             merged.append(_op(graph, "Merge", (f, t), "Merge").outputs[0])
-    packed = nest.pack_sequence_as(out_t, merged)
+    packed = _arrays_back(out_t, nest.pack_sequence_as(out_t, merged))
     return packed if strict else _bare_if_single(packed)
 
 
