@@ -129,6 +129,14 @@ GRADS = {
         tf.scan(lambda a, r: a * r + w, x, initializer=w * w, reverse=True)
     ),
     "foldl": lambda x, w: tf.reduce_sum(tf.foldl(lambda a, r: a * w + r * r, x)),
+    "nested": lambda x, w: tf.reduce_sum(
+        tf.map_fn(lambda r: tf.foldl(lambda b, v: b * 0.5 + tf.sin(v), r * w), x)
+        + tf.scan(
+            lambda a, r: a + tf.reduce_sum(tf.map_fn(lambda v: v * v, r)),
+            x[:, :2],
+            initializer=tf.constant(0.0, tf.float64),
+        )
+    ),
     "foldr-init": lambda x, w: tf.reduce_sum(
         tf.foldr(lambda a, r: tf.sin(a) + r * w, x, initializer=tf.cos(w))
     ),
