@@ -81,6 +81,7 @@ from flowbook.dtypes import (
     uint16,
 )
 from flowbook.errors import OpError
+from flowbook.functional_ops import foldl, foldr, map_fn, scan
 from flowbook.grad_overrides import RegisterGradient
 from flowbook.gradients import gradients, hessians
 from flowbook.graph import (
@@ -168,6 +169,7 @@ from flowbook.ops.special_ops import (
     zeta,
 )
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from flowbook.ops.tensor_array import TensorArray
 from flowbook.profiling import profile
 from flowbook.registry import no_gradient
 from flowbook.registry import no_gradient as NotDifferentiable

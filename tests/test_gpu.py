@@ -252,7 +252,17 @@ DIFF_ROWS = (
     + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
     + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
     + [("control-flow", lambda: _control_flow_row())]  # defined below
+    + [("tensor-arrays", lambda: _tensor_array_row())]
 )
+
+
+def _tensor_array_row():
+    """map_fn and scan (TensorArrays on the host, their elements computed on the GPU), grads."""
+    x = fb.placeholder(fb.float32, [4, 3])
+    m = fb.map_fn(lambda r: fb.tanh(r) * 2.0, x)
+    c = fb.scan(lambda a, r: a * 0.5 + r, x, initializer=fb.ones([3]), reverse=True)
+    (gx,) = fb.gradients(fb.reduce_sum(m * c), x)
+    return [m, c, gx], {x: np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)}
 
 
 def _control_flow_row():
@@ -343,6 +353,7 @@ NOT_ON_GPU = {
     "Stack": "a loop gradient's stack: its handle is a string, host only",
     "StackPush": "a string handle: host only",
     "StackPop": "a string handle: host only",
+    **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
     "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
     "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
     "RefMerge": "a GraphDef's twin of Merge, same kernel",

@@ -64,6 +64,17 @@ def control_flow_ops(x):
     return acc + out
 
 
+def tensor_array_ops(x):
+    """Issue 17's TensorArray ops, their gradients (TensorArrayGradV3), and a close."""
+    ta = tf.TensorArray(tf.float32, size=2, element_shape=[3]).unstack(x)
+    grown = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+    grown = grown.split(tf.reshape(x, [6]), [2, 4]).write(2, x[0])
+    y = ta.read(1) * ta.gather([0]) + tf.reduce_sum(grown.concat()) + tf.cast(ta.size(), tf.float32)
+    tf.gradients(tf.reduce_sum(y * y), x)
+    ta.close()
+    return y
+
+
 def nn_conv_tail_ops(x):
     """Issue 16's conv/pool/spatial tail: depthwise, space/batch/depth moves, argmax pool."""
     img = tf.reshape(tf.tile(x, [2, 4]), [2, 4, 3, 2])
@@ -326,6 +337,7 @@ def every_op():
     tf.assign_sub(v, x)
     tf.is_variable_initialized(v)
     control_flow_ops(x)
+    tensor_array_ops(x)
     tf.Print(total, [total], "total")
     tf.print("total is", total, "{}")
     tf.summary.merge([tf.summary.scalar("t", total), tf.summary.histogram("h", x)])

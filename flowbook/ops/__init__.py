@@ -47,4 +47,6 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     stack_ops,
     state_ops,
     summary_ops,
+    tensor_array,
+    tensor_array_ops,
 )
