@@ -44,7 +44,7 @@ import { Openings } from './expansion';
 import { LayoutQueue, layOut, passTiming, type Frame } from './frame';
 import { Scene } from './scene';
 import { Presentation } from './present';
-import { Updates } from './updates';
+import { normalizeTick, Updates } from './updates';
 import { CellFollower } from './follow';
 import {
   EMPTY_RUN,
@@ -69,6 +69,7 @@ export class GraphView {
   private readonly stepBar: StepBar;
   private readonly history: RunHistory;
   private liveRun: RunState = EMPTY_RUN; // the newest run the host sent (drawn when following)
+  private liveBase = 0; // seq of the last whole `run` state the host sent (ticks amend it)
   private readonly scene: Scene;
   private readonly details: HTMLDivElement;
   private readonly tooltip: Tooltip;
@@ -186,6 +187,19 @@ export class GraphView {
       return;
     }
     this.liveRun = normalizeRun(r);
+    this.liveBase = this.liveRun.seq;
+    if (this.history.following) {
+      this.showRun(this.liveRun);
+    }
+  }
+
+  /** A tick from the host: later runs of the plan shown, watched whole (their number and time). */
+  setTick(t: unknown): void {
+    const tick = normalizeTick(t);
+    if (!tick || tick.base !== this.liveBase || !this.updates.fresh('run', t)) {
+      return;
+    }
+    this.liveRun = { ...this.liveRun, seq: tick.seq, total_us: tick.total_us };
     if (this.history.following) {
       this.showRun(this.liveRun);
     }
@@ -198,8 +212,12 @@ export class GraphView {
     }
   }
 
-  /** A message from the host: a kept run asked for ({history_run}) or one to replay ({replay}). */
+  /** A message from the host: a tick ({tick}), a kept run asked for ({history_run}) or one to replay ({replay}). */
   receive(msg: unknown): void {
+    if (msg && typeof msg === 'object' && 'tick' in msg) {
+      this.setTick((msg as { tick: unknown }).tick);
+      return;
+    }
     this.history.message(msg);
   }
 
