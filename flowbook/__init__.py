@@ -44,6 +44,7 @@ from flowbook import (
     timeline,
     train,
 )
+from flowbook import queues as queue
 from flowbook import test_util as test
 from flowbook import tf_logging as logging
 from flowbook import tfrecord as python_io
@@ -169,6 +170,14 @@ from flowbook.ops.special_ops import (
 )
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.profiling import profile
+from flowbook.queues import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+    container,
+)
 from flowbook.registry import no_gradient
 from flowbook.registry import no_gradient as NotDifferentiable
 from flowbook.run import gpu

@@ -33,6 +33,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     partition_ops,
     placeholder_ops,
     pool_ops,
+    queue_ops,
     random_ops,
     scan_ops,
     scatter_ops,
