@@ -177,6 +177,7 @@ from flowbook.queues import (
     QueueBase,
     RandomShuffleQueue,
     container,
+    count_up_to,
 )
 from flowbook.registry import no_gradient
 from flowbook.registry import no_gradient as NotDifferentiable

@@ -52,8 +52,12 @@ from flowbook.pending import Pending
 
 Element = tuple  # one element: a tuple of numpy arrays, one per component
 
-KINDS = {"fifo": "FIFOQueue", "padding_fifo": "PaddingFIFOQueue",
-         "random_shuffle": "RandomShuffleQueue", "priority": "PriorityQueue"}  # fmt: skip
+KINDS = {
+    "fifo": "FIFOQueue",
+    "padding_fifo": "PaddingFIFOQueue",
+    "random_shuffle": "RandomShuffleQueue",
+    "priority": "PriorityQueue",
+}
 
 
 # a finished attempt: (its Pending, build or None, the value, the error)
@@ -177,9 +181,11 @@ class QueueState:
 
     def _out_of_range(self, want: int) -> OutOfRangeError:
         return OutOfRangeError(
-            None, None, f"{KINDS[self.kind]} '{self.name}' is closed and has insufficient "
+            None,
+            None,
+            f"{KINDS[self.kind]} '{self.name}' is closed and has insufficient "
             f"elements (requested {want}, current size {len(self.items)})",
-        )  # fmt: skip
+        )
 
     @staticmethod
     def _settle(done: list[Done]) -> None:
@@ -244,8 +250,10 @@ class QueueState:
             done = []
             if cancel_pending_enqueues:
                 message = f"Enqueue operation was cancelled (queue '{self.name}' was closed)"
-                done = [(a.pending, None, None, CancelledError(None, None, message))
-                        for a in self.enqueuers]  # fmt: skip
+                done = [
+                    (a.pending, None, None, CancelledError(None, None, message))
+                    for a in self.enqueuers
+                ]
                 self.enqueuers.clear()
             done += self._flush()
         self._settle(done)

@@ -41,9 +41,14 @@ from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import TensorShape, as_shape, compatible, fmt
 
 __all__ = [
-    "FIFOQueue", "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "RandomShuffleQueue",
+    "FIFOQueue",
+    "PaddingFIFOQueue",
+    "PriorityQueue",
+    "QueueBase",
+    "RandomShuffleQueue",
     "container",
-]  # fmt: skip
+    "count_up_to",
+]
 
 
 @contextlib.contextmanager
@@ -81,8 +86,12 @@ def _shape_list(shapes: Any, n: int) -> list[tuple | None] | None:
 
 
 def _is_shape(value: Any) -> bool:
-    return isinstance(value, list | tuple) and all(isinstance(d, int) or d is None for d in value) \
-        and len(value) > 0 and not isinstance(value[0], list | tuple)  # fmt: skip
+    return (
+        isinstance(value, list | tuple)
+        and all(isinstance(d, int) or d is None for d in value)
+        and len(value) > 0
+        and not isinstance(value[0], list | tuple)
+    )
 
 
 class QueueBase:
@@ -126,21 +135,25 @@ class QueueBase:
         elif not isinstance(vals, list | tuple):  # TF: a list or tuple is the components
             vals = [vals]
         if len(vals) != len(self._dtypes):
-            raise ValueError(f"Queue '{self.name}' expects {len(self._dtypes)} components, "
-                             f"got {len(vals)}")  # fmt: skip
+            raise ValueError(
+                f"Queue '{self.name}' expects {len(self._dtypes)} components, got {len(vals)}"
+            )
         out = []
         for k, (v, t) in enumerate(zip(vals, self._dtypes)):
             v = convert_to_tensor(v, dtype=t, name=f"component_{k}")
             if v.dtype is not t:
-                raise TypeError(f"Component {k} of queue '{self.name}' has dtype {t.name}, "
-                                f"got {v.dtype.name}")  # fmt: skip
+                raise TypeError(
+                    f"Component {k} of queue '{self.name}' has dtype {t.name}, got {v.dtype.name}"
+                )
             shape = v._shape
             if many:
                 shape = None if shape is None else shape[1:]
             want = self._shapes[k] if self._shapes else None
             if not compatible(shape, want):
-                raise ValueError(f"Shape {fmt(shape)} of component {k} is not compatible with "
-                                 f"queue '{self.name}''s shape {fmt(want)}")  # fmt: skip
+                raise ValueError(
+                    f"Shape {fmt(shape)} of component {k} is not compatible with "
+                    f"queue '{self.name}''s shape {fmt(want)}"
+                )
             out.append(v)
         return out
 
@@ -183,21 +196,24 @@ class QueueBase:
         """The next ``n`` elements, stacked along a new first dimension."""
         known = constant_value(n) if isinstance(n, Tensor) else n
         return self._dequeue_op(
-            "QueueDequeueManyV2", n, None if known is None else int(known),
+            "QueueDequeueManyV2",
+            n,
+            None if known is None else int(known),
             name or f"{self._name}_DequeueMany",
-        )  # fmt: skip
+        )
 
     def dequeue_up_to(self, n: Any, name: str | None = None) -> Any:
         """Up to ``n`` elements: fewer only once the queue is closed and that is all it has."""
-        return self._dequeue_op(
-            "QueueDequeueUpToV2", n, None, name or f"{self._name}_DequeueUpTo"
-        )
+        return self._dequeue_op("QueueDequeueUpToV2", n, None, name or f"{self._name}_DequeueUpTo")
 
     def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:
         """An op closing the queue (and cancelling waiting enqueues, if asked)."""
-        return make("QueueCloseV2", (self._queue_ref,),
-                    {"cancel_pending_enqueues": bool(cancel_pending_enqueues)},
-                    name=name or f"{self._name}_Close")  # fmt: skip
+        return make(
+            "QueueCloseV2",
+            (self._queue_ref,),
+            {"cancel_pending_enqueues": bool(cancel_pending_enqueues)},
+            name=name or f"{self._name}_Close",
+        )
 
     def is_closed(self, name: str | None = None) -> Tensor:
         """A bool tensor: whether the queue is closed."""
@@ -208,8 +224,15 @@ class QueueBase:
         return make1("QueueSizeV2", (self._queue_ref,), name=name or f"{self._name}_Size")
 
 
-def _queue_ref(op_type: str, dtypes_: list[Any], shapes: Any, capacity: int,
-               shared_name: str | None, name: str, **extra: Any) -> Tensor:  # fmt: skip
+def _queue_ref(
+    op_type: str,
+    dtypes_: list[Any],
+    shapes: Any,
+    capacity: int,
+    shared_name: str | None,
+    name: str,
+    **extra: Any,
+) -> Tensor:
     attrs = {
         "component_types": [dtypes.as_dtype(t) for t in dtypes_],
         "shapes": [] if shapes is None else [tuple(s) for s in shapes],
@@ -228,8 +251,15 @@ def _listed(dtypes_: Any) -> list[Any]:
 class FIFOQueue(QueueBase):
     """A queue handing out elements in the order they were put in (TF1's ``tf.FIFOQueue``)."""
 
-    def __init__(self, capacity: int, dtypes: Any, shapes: Any = None, names: Any = None,
-                 shared_name: str | None = None, name: str = "fifo_queue") -> None:  # fmt: skip
+    def __init__(
+        self,
+        capacity: int,
+        dtypes: Any,
+        shapes: Any = None,
+        names: Any = None,
+        shared_name: str | None = None,
+        name: str = "fifo_queue",
+    ) -> None:
         types = _listed(dtypes)
         shapes_ = _shape_list(shapes, len(types))
         ref = _queue_ref("FIFOQueueV2", types, shapes_, capacity, shared_name, name)
@@ -239,8 +269,15 @@ class FIFOQueue(QueueBase):
 class PaddingFIFOQueue(QueueBase):
     """A FIFO queue whose ``dequeue_many`` pads components to the batch's largest shape."""
 
-    def __init__(self, capacity: int, dtypes: Any, shapes: Any, names: Any = None,
-                 shared_name: str | None = None, name: str = "padding_fifo_queue") -> None:  # fmt: skip
+    def __init__(
+        self,
+        capacity: int,
+        dtypes: Any,
+        shapes: Any,
+        names: Any = None,
+        shared_name: str | None = None,
+        name: str = "padding_fifo_queue",
+    ) -> None:
         types = _listed(dtypes)
         shapes_ = _shape_list(shapes, len(types))
         if shapes_ is None or any(s is None for s in shapes_):
@@ -252,15 +289,31 @@ class PaddingFIFOQueue(QueueBase):
 class RandomShuffleQueue(QueueBase):
     """A queue handing out a random element, keeping ``min_after_dequeue`` until closed."""
 
-    def __init__(self, capacity: int, min_after_dequeue: int, dtypes: Any, shapes: Any = None,
-                 names: Any = None, seed: int | None = None, shared_name: str | None = None,
-                 name: str = "random_shuffle_queue") -> None:  # fmt: skip
+    def __init__(
+        self,
+        capacity: int,
+        min_after_dequeue: int,
+        dtypes: Any,
+        shapes: Any = None,
+        names: Any = None,
+        seed: int | None = None,
+        shared_name: str | None = None,
+        name: str = "random_shuffle_queue",
+    ) -> None:
         types = _listed(dtypes)
         shapes_ = _shape_list(shapes, len(types))
         seed1, seed2 = get_seed(seed)
-        ref = _queue_ref("RandomShuffleQueueV2", types, shapes_, capacity, shared_name, name,
-                         min_after_dequeue=int(min_after_dequeue), seed=seed1 or 0,
-                         seed2=seed2 or 0)  # fmt: skip
+        ref = _queue_ref(
+            "RandomShuffleQueueV2",
+            types,
+            shapes_,
+            capacity,
+            shared_name,
+            name,
+            min_after_dequeue=int(min_after_dequeue),
+            seed=seed1 or 0,
+            seed2=seed2 or 0,
+        )
         super().__init__(types, shapes_, names, ref)
 
 
@@ -268,10 +321,31 @@ class PriorityQueue(QueueBase):
     """A queue handing out the element of lowest priority first; an element is
     ``(priority (int64 scalar), *components)``, and so is what it dequeues."""
 
-    def __init__(self, capacity: int, types: Any, shapes: Any = None, names: Any = None,
-                 shared_name: str | None = None, name: str = "priority_queue") -> None:  # fmt: skip
+    def __init__(
+        self,
+        capacity: int,
+        types: Any,
+        shapes: Any = None,
+        names: Any = None,
+        shared_name: str | None = None,
+        name: str = "priority_queue",
+    ) -> None:
         types_ = _listed(types)
         shapes_ = _shape_list(shapes, len(types_))
         ref = _queue_ref("PriorityQueueV2", types_, shapes_, capacity, shared_name, name)
         all_shapes = None if shapes_ is None else [(), *shapes_]
         super().__init__([dtypes.int64, *types_], all_shapes, names, ref)
+
+
+def count_up_to(ref: Any, limit: int, name: str | None = None) -> Tensor:
+    """Increment an int variable until ``limit``; returns the value before (OutOfRangeError
+    once it reached ``limit``).
+
+    >>> import flowbook as tf
+    >>> with tf.Graph().as_default(), tf.Session() as s:
+    ...     v = tf.Variable(0); c = tf.count_up_to(v, 2); s.run(v.initializer)
+    ...     [int(s.run(c)) for _ in range(2)]
+    [0, 1]
+    """
+    ref = getattr(ref, "_variable", ref)
+    return make1("CountUpTo", (ref,), {"limit": int(limit)}, name=name)

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from flowbook import dtypes
-from flowbook.errors import InvalidArgumentError
+from flowbook.errors import InvalidArgumentError, OutOfRangeError
 from flowbook.pending import settle
 from flowbook.queue_state import KINDS, QueueState
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
@@ -52,8 +52,12 @@ __all__: list[str] = []
 
 _STATE = {"stateful": True, "host_only": True, "grad": NOT_DIFFERENTIABLE}
 _QUEUE_ATTRS = ("component_types", "shapes", "capacity", "container", "shared_name")
-_TYPES = {"FIFOQueueV2": "fifo", "PaddingFIFOQueueV2": "padding_fifo",
-          "RandomShuffleQueueV2": "random_shuffle", "PriorityQueueV2": "priority"}  # fmt: skip
+_TYPES = {
+    "FIFOQueueV2": "fifo",
+    "PaddingFIFOQueueV2": "padding_fifo",
+    "RandomShuffleQueueV2": "random_shuffle",
+    "PriorityQueueV2": "priority",
+}
 
 
 # ------------------------------------------------------------- the queues
@@ -62,27 +66,45 @@ def _queue_infer(**attrs: Any) -> Out:
 
 
 def _queue_kernel(kind: str) -> Any:
-    def kernel(xp: Any, *, cell: ResourceCell, component_types: list, shapes: list,
-               capacity: int, min_after_dequeue: int = 0, seed: int = 0, seed2: int = 0,
-               **_: Any) -> QueueState:  # fmt: skip
+    def kernel(
+        xp: Any,
+        *,
+        cell: ResourceCell,
+        component_types: list,
+        shapes: list,
+        capacity: int,
+        min_after_dequeue: int = 0,
+        seed: int = 0,
+        seed2: int = 0,
+        **_: Any,
+    ) -> QueueState:
         types = [dtypes.as_dtype(t).np for t in component_types]
         shapes_ = [tuple(s) for s in shapes] if shapes else None
         if kind == "priority":  # the priority is an int64 scalar before the components
             types, shapes_ = [np.dtype(np.int64), *types], [(), *shapes_] if shapes_ else None
         seeded = seed or seed2
         return cell.get(
-            lambda: QueueState(cell.name, kind, capacity, types, shapes_, min_after_dequeue,
-                               (seed, seed2) if seeded else None)  # fmt: skip
+            lambda: QueueState(
+                cell.name,
+                kind,
+                capacity,
+                types,
+                shapes_,
+                min_after_dequeue,
+                (seed, seed2) if seeded else None,
+            )
         )
 
     return kernel
 
 
 for _op, _kind in _TYPES.items():
-    _attrs = _QUEUE_ATTRS + (("min_after_dequeue", "seed", "seed2") if _kind == "random_shuffle"
-                             else ())  # fmt: skip
-    register(OpDef(_op, (), _attrs, _queue_infer, _queue_kernel(_kind), resource="container",
-                   **_STATE))  # fmt: skip
+    _attrs = _QUEUE_ATTRS + (
+        ("min_after_dequeue", "seed", "seed2") if _kind == "random_shuffle" else ()
+    )
+    register(
+        OpDef(_op, (), _attrs, _queue_infer, _queue_kernel(_kind), resource="container", **_STATE)
+    )
 
 
 # ------------------------------------------------------------ enqueueing
@@ -95,7 +117,7 @@ def _check(q: QueueState, components: tuple, many: bool) -> int:
     batch = -1
     for k, (c, t) in enumerate(zip(components, q.dtypes)):
         c = np.asarray(c)
-        if c.dtype != t and not (t == object and c.dtype.kind in "SUO"):
+        if c.dtype != t and not (t.kind == "O" and c.dtype.kind in "SUO"):
             raise InvalidArgumentError(
                 None, None, f"Type mismatch in tuple component {k}: expected {t}, got {c.dtype}"
             )
@@ -107,18 +129,20 @@ def _check(q: QueueState, components: tuple, many: bool) -> int:
                 )
             if batch >= 0 and shape[0] != batch:
                 raise InvalidArgumentError(
-                    None, None, f"Batch sizes differ: component 0 has {batch}, component {k} "
-                    f"has {shape[0]}",
-                )  # fmt: skip
+                    None,
+                    None,
+                    f"Batch sizes differ: component 0 has {batch}, component {k} has {shape[0]}",
+                )
             batch, shape = shape[0], shape[1:]
         want = q.shapes[k] if q.shapes else None
         if want is not None and (
             len(want) != len(shape) or any(w is not None and w != d for w, d in zip(want, shape))
         ):
             raise InvalidArgumentError(
-                None, None, f"Shape mismatch in tuple component {k}. Expected {fmt(want)}, "
-                f"got {fmt(shape)}",
-            )  # fmt: skip
+                None,
+                None,
+                f"Shape mismatch in tuple component {k}. Expected {fmt(want)}, got {fmt(shape)}",
+            )
     return batch
 
 
@@ -133,14 +157,24 @@ def _enqueue_many(xp: Any, handle: QueueState, *components: Any, **_: Any) -> An
     return settle(handle.enqueue([tuple(c[k] for c in cs) for k in range(n)]))
 
 
-def _enqueue_infer(handle: Tensor, *components: Tensor, Tcomponents: list, timeout_ms: int = -1
-                   ) -> list[Out]:  # fmt: skip
+def _enqueue_infer(
+    handle: Tensor, *components: Tensor, Tcomponents: list, timeout_ms: int = -1
+) -> list[Out]:
     return []
 
 
 for _op, _fn in (("QueueEnqueueV2", _enqueue), ("QueueEnqueueManyV2", _enqueue_many)):
-    register(OpDef(_op, ("handle", "*components"), ("Tcomponents", "timeout_ms"), _enqueue_infer,
-                   _fn, blocking=True, **_STATE))  # fmt: skip
+    register(
+        OpDef(
+            _op,
+            ("handle", "*components"),
+            ("Tcomponents", "timeout_ms"),
+            _enqueue_infer,
+            _fn,
+            blocking=True,
+            **_STATE,
+        )
+    )
 
 
 # ------------------------------------------------------------ dequeueing
@@ -172,7 +206,7 @@ def _batch(q: QueueState) -> Any:
 def _padded(parts: list[np.ndarray], t: np.dtype) -> np.ndarray:
     """Stack ``parts``, padding each to the largest extent of every dimension (0 or b"")."""
     shape = tuple(max(p.shape[d] for p in parts) for d in range(parts[0].ndim))
-    out = np.full((len(parts), *shape), b"" if t == object else 0, t)
+    out = np.full((len(parts), *shape), b"" if t.kind == "O" else 0, t)
     for j, p in enumerate(parts):
         out[(j, *(slice(0, n) for n in p.shape))] = p
     return out
@@ -181,9 +215,11 @@ def _padded(parts: list[np.ndarray], t: np.dtype) -> np.ndarray:
 def _needs_shapes(q: QueueState) -> None:
     if q.kind != "padding_fifo" and (q.shapes is None or any(None in s for s in q.shapes)):
         raise InvalidArgumentError(
-            None, None, f"{KINDS[q.kind]} '{q.name}': DequeueMany and DequeueUpTo require the "
+            None,
+            None,
+            f"{KINDS[q.kind]} '{q.name}': DequeueMany and DequeueUpTo require the "
             "components to have specified shapes.",
-        )  # fmt: skip
+        )
 
 
 def _dequeue(xp: Any, handle: QueueState, **_: Any) -> Any:
@@ -200,8 +236,9 @@ def _dequeue_up_to(xp: Any, handle: QueueState, n: Any, **_: Any) -> Any:
     return settle(handle.dequeue(int(n), True, _batch(handle)))
 
 
-def _dequeue_infer(handle: Tensor, *n: Tensor, component_types: list, timeout_ms: int = -1
-                   ) -> list[Out]:  # fmt: skip
+def _dequeue_infer(
+    handle: Tensor, *n: Tensor, component_types: list, timeout_ms: int = -1
+) -> list[Out]:
     return [Out(dtypes.as_dtype(t), None) for t in component_types]
 
 
@@ -210,8 +247,18 @@ for _op, _ins, _fn in (
     ("QueueDequeueManyV2", ("handle", "n"), _dequeue_many),
     ("QueueDequeueUpToV2", ("handle", "n"), _dequeue_up_to),
 ):
-    register(OpDef(_op, _ins, ("component_types", "timeout_ms"), _dequeue_infer, _fn,
-                   blocking=True, host_inputs=(1,) if len(_ins) == 2 else (), **_STATE))  # fmt: skip
+    register(
+        OpDef(
+            _op,
+            _ins,
+            ("component_types", "timeout_ms"),
+            _dequeue_infer,
+            _fn,
+            blocking=True,
+            host_inputs=(1,) if len(_ins) == 2 else (),
+            **_STATE,
+        )
+    )
 
 
 # ------------------------------------------------------------ the rest
@@ -220,9 +267,64 @@ def _close(xp: Any, handle: QueueState, cancel_pending_enqueues: bool = False) -
     return ()
 
 
-register(OpDef("QueueCloseV2", ("handle",), ("cancel_pending_enqueues",), lambda h, **a: [],
-               _close, **_STATE))  # fmt: skip
-register(OpDef("QueueSizeV2", ("handle",), (), lambda h: Out(dtypes.int32, ()),
-               lambda xp, q: np.int32(q.size()), **_STATE))  # fmt: skip
-register(OpDef("QueueIsClosedV2", ("handle",), (), lambda h: Out(dtypes.bool, ()),
-               lambda xp, q: np.bool_(q.closed), **_STATE))  # fmt: skip
+register(
+    OpDef(
+        "QueueCloseV2",
+        ("handle",),
+        ("cancel_pending_enqueues",),
+        lambda h, **a: [],
+        _close,
+        **_STATE,
+    )
+)
+register(
+    OpDef(
+        "QueueSizeV2",
+        ("handle",),
+        (),
+        lambda h: Out(dtypes.int32, ()),
+        lambda xp, q: np.int32(q.size()),
+        **_STATE,
+    )
+)
+register(
+    OpDef(
+        "QueueIsClosedV2",
+        ("handle",),
+        (),
+        lambda h: Out(dtypes.bool, ()),
+        lambda xp, q: np.bool_(q.closed),
+        **_STATE,
+    )
+)
+
+
+# ------------------------------------------- CountUpTo (tf.train.limit_epochs)
+def _count_up_to(xp: Any, ref: Any, limit: int) -> Any:
+    with ref.lock:
+        old = ref.read()
+        if old >= limit:
+            raise OutOfRangeError(None, None, f"Reached limit of {limit}")
+        ref.store(xp, old + 1)
+    return old
+
+
+def _count_infer(ref: Tensor, limit: int) -> Out:
+    if ref.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"CountUpTo counts an int32 or int64 variable, got {ref.dtype.name}")
+    return Out(ref.dtype, ())
+
+
+register(
+    OpDef(
+        "CountUpTo",
+        ("ref",),
+        ("limit",),
+        _count_infer,
+        _count_up_to,
+        stateful=True,
+        ref_inputs=(0,),
+        host_only=True,
+        grad=NOT_DIFFERENTIABLE,
+    )
+)
