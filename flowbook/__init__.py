@@ -140,6 +140,7 @@ from flowbook.ops.partition_ops import *
 from flowbook.ops.patch_ops import *
 from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
+from flowbook.ops.reader_ops import *
 from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_ops import *
 from flowbook.ops.script_ops import *

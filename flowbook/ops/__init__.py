@@ -35,6 +35,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     pool_ops,
     queue_ops,
     random_ops,
+    reader_ops,
     scan_ops,
     scatter_ops,
     script_ops,

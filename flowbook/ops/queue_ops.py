@@ -154,7 +154,7 @@ def _enqueue(xp: Any, handle: QueueState, *components: Any, **_: Any) -> Any:
 def _enqueue_many(xp: Any, handle: QueueState, *components: Any, **_: Any) -> Any:
     n = _check(handle, components, True)
     cs = [np.asarray(c) for c in components]
-    return settle(handle.enqueue([tuple(c[k] for c in cs) for k in range(n)]))
+    return settle(handle.enqueue([tuple(c[k, ...] for c in cs) for k in range(n)]))
 
 
 def _enqueue_infer(
