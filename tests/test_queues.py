@@ -30,7 +30,7 @@ def test_fifo_order_size_and_closed_drained_queue():
         s.run(q.close())
         assert s.run(q.is_closed())
         np.testing.assert_array_equal(s.run(q.dequeue_up_to(5))[0], [4])
-        with pytest.raises(tf.errors.OutOfRangeError, match="fifo_queue_Dequeue.*is closed"):
+        with pytest.raises(tf.errors.OutOfRangeError, match=r"fifo_queue_Dequeue.*is closed"):
             s.run(q.dequeue())
         with pytest.raises(tf.errors.CancelledError, match="is closed"):
             s.run(q.enqueue((5, "e")))
@@ -69,7 +69,7 @@ def test_runtime_shape_mismatch_names_the_op():
     enq = q.enqueue(x, name="put")
     with (
         tf.Session() as s,
-        pytest.raises(tf.errors.InvalidArgumentError, match="'put'.*Expected \\[2\\], got \\[3\\]"),
+        pytest.raises(tf.errors.InvalidArgumentError, match=r"'put'.*Expected \[2\], got \[3\]"),
     ):
         s.run(enq, {x: [1.0, 2.0, 3.0]})
 

@@ -255,7 +255,6 @@ for _op, _ins, _fn in (
             _dequeue_infer,
             _fn,
             blocking=True,
-            host_inputs=(1,) if len(_ins) == 2 else (),
             **_STATE,
         )
     )

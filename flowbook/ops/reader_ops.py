@@ -240,7 +240,6 @@ register(
         lambda r, q, n: [Out(dtypes.string, (None,)), Out(dtypes.string, (None,))],
         _read_up_to,
         blocking=True,
-        host_inputs=(2,),
         **_STATE,
     )
 )
