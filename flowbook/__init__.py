@@ -44,6 +44,7 @@ from flowbook import (
     timeline,
     train,
 )
+from flowbook import queues as queue
 from flowbook import test_util as test
 from flowbook import tf_logging as logging
 from flowbook import tfrecord as python_io
@@ -140,6 +141,7 @@ from flowbook.ops.partition_ops import *
 from flowbook.ops.patch_ops import *
 from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
+from flowbook.ops.reader_ops import *
 from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_ops import *
 from flowbook.ops.script_ops import *
@@ -171,6 +173,15 @@ from flowbook.ops.special_ops import (
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.ops.tensor_array import TensorArray
 from flowbook.profiling import profile
+from flowbook.queues import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+    container,
+    count_up_to,
+)
 from flowbook.registry import no_gradient
 from flowbook.registry import no_gradient as NotDifferentiable
 from flowbook.run import gpu

@@ -362,6 +362,29 @@ def data_ops():
     tf.io.write_file("/nonexistent/x", tf.read_file("/nonexistent/y"))
     spec = {"a": tf.FixedLenFeature([2], tf.float32, [0.0, 1.0]), "b": tf.VarLenFeature(tf.int64)}
     tf.parse_example([""], spec)
+    queue_ops()
+
+
+def queue_ops():
+    """Issue 18's queues, readers and CountUpTo (built, never run here)."""
+    queues = [
+        tf.FIFOQueue(3, [tf.int32, tf.string], shapes=[[], [2]]),
+        tf.PaddingFIFOQueue(3, [tf.float32], shapes=[[None]]),
+        tf.RandomShuffleQueue(5, 1, [tf.int32], seed=4),
+        tf.PriorityQueue(3, [tf.float32], shapes=[[]]),
+    ]
+    q = queues[0]
+    q.enqueue([1, ["a", "b"]])
+    q.enqueue_many([[1], [["a", "b"]]])
+    q.dequeue(), q.dequeue_many(2), q.dequeue_up_to(2), q.size(), q.is_closed()
+    q.close(cancel_pending_enqueues=True)
+    names = tf.FIFOQueue(3, tf.string)
+    readers = [tf.TextLineReader(skip_header_lines=1), tf.WholeFileReader(), tf.IdentityReader(),
+               tf.TFRecordReader(), tf.FixedLengthRecordReader(4, 1, 2)]  # fmt: skip
+    for r in readers:
+        r.read(names), r.num_records_produced(), r.num_work_units_completed(), r.reset()
+    readers[0].read_up_to(names, 3)
+    tf.count_up_to(tf.Variable(0, name="counter"), 3)
 
 
 def _built():

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
               "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
-              "tfrecord", "nest"}),
+              "tfrecord", "nest", "pending", "queue_state", "resources", "record_files"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices", "grad_overrides"}),
     # the op library, and what builds or reads graphs with it
@@ -40,13 +40,13 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
              "variable_scope", "layers", "contrib", "loss_reduction",
              "regression_losses", "custom_gradient", "tensor_protos", "iterator_state",
              "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn", "rnn_dynamic",
-             "functional_ops"}),
+             "functional_ops", "queues"}),
     # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
     ("run", {"run", "gpu_sim"}),
     ("session", {"session"}),
     # tf.data: datasets, their traced functions (run on the executor), the iterator ops
-    ("data", {"data", "record_files"}),
+    ("data", {"data"}),
     # training: gradients, optimizers, checkpoints, summaries
     ("train", {"gradients", "control_flow_grad", "gradient_checker", "train", "summary", "live_plots", "datasets",
                "input_data"}),

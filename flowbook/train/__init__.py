@@ -68,8 +68,21 @@ from flowbook.train.checkpoint_tools import (
     remove_checkpoint,
 )
 from flowbook.train.checkpoint_utils import list_variables, load_variable
+from flowbook.train.coordinator import Coordinator, LooperThread
 from flowbook.train.ftrl import FtrlOptimizer
 from flowbook.train.gradient_descent import GradientDescentOptimizer
+from flowbook.train.input import (
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    match_filenames_once,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)
 from flowbook.train.learning_rate_decay import (
     cosine_decay,
     cosine_decay_restarts,
@@ -98,6 +111,7 @@ from flowbook.train.proximal import (
     ProximalAdagradOptimizer,
     ProximalGradientDescentOptimizer,
 )
+from flowbook.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowbook.train.rmsprop import RMSPropOptimizer
 from flowbook.train.saver import Saver
 from flowbook.train.saving_hooks import (
@@ -130,12 +144,14 @@ __all__ = [
     "CheckpointSaverListener",
     "CheckpointState",
     "ChiefSessionCreator",
+    "Coordinator",
     "ExponentialMovingAverage",
     "FeedFnHook",
     "FinalOpsHook",
     "FtrlOptimizer",
     "GradientDescentOptimizer",
     "LoggingTensorHook",
+    "LooperThread",
     "MomentumOptimizer",
     "MonitoredSession",
     "MonitoredTrainingSession",
@@ -145,6 +161,7 @@ __all__ = [
     "Optimizer",
     "ProximalAdagradOptimizer",
     "ProximalGradientDescentOptimizer",
+    "QueueRunner",
     "RMSPropOptimizer",
     "Saver",
     "Scaffold",
@@ -158,8 +175,11 @@ __all__ = [
     "StopAtStepHook",
     "SummarySaverHook",
     "SummaryWriter",
+    "add_queue_runner",
     "assert_global_step",
     "basic_train_loop",
+    "batch",
+    "batch_join",
     "checkpoint_exists",
     "checkpoints_iterator",
     "cosine_decay",
@@ -171,18 +191,27 @@ __all__ = [
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "input_producer",
     "inverse_time_decay",
     "latest_checkpoint",
+    "limit_epochs",
     "linear_cosine_decay",
     "list_variables",
     "load_checkpoint",
     "load_variable",
+    "match_filenames_once",
     "natural_exp_decay",
     "noisy_linear_cosine_decay",
     "piecewise_constant",
     "piecewise_constant_decay",
     "polynomial_decay",
+    "range_input_producer",
     "remove_checkpoint",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "slice_input_producer",
+    "start_queue_runners",
+    "string_input_producer",
     "update_checkpoint_state",
     "write_graph",
 ]
