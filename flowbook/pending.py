@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -58,7 +59,10 @@ class Pending:
     ValueError: no
     """
 
-    __slots__ = ("_callback", "_event", "_lock", "done", "error", "on_cancel", "result", "what")
+    __slots__ = (
+        "_callback", "_event", "_lock", "done", "error", "on_cancel", "result", "settled_by",
+        "settled_ns", "what", "woke_ns",
+    )  # fmt: skip
 
     def __init__(self, what: str = "") -> None:
         self.what = what  # what it waits for, for messages: "an element of queue 'q'"
@@ -69,6 +73,12 @@ class Pending:
         self._callback: Callback | None = None  # called once with (result, error)
         self._event: threading.Event | None = None  # made by a synchronous wait
         self._lock = threading.Lock()  # guards done, _callback and _event
+        # for the profile: when the wait ended (the queue began handing the result over,
+        # e.g. stacking a batch; set by the queue, else at settling) and when it settled, in
+        # perf_counter_ns, and the thread that settled it
+        self.woke_ns = 0
+        self.settled_ns = 0
+        self.settled_by = 0
 
     def __len__(self) -> int:
         return 0
@@ -86,6 +96,8 @@ class Pending:
             if self.done:
                 return
             self.result, self.error, self.done = result, error, True
+            self.settled_ns, self.settled_by = time.perf_counter_ns(), threading.get_ident()
+            self.woke_ns = self.woke_ns or self.settled_ns
             callback, event = self._callback, self._event
         if callback is not None:
             callback(result, error)

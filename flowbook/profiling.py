@@ -65,6 +65,7 @@ from flowbook.step_stats import (
     NodeOutput,
     StepStats,
     TensorDescription,
+    tensor_facts,
 )
 from flowbook.timeline import (
     GanttChart,
@@ -179,28 +180,6 @@ def _outputs_of(rec: _Recorder, op: Any) -> list[Output]:
     return [out] if isinstance(out, tuple) else out
 
 
-def _tensor(op: Any, slot: int, dtype: Any, shape: Any) -> tuple[str, list[int], int]:
-    """Dtype name, shape list and bytes of one recorded output.
-
-    An output that is not an array (a variable's state, None) is described
-    by the tensor's static dtype and shape, unknown dims as -1 (as TF does).
-
-    >>> import numpy as np
-    >>> _tensor(None, 0, np.dtype("float32"), (2, 3))
-    ('float32', [2, 3], 24)
-    """
-    if dtype is None or shape is None or not hasattr(dtype, "itemsize"):
-        if op is None or slot >= len(op.outputs):
-            return "", [], 0
-        t = op.outputs[slot]
-        static = t.get_shape().as_list() if t._shape is not None else []
-        dtype, shape = t.dtype.np, tuple(-1 if d is None else d for d in static)
-    n = dtype.itemsize
-    for d in shape:
-        n *= max(int(d), 0)
-    return dtype.name, [int(d) for d in shape], n
-
-
 class StepStatsCollector(Observer):
     """Fills ``run_metadata.step_stats`` with one NodeExecStats per executed op.
 
@@ -289,18 +268,18 @@ def _build(rec: _Recorder) -> list[DeviceStepStats]:
     off = rec.offset_ns
     groups: dict[str, list[NodeExecStats]] = {CPU_DEVICE: []}  # device -> its nodes
     for op, t, where in rec.runs():
-        start = (t.start_ns + off) // 1000
+        start = (t.start_ns - t.waited_ns + off) // 1000  # a queue op: from its wait's start
         end = (t.end_ns + off) // 1000
         outputs = []
         for k, out in enumerate(_outputs_of(rec, op)):
-            dtype, shape, nbytes = _tensor(op, k, *out)
+            dtype, shape, nbytes = tensor_facts(op, k, *out)
             alloc = AllocationDescription(nbytes, nbytes)
             outputs.append(NodeOutput(k, TensorDescription(dtype, shape, alloc)))
         groups.setdefault(rec.device_of(op), []).append(
             NodeExecStats(
                 node_name=op.name,
                 all_start_micros=start,
-                op_start_rel_micros=0,
+                op_start_rel_micros=(t.start_ns + off) // 1000 - start,  # after its wait
                 op_end_rel_micros=end - start,
                 all_end_rel_micros=end - start,
                 scheduled_micros=(t.scheduled_ns + off) // 1000,
@@ -385,7 +364,8 @@ class Profile:
                     (t.end_ns - t0) / 1000,
                     t.thread_id,
                     rec.device_of(op),
-                    [(k, *_tensor(op, k, *out)) for k, out in enumerate(_outputs_of(rec, op))],
+                    [(k, *tensor_facts(op, k, *out)) for k, out in enumerate(_outputs_of(rec, op))],
+                    waited_us=t.waited_ns / 1000,
                 )
                 for op, t, where in rec.runs()
             ]
@@ -412,23 +392,28 @@ class Profile:
     def table(self, by: str = "op", sort: str = "total") -> ProfileTable:
         """Kernel time per op (``by="op"``) or per op type (``by="type"``).
 
+        Time a queue op spent waiting (for an element, for room) is not kernel
+        time: when some op waited, a ``waited_ms`` column counts it.
+
         ``share`` is the fraction of the runs' time; with kernels on several
         threads at once the denominator is the threads' busy time instead, so
         shares always sum to at most 1.
         """
         if by not in ("op", "type"):
             raise ValueError(f"by must be 'op' or 'type', not {by!r}")
-        acc: dict[str, list[Any]] = {}  # key -> [type, count, total ns]
+        acc: dict[str, list[Any]] = {}  # key -> [type, count, total ns, waited ns]
         busy = 0.0
         for rec in self._recs:
             kernels = 0
             for op, t, _where in rec.runs():
-                row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0])
+                row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0, 0])
                 ns = rec.kernel_ns(op, t)
                 row[1] += 1
                 row[2] += ns
+                row[3] += t.waited_ns
                 kernels += ns
             busy += max(kernels, rec.end_ns - rec.start_ns)
+        waits = any(row[3] for row in acc.values())  # a queue op waited: a waited_ms column
         rows = [
             {
                 by: key,
@@ -437,8 +422,9 @@ class Profile:
                 "total_ms": ns / 1e6,
                 "mean_us": ns / n / 1e3,
                 "share": ns / busy if busy else 0.0,
+                **({"waited_ms": w / 1e6} if waits else {}),
             }
-            for key, (typ, n, ns) in acc.items()
+            for key, (typ, n, ns, w) in acc.items()
         ]
         key = {"total": "total_ms", "mean": "mean_us", "name": by}.get(sort, sort)
         rows.sort(key=lambda r: r[key], reverse=key != by)
@@ -446,6 +432,7 @@ class Profile:
             f"{len(self._recs)} run(s), {self.run_time_us() / 1e3:.3f} ms; "
             f"kernels {sum(r['total_ms'] for r in rows):.3f} ms; "
             "share: of the run time (of the threads' busy time where kernels overlapped)"
+            + ("; waited_ms: time waiting on queues, apart from kernel time" if waits else "")
         )
         return ProfileTable(rows, caption)
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -190,6 +191,7 @@ class QueueState:
     @staticmethod
     def _settle(done: list[Done]) -> None:
         for p, build, value, error in done:
+            p.woke_ns = time.perf_counter_ns()  # the wait is over; what follows is the kernel's
             if error is None and build is not None:
                 try:
                     value = build(value)

@@ -5,6 +5,8 @@ A traced run (``RunOptions(trace_level=FULL_TRACE)``) fills
 ``NodeExecStats`` per executed op, field names as in TensorFlow's
 ``step_stats.proto`` so TF1 code that reads them runs unchanged.  Times are
 microseconds: ``all_start_micros`` since the epoch, the others relative to it.
+A queue op that waited (for an element, for room) starts with its wait: its
+kernel starts ``op_start_rel_micros`` later, when the wait ended.
 
     >>> NodeExecStats(node_name="a", op_start_rel_micros=1, op_end_rel_micros=3).op_end_rel_micros
     3
@@ -13,6 +15,7 @@ microseconds: ``all_start_micros`` since the epoch, the others relative to it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -39,8 +42,8 @@ class NodeExecStats:
     """One executed op: when it was scheduled, ran and finished, on which thread."""
 
     node_name: str = ""
-    all_start_micros: int = 0  # kernel start, microseconds since the epoch
-    op_start_rel_micros: int = 0  # kernel start, relative to all_start_micros (0)
+    all_start_micros: int = 0  # the op's start (a queue op that waited: its wait's), epoch µs
+    op_start_rel_micros: int = 0  # kernel start, relative to all_start_micros (0 unless it waited)
     op_end_rel_micros: int = 0  # kernel end, relative to all_start_micros
     all_end_rel_micros: int = 0  # end of all the op's work, relative to all_start_micros
     scheduled_micros: int = 0  # when its inputs were all ready, microseconds since the epoch
@@ -62,3 +65,25 @@ class DeviceStepStats:
 @dataclass
 class StepStats:
     dev_stats: list[DeviceStepStats] = field(default_factory=list)
+
+
+def tensor_facts(op: Any, slot: int, dtype: Any, shape: Any) -> tuple[str, list[int], int]:
+    """Dtype name, shape list and bytes of one recorded output.
+
+    An output that is not an array (a variable's state, None) is described
+    by the tensor's static dtype and shape, unknown dims as -1 (as TF does).
+
+    >>> import numpy as np
+    >>> tensor_facts(None, 0, np.dtype("float32"), (2, 3))
+    ('float32', [2, 3], 24)
+    """
+    if dtype is None or shape is None or not hasattr(dtype, "itemsize"):
+        if op is None or slot >= len(op.outputs):
+            return "", [], 0
+        t = op.outputs[slot]
+        static = t.get_shape().as_list() if t._shape is not None else []
+        dtype, shape = t.dtype.np, tuple(-1 if d is None else d for d in static)
+    n = dtype.itemsize
+    for d in shape:
+        n *= max(int(d), 0)
+    return dtype.name, [int(d) for d in shape], n

@@ -10,6 +10,10 @@ string in the Trace Event Format, which Perfetto (ui.perfetto.dev) and
   from the live thread when it still exists);
 - one ``"X"`` complete event per op: ``ts``/``dur`` in microseconds, ``name``
   the op's name, ``args`` its type and inputs (``input0``...) as TF writes them;
+- a queue op that waited before its kernel ran (``op_start_rel_micros`` > 0)
+  gets a separate ``"wait"`` slice, an async pair (``"b"``/``"e"``, category
+  ``wait``) that Perfetto draws on a track of its own, since the wait holds
+  no thread;
 - with ``show_dataflow``, a flow arrow per data edge: an ``"s"`` event on the
   producer's slice and an ``"f"`` event (``bp: "e"``, bound to the enclosing
   slice) on each consumer's slice, sharing one ``id`` per edge;
@@ -73,6 +77,7 @@ class OpEvent:
     # (slot, dtype name, shape, bytes) per output
     outputs: list[tuple[int, str, list[int], int]] = field(default_factory=list)
     lane: str = ""  # the lane's label when it is not a host thread: "GPU:0 stream"
+    waited_us: float = 0.0  # before start_us: how long it waited on a queue (no thread held)
 
 
 def parse_label(label: str) -> tuple[str, tuple[str, ...]]:
@@ -110,7 +115,7 @@ def events_from_step_stats(step_stats: Any, graph: Any = None) -> list[OpEvent]:
                 op_type, inputs = op.type, input_names(op)
             if lane:
                 inputs = ()
-            start = ns.all_start_micros
+            start = ns.all_start_micros + ns.op_start_rel_micros  # its kernel's, after a wait
             outputs = [
                 (
                     o.slot,
@@ -126,11 +131,12 @@ def events_from_step_stats(step_stats: Any, graph: Any = None) -> list[OpEvent]:
                     op_type,
                     inputs,
                     start,
-                    start + max(ns.all_end_rel_micros, ns.op_end_rel_micros),
+                    ns.all_start_micros + max(ns.all_end_rel_micros, ns.op_end_rel_micros),
                     ns.thread_id,
                     dev.device,
                     outputs,
                     lane,
+                    max(ns.op_start_rel_micros, 0),
                 )
             )
     return events
@@ -184,7 +190,7 @@ def trace_events(
     for d, tid, lane in lanes:  # a host thread, or a device's lane
         label = lane or names.get(tid, f"thread {tid}")
         out.append(_meta("thread_name", pids[d], tid, {"name": label}))
-    flow_id = 0
+    flow_id = wait_id = 0
     for run in runs:
         made = {e.name: e for e in run if not e.lane}  # op name -> its (host) event
         for e in sorted(run, key=lambda e: e.start_us):
@@ -204,6 +210,11 @@ def trace_events(
                     "args": args,
                 }
             )
+            if e.waited_us > 0:  # its wait: an async slice, on a track of its own
+                wait_id += 1
+                for ph, ts in (("b", e.start_us - e.waited_us), ("e", e.start_us)):
+                    out.append({"ph": ph, "cat": "wait", "name": "wait", "id": wait_id})
+                    out[-1].update(pid=pid, tid=e.thread_id, ts=ts, args={"op": e.name})
             if not show_dataflow or e.lane:
                 continue
             for name in e.inputs:
@@ -311,6 +322,9 @@ def _fmt_us(us: float) -> str:
 class GanttChart:
     """OpEvents drawn as inline SVG: one lane per thread, a bar per op, coloured by type.
 
+    Queue ops' waits (``OpEvent.waited_us``) are bars of type ``(waiting)``
+    on a lane of their own: a wait holds no thread.
+
     >>> chart = GanttChart([OpEvent("a", "Add", (), 0.0, 2.0, 1), OpEvent("b", "Mul", (), 1.0, 3.0, 2)])
     >>> chart._repr_html_().count('class="lane"')
     2
@@ -323,7 +337,14 @@ class GanttChart:
     def __init__(
         self, events: Sequence[OpEvent], names: dict[int, str] | None = None, note: str = ""
     ) -> None:
-        self.events = list(events)  # the ops to draw
+        # the ops to draw, and the waits of queue ops, on a lane of their own
+        self.events = list(events) + [
+            OpEvent(e.name, "(waiting)", (), e.start_us - e.waited_us, e.start_us, 0, e.device)
+            for e in events
+            if e.waited_us > 0
+        ]
+        for e in self.events[len(events) :]:
+            e.lane = "waiting on queues"
         self.names = thread_names() if names is None else names  # thread id -> name
         self.note = note  # what was left out, if anything
 
@@ -412,7 +433,7 @@ class ProfileTable:
     def _cell(col: str, v: Any) -> str:
         if col == "share":
             return f"{v:.1%}"
-        if col == "total_ms":
+        if col in ("total_ms", "waited_ms"):
             return f"{v:.3f}"
         if col == "mean_us":
             return f"{v:.1f}"

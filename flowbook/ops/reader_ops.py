@@ -32,6 +32,7 @@ string itself (identity).  ``ReaderNumRecordsProducedV2``,
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -106,6 +107,7 @@ class ReaderState:
             wait.then(arrived)
 
         def arrived(taken: Any, error: BaseException | None) -> None:
+            done.woke_ns = time.perf_counter_ns()  # for the profile: reading is the kernel's
             if error is not None:
                 if isinstance(error, OutOfRangeError) and out and up_to:
                     done.resolve(out)
@@ -210,6 +212,7 @@ def _mapped(p: Pending, fn: Callable[[Any], Any]) -> Pending:
     q.on_cancel = lambda: p.cancel() or True
 
     def done(result: Any, error: BaseException | None) -> None:
+        q.woke_ns = p.woke_ns  # the profile's wait ends where p's did
         if error is None:
             try:
                 result = fn(result)

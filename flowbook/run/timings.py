@@ -5,7 +5,13 @@ Timing stays out of the executor's loops.  On the threaded scheduler a
 one ``(op, start, end, thread)`` tuple on whatever thread ran it, runs a
 kernel off the CPU through its device's timer, and records the output
 shapes the graph leaves open); on the straight line the plan's timed twin
-stores one clock read per op (``flowbook.run.compile``).  Either way the
+stores one clock read per op (``flowbook.run.compile``).  A queue op that
+waits (its kernel returns a ``flowbook.pending.Pending``, which the scheduler
+parks) is logged when it settles: its kernel runs from the end of the wait
+(``Pending.woke_ns``: the queue begins handing its result over, e.g.
+stacking a batch) to the settling, on the thread that settled it, and the
+time from its first call to the end of the wait is its ``waited_ns``, apart
+from kernel time.  Either way the
 observers that asked get a :class:`RunTimings` at the end; its per-op lists,
 the scheduled times (from the plan's edges) and the output dtypes are built
 only when someone reads them (the profiler, the live widget).
@@ -21,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from flowbook.pending import Pending
 from flowbook.run.plan import Plan
 
 
@@ -35,6 +42,7 @@ class KernelTiming(NamedTuple):
     start_ns: int  # kernel call began
     end_ns: int  # kernel call returned
     thread_id: int  # threading.get_ident() of the thread that ran it
+    waited_ns: int = 0  # before start_ns: how long it waited on a queue (from its first call)
 
 
 class RunTimings:
@@ -53,7 +61,9 @@ class RunTimings:
     (10, [1, 0])
     """
 
-    __slots__ = ("_lists", "_log", "_shapes", "_shapes_of", "device_ns", "runs", "where")
+    __slots__ = (
+        "_lists", "_log", "_shapes", "_shapes_of", "device_ns", "runs", "waited_ns", "where",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -79,6 +89,8 @@ class RunTimings:
         # it ran in, outermost first; None for runs without loops
         self.runs: list[tuple[int, int, int, int]] | None = None
         self.where: list[tuple[tuple[str, int], ...]] | None = None
+        # op index -> ns it waited on a queue before its kernel started; None when none did
+        self.waited_ns: dict[int, int] | None = None
 
     @classmethod
     def from_log(
@@ -92,7 +104,7 @@ class RunTimings:
         """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, None, device_ns
-        t._log, t.where, t.runs = (plan, log, start_ns, None), None, None
+        t._log, t.where, t.runs, t.waited_ns = (plan, log, start_ns, None), None, None, None
         return t
 
     @classmethod
@@ -107,7 +119,7 @@ class RunTimings:
         """
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, plan, None
-        t._log, t.where, t.runs = (plan, stamps, 0, thread), None, None
+        t._log, t.where, t.runs, t.waited_ns = (plan, stamps, 0, thread), None, None, None
         return t
 
     def _built(self) -> tuple[list[int], ...]:
@@ -178,7 +190,8 @@ class RunTimings:
     def of(self, i: int) -> KernelTiming:
         """Op ``i``'s timing as one record."""
         _, sched, starts, ends, threads = self._built()
-        return KernelTiming(sched[i], starts[i], ends[i], threads[i])
+        waited = self.waited_ns.get(i, 0) if self.waited_ns else 0
+        return KernelTiming(sched[i], starts[i], ends[i], threads[i], waited)
 
 
 class KernelTimer:
@@ -197,6 +210,7 @@ class KernelTimer:
         self.shapes: list[Any] | None = [None] * len(plan.ops) if keep_shapes else None
         timers = {d: d.timer() for d in set(plan.devices)} if plan.off_host else {}
         self.timers = [t for t in timers.values() if t is not None]  # device timers (CUDA events)
+        self.waits: list[tuple[int, int, Pending]] = []  # (op, first call ns, its Pending)
         self.fns = [
             self._timed(i, fn, timers.get(d) if timers else None)
             for i, (fn, d) in enumerate(zip(plan.fns, plan.devices))
@@ -208,10 +222,14 @@ class KernelTimer:
         log, clock, thread = self.log.append, time.perf_counter_ns, threading.get_ident
         shapes = self.shapes if self.shapes is not None and self.plan.dynamic[i] else None
         several = len(self.plan.outputs[i]) != 1
+        wait = self.waits.append
 
         def timed(*args: Any) -> Any:
             start = clock()
             result = fn(*args) if timer is None else timer.call(i, fn, args)
+            if type(result) is Pending:  # it waits: logged once settled (finish)
+                wait((i, start, result))
+                return result
             log((i, start, clock(), thread()))
             if shapes is not None:  # the shapes, not the arrays (those are freed)
                 shapes[i] = (
@@ -231,11 +249,28 @@ class KernelTimer:
                     device_ns.update(t.finish())
             except Exception:  # a device left unusable by the run's error: no device lane
                 device_ns = None
+        waited = self._settled_waits() if self.waits else None
         timings = RunTimings.from_log(self.plan, self.log, self.t0, self.shapes, device_ns)
+        timings.waited_ns = waited
         if self.where is not None:
             timings.where, timings.runs = self.where, list(self.log)
         for hook in self.hooks:
             hook(self.plan, timings)
+
+    def _settled_waits(self) -> dict[int, int]:
+        """Log the ops that waited (kernel: from the wait's end to the settling); op -> ns
+        waited.  A wait the run withdrew ends, settled by CancelledError, when it stopped."""
+        waited, several = {}, [len(self.plan.outputs[i]) != 1 for i, _, _ in self.waits]
+        for (i, called, p), more in zip(self.waits, several):
+            if not p.done:  # withdrawn too late: the queue is settling it now
+                continue
+            self.log.append((i, p.woke_ns, p.settled_ns, p.settled_by))
+            waited[i] = max(p.woke_ns - called, 0)
+            if self.shapes is not None and self.plan.dynamic[i] and p.error is None:
+                r = p.result
+                self.shapes[i] = [_dtype_shape(o) for o in r or ()] if more else _dtype_shape(r)
+        self.log.sort(key=lambda e: e[2])  # finish order
+        return waited
 
 
 def _dtype_shape(value: Any) -> tuple[Any, Any]:
