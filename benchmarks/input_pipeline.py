@@ -1,12 +1,20 @@
-"""Input pipeline throughput: examples per second through tf.data vs a hand-written numpy loop.
+"""Input pipeline throughput: examples per second through tf.data and queues vs numpy by hand.
 
-The pipeline, as a TF1 tutorial writes it, over the digits (1,797 8x8 images
+The pipelines, as TF1 tutorials write them, over the digits (1,797 8x8 images
 as uint8 pixels, with their labels):
 
     from_tensor_slices((images, labels)) -> shuffle(10000) -> map(cast to float32, / 255)
     -> batch(100) -> repeat() -> make_one_shot_iterator().get_next()
 
-fetched with ``sess.run(next_element)`` in a loop; against numpy doing the
+fetched with ``sess.run(next_element)`` in a loop, and the queue pipeline
+
+    slice_input_producer([images, labels]) -> cast to float32, / 255
+    -> shuffle_batch(100, capacity=2000, min_after_dequeue=1000)
+
+fed by its QueueRunners on their threads (a Coordinator stops them), whose
+batches are fetched with ``sess.run``: one run per example moves it from the
+index queue into the shuffle queue, so this measures flowbook's per-run
+cost as much as the queues.  Both go against numpy doing the
 same work by hand each epoch (a permutation, then per batch a slice of it,
 a gather, the cast and the divide).  Both run in this process on the same
 data; the figure to read is the ratio (flowbook / numpy examples per second,
@@ -83,6 +91,30 @@ def flowbook_loop(images: np.ndarray, labels: np.ndarray, batches: int) -> float
     return _examples(len(images), batches) / elapsed
 
 
+def queue_loop(images: np.ndarray, labels: np.ndarray, batches: int) -> float:
+    """Examples per second of slice_input_producer + shuffle_batch with QueueRunners."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        image, label = tf.train.slice_input_producer([images, labels], seed=0)
+        image = tf.cast(image, tf.float32) / 255.0
+        x_batch, y_batch = tf.train.shuffle_batch(
+            [image, label], BATCH, capacity=2000, min_after_dequeue=1000, seed=0
+        )
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        try:
+            for _ in range(20):  # warm: the runners fill the shuffle queue past its minimum
+                sess.run([x_batch, y_batch])
+            start = time.perf_counter()
+            for _ in range(batches):
+                x, y = sess.run([x_batch, y_batch])
+            elapsed = time.perf_counter() - start
+        finally:
+            coord.request_stop()
+            coord.join(threads)
+    assert x.dtype == np.float32 and len(y) == len(x) == BATCH
+    return batches * BATCH / elapsed
+
+
 def pipeline_alone(images: np.ndarray, labels: np.ndarray, batches: int) -> float:
     """Examples per second of the same pipeline pulled in Python (no Session): its own cost."""
     with tf.Graph().as_default():
@@ -116,25 +148,29 @@ def main() -> dict[str, Any]:
     images, labels = digits()
     batches = 90 if args.quick else 900  # 5 or 50 epochs of 18 batches
     repeat = 3 if args.quick else 7
-    ours, theirs, alone, floor = [], [], [], []
+    ours, theirs, alone, floor, queued = [], [], [], [], []
     for _ in range(repeat):  # interleaved, so drifts in machine load hit both
         theirs.append(numpy_loop(images, labels, batches))
         ours.append(flowbook_loop(images, labels, batches))
+        queued.append(queue_loop(images, labels, batches // 3))
         alone.append(pipeline_alone(images, labels, batches))
         floor.append(session_floor(batches))
     fb_rate, np_rate = statistics.median(ours), statistics.median(theirs)
     ratio = fb_rate / np_rate
+    q_rate = statistics.median(queued)
     per_batch = {  # where a batch's time goes, in microseconds
         "numpy_loop": BATCH / np_rate * 1e6,
         "flowbook_sess_run": BATCH / fb_rate * 1e6,
         "pipeline_without_session": BATCH / statistics.median(alone) * 1e6,
         "sess_run_of_two_constants": statistics.median(floor),
+        "queue_pipeline_sess_run": BATCH / q_rate * 1e6,
     }
     print_table(
         ["pipeline", "examples/s (median)", "vs numpy"],
         [
             ["numpy by hand", f"{np_rate:,.0f}", "1.00x"],
             ["flowbook tf.data + sess.run", f"{fb_rate:,.0f}", f"{ratio:.2f}x"],
+            ["flowbook queues + QueueRunners", f"{q_rate:,.0f}", f"{q_rate / np_rate:.3f}x"],
         ],
     )
     print("\nper batch of 100 (µs):")
@@ -146,6 +182,10 @@ def main() -> dict[str, Any]:
         "numpy_examples_per_s": round(np_rate),
         "flowbook_examples_per_s": round(fb_rate),
         "ratio_vs_numpy": round(ratio, 3),
+        "queue_workload": "slice_input_producer -> cast, /255 -> shuffle_batch(100, 2000, 1000)",
+        "queue_examples_per_s": round(q_rate),
+        "queue_ratio_vs_numpy": round(q_rate / np_rate, 4),
+        "queue_batches_per_run": batches // 3,
         "goal_ratio": 0.5,
         "per_batch_us": {k: round(v, 2) for k, v in per_batch.items()},
         "quick": args.quick,
