@@ -13,7 +13,9 @@ named :class:`Hook` here, and nowhere else:
 - ``as_graph_def``: ``Graph.as_graph_def``; filled by ``flowbook.graph_def``;
 - ``import_graph_def``: ``flowbook.graph_def.import_graph_def``; filled by
   ``flowbook.graph_def_import``;
-- ``find_gpus``: the GPUs ``flowbook.devices`` lists; filled by ``flowbook.run.gpu``.
+- ``find_gpus``: the GPUs ``flowbook.devices`` lists; filled by ``flowbook.run.gpu``;
+- ``cluster_session``: the session class ``tf.Session("dask://...")`` makes; filled by
+  ``flowbook.distributed``.
 
 One more reach has a registry of its own, beside the protocol it serves:
 ``flowbook.run.observers.observer_factory``, through which ``flowbook.debug`` and
@@ -88,3 +90,5 @@ as_graph_def = Hook("as_graph_def", "flowbook.graph_def")
 import_graph_def = Hook("import_graph_def", "flowbook.graph_def_import")
 # () -> the GPUs CuPy finds in this process (found once; [] without CuPy or a GPU)
 find_gpus = Hook("find_gpus", "flowbook.run.gpu")
+# () -> the Session subclass that runs on a Dask cluster (tf.Session("dask://host:port"))
+cluster_session = Hook("cluster_session", "flowbook.distributed")

@@ -360,6 +360,11 @@ class Session(BaseSession):
     5
     """
 
+    def __new__(cls, target: Any = "", graph: Graph | None = None, config: Any = None) -> Session:
+        if cls is Session and target and (not isinstance(target, str) or target[:7] == "dask://"):
+            cls = hooks.cluster_session()  # a Dask cluster: flowbook.distributed.session
+        return super().__new__(cls)
+
     def __enter__(self) -> Session:
         self._contexts = [self.graph.as_default(), self.as_default()]
         for c in self._contexts:

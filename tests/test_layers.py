@@ -45,6 +45,8 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
     ("run", {"run", "gpu_sim"}),
     ("session", {"session"}),
+    # running on a Dask cluster: partitions, Send/Recv, task servers, the cluster session
+    ("distributed", {"distributed"}),
     # tf.data: datasets, their traced functions (run on the executor), the iterator ops
     ("data", {"data"}),
     # training: gradients, optimizers, checkpoints, summaries

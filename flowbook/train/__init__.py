@@ -37,6 +37,7 @@
 
 from typing import Any
 
+from flowbook.distributed.cluster import ClusterSpec, replica_device_setter
 from flowbook.graph_def import write_graph
 from flowbook.ops.example_ops import example_pb2
 from flowbook.summary import FileWriter as SummaryWriter
@@ -143,6 +144,7 @@ __all__ = [
     "CheckpointSaverHook",
     "CheckpointSaverListener",
     "CheckpointState",
+    "ClusterSpec",
     "ChiefSessionCreator",
     "Coordinator",
     "ExponentialMovingAverage",
@@ -206,6 +208,7 @@ __all__ = [
     "piecewise_constant_decay",
     "polynomial_decay",
     "range_input_producer",
+    "replica_device_setter",
     "remove_checkpoint",
     "shuffle_batch",
     "shuffle_batch_join",
