@@ -185,9 +185,6 @@ for _op, _kinds in (  # tf.data's iterator ops and the parsing ops: "attr=kind .
     ("MakeIterator", "shared_name=string"),
     ("DecodeCSV", "OUT_TYPE=list(type) field_delim=string na_value=string select_cols=list(int)"),
     ("DecodeRaw", "little_endian=bool"),
-    ("_Send", "tensor_name=string send_device=string recv_device=string client_terminated=bool"),
-    ("_Recv", "tensor_type=type tensor_name=string send_device=string recv_device=string "
-     "client_terminated=bool"),
     ("ParseExample", "sparse_keys=list(string) dense_keys=list(string) sparse_types=list(type) "
      "dense_types=list(type) dense_shapes=list(shape)"),
 ):  # fmt: skip

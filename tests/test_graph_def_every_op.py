@@ -385,6 +385,17 @@ def queue_ops():
         r.read(names), r.num_records_produced(), r.num_work_units_completed(), r.reset()
     readers[0].read_up_to(names, 3)
     tf.count_up_to(tf.Variable(0, name="counter"), 3)
+    sendrecv_ops()
+
+
+def sendrecv_ops():
+    """Issue 20's Send/Recv pair, as a partition of a cluster run holds them (never run here)."""
+    g = tf.get_default_graph()
+    where = {"tensor_name": "edge_1_c", "send_device": "/job:ps/replica:0/task:0/device:CPU:0",
+             "send_device_incarnation": 1, "client_terminated": False,
+             "recv_device": "/job:worker/replica:0/task:0/device:CPU:0"}  # fmt: skip
+    g.create_op("_Send", [tf.constant(1.0)], dict(where), name="send")
+    g.create_op("_Recv", [], {**where, "tensor_type": tf.float32, "shape": (2, None)}, name="recv")
 
 
 def _built():

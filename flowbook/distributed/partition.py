@@ -40,7 +40,7 @@ walk back from the fetches, stop at feeds), then :func:`partition`:
     >>> [(n.name, n.op) for n in graph_def(parts["/job:ps/replica:0/task:0"]).node]
     [('w', 'Const'), ('w/_0', '_Send')]
     >>> [(n.name, n.op) for n in graph_def(parts["/job:worker/replica:0/task:0"]).node]
-    [('y/y', 'Const'), ('y', 'Mul'), ('w/_1', '_Recv')]
+    [('Const', 'Const'), ('y', 'Mul'), ('w/_1', '_Recv')]
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ __all__ = ["DaskSession", "is_cluster_target", "map_workers"]
 _NAME = re.compile(r"^(?:/job:)?([A-Za-z_]\w*?)(?:/replica:\d+)?(?:/task:|[-:_/])(\d+)$")
 ABORT_WAIT_S = 10.0  # after a task failed, the longest wait for the others to stop
 MAX_PLANS = 256  # distributed plans kept per session
+SERVER_START_S = 60.0  # longest wait for the task servers to start
 
 
 def is_cluster_target(target: Any) -> bool:
@@ -110,9 +111,10 @@ def _client_for(target: Any) -> tuple[Any, bool]:
 
     if isinstance(target, bytes):
         target = target.decode()
-    if isinstance(target, str):
-        return Client("tcp://" + target[len("dask://") :], direct_to_workers=True,
-                      set_as_default=False), True  # fmt: skip
+    if isinstance(target, str):  # "dask://host:port", or "dask://" + a full Dask address
+        address = target[len("dask://") :]
+        address = address if "://" in address else "tcp://" + address
+        return Client(address, direct_to_workers=True, set_as_default=False), True
     if isinstance(target, Client):
         if target.direct_to_workers is None:
             target.direct_to_workers = True
@@ -124,19 +126,32 @@ def _client_for(target: Any) -> tuple[Any, bool]:
     )
 
 
-def _servers(client: Any, cluster: ClusterSpec) -> dict[str, Any]:
-    """Task name -> its TaskServer actor, found on the scheduler or started on its worker."""
-    futures = {}
+def _servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], list[Any]]:
+    """Task name -> its TaskServer actor, found on the scheduler or started on its worker;
+    and the futures that keep the actors alive while the session holds them.
+
+    The actor handle is made from its worker address and key (a second client cannot
+    gather an actor another client made), bound to ``client``.
+    """
+    from distributed import Actor, wait  # lazy: dask is an optional extra
+
+    futures, servers = [], {}
     for job, k in cluster.tasks():
         name = f"flowbook-task-{job}-{k}"
+        address = cluster.task_address(job, k)
         future = client.get_dataset(name, default=None)
         if future is None:
-            address = cluster.task_address(job, k)
             future = client.submit(TaskServer, job, k, actor=True, key=name,
                                    workers=[address], allow_other_workers=False)  # fmt: skip
             client.publish_dataset(future, name=name, override=True)
-        futures[task_name(job, k)] = future
-    return {t: f.result() for t, f in futures.items()}
+        futures.append(future)
+        servers[task_name(job, k)] = (address, name)
+    with client.as_current():
+        wait(futures, timeout=SERVER_START_S)
+        for f in futures:
+            if f.status != "finished":
+                raise errors.UnavailableError(None, None, f"Task server {f.key}: {f.exception()}")
+        return {t: Actor(TaskServer, a, name) for t, (a, name) in servers.items()}, futures
 
 
 class _DistPlan:
@@ -165,7 +180,8 @@ class DaskSession(Session):
         self._client, self._owns_client = _client_for(target)
         workers = self._client.scheduler_info(n_workers=-1)["workers"]
         self.cluster = map_workers(workers)  # job -> the Dask worker address of each task
-        self._servers = _servers(self._client, self.cluster)  # task name -> TaskServer actor
+        # task name -> its TaskServer actor; the futures keep the actors alive meanwhile
+        self._servers, self._server_futures = _servers(self._client, self.cluster)
         self._peers = {t: (a._address, a.key) for t, a in self._servers.items()}
         self._dplans: dict[tuple, _DistPlan] = {}  # run signature -> its distributed plan
         self._registered: set[tuple[str, str]] = set()  # (task, key) known there
