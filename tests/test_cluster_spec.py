@@ -85,7 +85,7 @@ def _model():
 
 
 def test_variables_colocate_their_snapshot_and_updates():
-    g, x, w, y, z = _model()
+    g, x, _w, _y, z = _model()
     plan = build_plan(g, [z], (), [x], lambda op: None)
     where = {op.name: t for op, t in assign_tasks(plan.ops, {x}, TASKS).items()}
     assert where["w"] == where["w/read"] == where["step"] == "/job:ps/replica:0/task:0"
@@ -94,7 +94,7 @@ def test_variables_colocate_their_snapshot_and_updates():
 
 
 def test_partitions_are_cut_by_send_recv_pairs():
-    g, x, w, y, z = _model()
+    g, x, _w, y, z = _model()
     plan = build_plan(g, [z, y], (), [x], lambda op: None)
     parted = partition(g, plan.ops, [z, y], [x], TASKS)
     ps, w0, w1 = (
@@ -125,5 +125,5 @@ def test_a_device_on_a_missing_task_names_the_op():
     with g.as_default(), tf.device("/job:worker/task:7"):
         c = tf.constant(1.0, name="far")
     plan = build_plan(g, [c], (), (), lambda op: None)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="Const 'far'.*task:7"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"Const 'far'.*task:7"):
         partition(g, plan.ops, [c], [], TASKS)

@@ -48,7 +48,7 @@ def test_the_tasks_come_from_the_worker_names(client):
     with _session(client, tf.Graph()) as s:
         assert isinstance(s, tf.Session) and s.cluster.jobs == ["ps", "worker"]
         assert s.cluster.num_tasks("worker") == 2
-        assert [d.name for d in s.list_devices()][0] == f"{PS}/device:CPU:0"
+        assert next(d.name for d in s.list_devices()) == f"{PS}/device:CPU:0"
 
 
 def test_a_dask_url_target_runs(client):
@@ -147,7 +147,7 @@ def _counter(name):
 
 
 def test_variables_stay_on_their_ps_across_runs_and_sessions(client):
-    g, v, inc, init = _counter("stays")
+    g, _v, inc, init = _counter("stays")
     with _session(client, g) as s:
         s.run(init)
         for _ in range(3):
@@ -160,7 +160,7 @@ def test_variables_stay_on_their_ps_across_runs_and_sessions(client):
 
 
 def test_concurrent_asynchronous_workers_lose_no_assign_add(client):
-    g, v, inc, init = _counter("shared_count")
+    g, v, _inc, init = _counter("shared_count")
     with _session(client, g) as s:
         s.run(init)
     errors = []
@@ -209,9 +209,11 @@ def test_an_uninitialised_variable_names_it_and_its_task(client):
     with g.as_default(), tf.device(tf.train.replica_device_setter(ps_tasks=1)):
         v = tf.Variable(1.0, name="never_initialised")
         y = v * 2.0
-    with _session(client, g) as s:
-        with pytest.raises(tf.errors.FailedPreconditionError, match="never_initialised") as e:
-            s.run(y)
+    with (
+        _session(client, g) as s,
+        pytest.raises(tf.errors.FailedPreconditionError, match="never_initialised") as e,
+    ):
+        s.run(y)
     assert "task:0" in str(e.value)
 
 

@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from flowbook import dtypes
-from flowbook.graph_def import OP_ATTR_KINDS
 from flowbook.errors import AbortedError, InternalError
+from flowbook.graph_def import OP_ATTR_KINDS
 from flowbook.pending import Pending, settle
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
 
@@ -194,7 +194,9 @@ def _recv_infer(*, tensor_type: Any, shape: Any = None, **_: Any) -> Out:
 
 
 for _op in ("_Send", "_Recv"):  # their attrs' kinds in a GraphDef (the names alone mislead)
-    OP_ATTR_KINDS.update({(_op, k): "string" for k in ("tensor_name", "send_device", "recv_device")})
+    OP_ATTR_KINDS.update(
+        {(_op, k): "string" for k in ("tensor_name", "send_device", "recv_device")}
+    )
     OP_ATTR_KINDS[(_op, "client_terminated")] = "bool"
 OP_ATTR_KINDS[("_Recv", "tensor_type")] = "type"
 
