@@ -383,6 +383,8 @@ NOT_ON_GPU = {
     "RefEnter": "a GraphDef's twin of Enter, same kernel",
     "RefExit": "a GraphDef's twin of Exit, same kernel",
     "RefNextIteration": "a GraphDef's twin of NextIteration, same kernel",
+    "_Send": "a cluster task's Send (issue 20): host only, tested in tests/test_distributed.py",
+    "_Recv": "a cluster task's Recv (issue 20): host only, tested in tests/test_distributed.py",
 }
 
 
