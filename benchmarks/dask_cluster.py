@@ -46,7 +46,7 @@ PS, W0, W1 = "/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"
 def named_cluster(processes: bool) -> Any:
     from distributed import LocalCluster
 
-    where = {"host": "127.0.0.1"} if processes else {}  # loopback TCP, or in-process
+    where = {"host": "127.0.0.1", "worker_dashboard_address": None} if processes else {}
     cluster = LocalCluster(n_workers=0, processes=processes, threads_per_worker=1,
                            dashboard_address=None, **where)  # fmt: skip
     for name in ("ps-0", "worker-0", "worker-1"):

@@ -136,6 +136,20 @@ def test_structures_feeds_and_op_fetches(client):
     assert out == {"y": 6.0, "x": 3.0, "pair": (6.0, None)}
 
 
+def test_a_changed_graph_releases_the_old_partitions(client):
+    g = tf.Graph()
+    with g.as_default(), tf.device("/job:worker/task:1"):
+        y = tf.constant(1.0, name="first") + 1.0
+    with _session(client, g) as s:
+        assert s.run(y) == 2.0
+        (old,) = s._registered
+        with g.as_default(), tf.device("/job:worker/task:1"):
+            z = y * 3.0  # a new op: a new graph version, a new plan
+        assert s.run(z) == 6.0
+        assert old not in s._registered and len(s._registered) == 1
+        assert s.run(y) == 2.0  # the first fetch again: registered anew
+
+
 # ------------------------------------------------------- variables on the ps
 def _counter(name):
     g = tf.Graph()
@@ -241,3 +255,71 @@ def test_a_device_on_a_missing_task_is_refused(client):
         y = tf.constant(1.0, name="nowhere")
     with _session(client, g) as s, pytest.raises(tf.errors.InvalidArgumentError, match="task:9"):
         s.run(y)
+
+
+# ------------------------------------------------- training, like its local twin
+def _regression(seed=0):
+    rng = np.random.default_rng(seed)
+    xs = rng.standard_normal((8, 32, 3)).astype(np.float32)
+    ys = (xs @ np.array([[1.0], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default(), tf.device(tf.train.replica_device_setter(ps_tasks=1, worker_device=W1)):
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        y = tf.placeholder(tf.float32, [None, 1], name="y")
+        w = tf.Variable(np.zeros((3, 1), np.float32), name="reg_w")
+        b = tf.Variable(0.0, name="reg_b")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+        step = tf.train.get_or_create_global_step()
+        train = tf.train.MomentumOptimizer(0.05, 0.9).minimize(loss, global_step=step)
+    return g, x, y, loss, train, w, xs, ys
+
+
+def _curve(g, x, y, loss, train, w, xs, ys, master):
+    losses = []
+    with g.as_default():
+        hooks = [tf.train.StopAtStepHook(last_step=len(xs))]
+        with tf.train.MonitoredTrainingSession(master=master, hooks=hooks) as s:
+            k = 0
+            while not s.should_stop():
+                losses.append(s.run([loss, train], {x: xs[k], y: ys[k]})[0])
+                k += 1
+            final = s.run(w)
+    return np.array(losses), final
+
+
+def test_monitored_training_on_the_cluster_follows_its_local_twin(client):
+    local = _curve(*_regression(), master="")
+    remote = _curve(*_regression(), master=client)
+    np.testing.assert_allclose(remote[0], local[0], rtol=1e-5)
+    np.testing.assert_allclose(remote[1], local[1], rtol=1e-5)
+    assert local[0][-1] < local[0][0] / 2  # it learnt something
+
+
+# ------------------------------------------------- worker processes, over TCP
+@pytest.mark.timeout(180)
+def test_a_cluster_of_processes_over_tcp_gives_the_local_values():
+    cluster = distributed.LocalCluster(
+        n_workers=0, processes=True, threads_per_worker=1, dashboard_address=None,
+        host="127.0.0.1", worker_dashboard_address=None,
+    )  # fmt: skip
+    try:
+        for name in ("ps-0", "worker-0"):
+            cluster.worker_spec[name] = cluster.new_spec
+        cluster.scale(2)
+        with distributed.Client(cluster, set_as_default=False) as c:
+            c.wait_for_workers(2, timeout=120)
+            g, x, init, fetches = _build(
+                (W0, "/job:ps/task:0", ""), [("matmul", 0, 1, "/job:ps/task:0", None)], [1, 3]
+            )
+            value = np.arange(4, dtype=np.float32).reshape(2, 2)
+            with tf.Session(graph=g) as local:
+                local.run(init)
+                want = local.run(fetches, {x: value})
+            with tf.Session("dask://" + c.scheduler.address, graph=g) as s:
+                assert s.cluster.task_address("ps", 0).startswith("tcp://127.0.0.1")
+                s.run(init)
+                got = s.run(fetches, {x: value})
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b)
+    finally:
+        cluster.close()

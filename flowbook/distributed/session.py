@@ -224,9 +224,21 @@ class DaskSession(Session):
             if len(self._dplans) >= MAX_PLANS or any(
                 k[-1] != key[-1] for k in list(self._dplans)[:1]
             ):
+                self._forget(list(self._dplans.values()))  # the graph changed: old plans go
                 self._dplans.clear()
             self._dplans[key] = dplan
         return dplan
+
+    def _forget(self, dplans: list[_DistPlan]) -> None:
+        """Release ``dplans``' partitions on their tasks (not waited for; variables stay)."""
+        keys: dict[str, list[str]] = {}
+        for d in dplans:
+            for task, key in d.keys.items():
+                if (task, key) in self._registered:
+                    self._registered.discard((task, key))
+                    keys.setdefault(task, []).append(key)
+        for task, mine in keys.items():
+            self._servers[task].release(mine)  # an ActorFuture nobody waits for
 
     def _step(self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None) -> list:
         timeout_ms = int(options.timeout_in_ms) if options is not None else 0
