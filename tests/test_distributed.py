@@ -299,8 +299,8 @@ def test_monitored_training_on_the_cluster_follows_its_local_twin(client):
 @pytest.mark.timeout(180)
 def test_a_cluster_of_processes_over_tcp_gives_the_local_values():
     cluster = distributed.LocalCluster(
-        n_workers=0, processes=True, threads_per_worker=1, dashboard_address=None,
-        host="127.0.0.1", worker_dashboard_address=None,
+        n_workers=0, processes=True, threads_per_worker=1, dashboard_address=":0",
+        host="127.0.0.1", worker_dashboard_address=":0",
     )  # fmt: skip
     try:
         for name in ("ps-0", "worker-0"):
