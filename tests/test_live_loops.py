@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -151,54 +152,48 @@ def test_nested_loops_count_entries_and_a_cond_in_a_loop_takes_both_sides(view):
 def test_while_a_loop_runs_the_state_says_which_iteration_it_is_in(view):
     seen: list[dict] = []
 
-    def probe(k):  # runs inside the loop: send what the views would get now
+    def probe(k):  # runs inside the loop: send what the views would get now (as a tick does)
         if k in (2, 5):
+            hub.touch("run")
             live.FLUSHER.flush_now()
             seen.append(view.last("run"))
         return k
 
     g = fb.Graph()
     with g.as_default():
-        i = fb.while_loop(
-            lambda i: i < 8,
-            lambda i: _py_step(probe, i),
-            [fb.constant(0)],
-            name="loop",
-        )
+        i = fb.while_loop(lambda i: i < 8, lambda i: _py_step(probe, i), [0], name="loop")
     hub = view.attach(g)
     with fb.Session(graph=g) as s:
-        assert s.run(i) == 8  # the first run: followed per iteration
+        assert s.run(i) == 8  # the first run: shown as it goes, its loop compiled
+        assert _plan(s) and s._paths[_plan(s)].layout.loops
         assert [r["phase"] for r in seen] == ["running", "running"]
-        assert [r["control_flow"]["where"] for r in seen] == [[[FRAME, 2]], [[FRAME, 5]]]
-        assert seen[1]["control_flow"]["at"] == {FRAME: 5}
+        assert [r["control_flow"] for r in seen] == [{"at": {FRAME: 2}}, {"at": {FRAME: 5}}]
         live.FLUSHER.flush_now()
         done = view.last("run")
         assert done["phase"] == "done" and done["control_flow"]["iterations"] == {FRAME: 8}
-        assert hub.plan_stats(_plan(s)).loops.where is None  # the run is over
+        assert hub.plan_stats(_plan(s)).loops.progress == {}  # the run is over
 
 
-def test_iterations_ask_for_one_send_until_the_flusher_reads_them():
-    class Hub:
-        touched = 0
+def test_the_views_follow_a_loop_that_calls_no_hook_as_it_goes(view):
+    def nap(k):
+        time.sleep(0.02)
+        return k
 
-        def touch(self, key):
-            self.touched += 1
-
-    class Stats:
-        n = 1
-
-    hub = Hub()
-    ls = loops.LoopStats(hub, Stats())
-    for k in range(1000):
-        ls.on_iteration(((FRAME, k),))
-    assert hub.touched == 1 and ls.where == ((FRAME, 999),)
-
-    class Plan:
-        ops: list = []
-
-    assert ls.state(Plan(), "running")["where"] == [[FRAME, 999]]
-    ls.on_iteration(((FRAME, 1000),))
-    assert hub.touched == 2  # read, so the next iteration asks again
+    g = fb.Graph()
+    with g.as_default():
+        i = fb.while_loop(lambda i: i < 20, lambda i: _py_step(nap, i), [0], name="loop")
+    view.attach(g)
+    with fb.Session(graph=g) as s:
+        assert s.run(i) == 20  # 0.4 s: the ticker asks the flusher for a send each 0.05 s
+    live.FLUSHER.flush_now()
+    counts = [r["control_flow"]["at"][FRAME] for r in view.runs() if r["phase"] == "running"
+              and FRAME in r["control_flow"].get("at", {})]  # fmt: skip
+    assert len(set(counts)) >= 3 and counts == sorted(counts), counts
+    assert view.last("run")["control_flow"]["iterations"] == {FRAME: 20}
+    deadline = time.monotonic() + 2
+    while loops.TICKER.following and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not loops.TICKER.following  # it lets go once the run is over
 
 
 # ------------------------------------------------------------- what each run is watched with
@@ -209,31 +204,63 @@ def _observer_for(sess, mode_setup):
     return live.WATCHER.for_run(plan)
 
 
+def _slow(st):  # the last run took 1 s, in a million op runs: the next one is watched live
+    st.last_ns, st.n = 10**9, 10**6
+
+
+def _heavy(st):  # ... and its ops are heavy (10 op runs)
+    st.last_ns, st.n = 10**9, 10
+
+
+def _retime(st):  # its times are old: the next run would be timed
+    st.timed_at = 0
+
+
 @pytest.mark.parametrize(
-    "case, setup, per_op, follows",
+    "case, setup, watched",
     [
-        ("whole", lambda st: None, False, False),
-        ("live, cheap ops", lambda st: setattr(st, "last_ns", 10**9) or setattr(st, "n", 10**6),
-         False, True),
-        ("live, heavy ops", lambda st: setattr(st, "last_ns", 10**9) or setattr(st, "n", 10),
-         True, True),
+        ("whole", lambda st: None, {"on_control_flow"}),
+        ("timed, cheap ops", _retime, {"on_control_flow"}),
+        ("live, cheap ops", _slow, {"on_loop", "on_control_flow"}),
+        ("live, heavy ops", _heavy, {"on_loop", "on_control_flow", "before_op", "after_op",
+                                     "on_timings"}),
     ],
 )  # fmt: skip
-def test_hooks_each_loop_run_gets(view, case, setup, per_op, follows):
+def test_hooks_each_loop_run_gets(view, case, setup, watched):
     g = fb.Graph()
     with g.as_default():
         bound, _, big = _loop_and_cond()
     view.attach(g)
     with fb.Session(graph=g) as s:
-        s.run(big, {bound: 3})  # the first run, recorded
-        s.run(big, {bound: 3})  # a second one in the same cell: now watched whole or live
+        s.run(big, {bound: 3})  # the first run, shown as it goes
+        s.run(big, {bound: 3})  # a second one in the same cell: watched whole
         o = _observer_for(s, setup)
-        assert bool(hooks_of([o], "before_op")) == per_op
-        assert bool(hooks_of([o], "after_op")) == per_op
-        assert bool(hooks_of([o], "on_iteration")) == follows
-        assert hooks_of([o], "on_control_flow")  # every run is counted
-        if case == "whole":
-            assert isinstance(o, loops._WholeRun)
+        hooks = ("before_op", "after_op", "on_timings", "on_iteration", "on_loop",
+                 "on_control_flow")  # fmt: skip
+        assert {h for h in hooks if hooks_of([o], h)} == watched
+        if case == "timed, cheap ops":
+            assert _observer_for(s, lambda st: None).__class__ is loops._WholeRun  # not again
+
+
+def test_the_first_run_of_a_plan_keeps_its_loops_compiled(view):
+    g = fb.Graph()
+    with g.as_default():
+        bound, _, big = _loop_and_cond()
+    view.attach(g)
+    with fb.Session(graph=g) as s:
+        o = live.WATCHER.for_run(_unwatched_plan(s, big, bound))
+        assert isinstance(o, loops._LoopRun)  # nothing known of its ops yet
+        assert not [h for h in ("before_op", "after_op", "on_timings") if hooks_of([o], h)]
+
+
+def _unwatched_plan(s, fetch, bound):
+    """The plan of ``fetch``, made by a run nobody watches."""
+    live.WATCHER.detach()
+    try:
+        s.run(fetch, {bound: 1})
+    finally:
+        live.WATCHER.attach()
+    return _plan(s)
 
 
 def test_a_live_run_of_heavy_ops_shows_each_op_once(view):
@@ -266,9 +293,7 @@ def test_a_failed_loop_run_names_no_untaken_ops(view):
         s.run(i)
     live.FLUSHER.flush_now()
     run = view.last("run")
-    assert run["phase"] == "error"
-    assert run["control_flow"]["iterations"] == {FRAME: 2}  # bodies 0 and 1 finished
-    assert "not_run" not in run["control_flow"]
+    assert run["phase"] == "error" and "not_run" not in run["control_flow"]
 
 
 def test_runs_without_control_flow_keep_their_path_and_an_empty_part(view):

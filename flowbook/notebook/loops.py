@@ -15,30 +15,34 @@ a loop's frame or a cond::
 kept as ``PlanStats.loops``; its :meth:`LoopStats.state` is the ``run``
 state's ``control_flow``).  Every run of such a plan is counted
 (``Observer.on_control_flow``: how often each op ran, how many body
-iterations each loop did), whether it is watched op by op or whole: the
-counting costs the run one increment per op.  Runs the views follow as they
-go ("first" and "live" runs, see :mod:`flowbook.notebook.watch`) also get
-``on_iteration``, which only stores the newest ``where`` and asks the
-flusher for a send once per tick (``asked``): O(1), no lock, no list.  The
-flusher reads ``where`` when it builds the ``run`` state, at most
-``MAX_PUSHES_PER_S`` times a second.  While a run is in progress the state
-says where it is; after, what the counts say::
+iterations each loop did), whether it is watched op by op or whole.  Runs
+the views show as they go ("first" and "live" runs, see
+:mod:`flowbook.notebook.watch`) also get ``Observer.on_loop``: each loop
+instance's live count of its iterations, read by the flusher (never by the
+run), at most ``MAX_PUSHES_PER_S`` times a second.  A compiled loop calls
+no hook as it goes, so :data:`TICKER`, a daemon thread awake only while
+such a run is in a loop, asks the flusher for a send every ``TICK_S``.
+While the run is in progress the state says where it is; after, what the
+counts say::
 
-    running: {"where": [["loop/while_context", 412]], "at": {"loop/while_context": 412}}
+    running: {"at": {"loop/while_context": 412}}
     done:    {"iterations": {"loop/while_context": 1000}, "entries": {...: 1},
               "not_run": ["cond/no"], "taken": {"cond": "true"}}
 
-``at`` keeps the last iteration seen of each frame in this run (a frame the
-run has left keeps its number until the run ends); ``entries`` says how many
-times a frame was entered (a loop inside a loop starts once per outer
-iteration); ``not_run`` lists the plan's ops that ran 0 times (an untaken
-branch), which the front end dims.
+``at`` holds, per frame the run has entered, how many iterations its newest
+instance has run; ``entries`` says how many times a frame was entered (a
+loop inside a loop starts once per outer iteration); ``not_run`` lists the
+plan's ops that ran 0 times (an untaken branch), which the front end dims.
 
-**A long loop of cheap ops** is not watched op by op: a "live" run of a plan
-whose mean time per op run (``PlanStats.n`` counts op runs for these plans)
-is below ``LIVE_OP_NS`` keeps only the loop hooks, so its cost stays that of
-the counting and of ``on_iteration``; above it, each op is shown running
-and done once (its first run), not once per iteration.
+**What the widget costs a loop.**  Counting and ``on_loop`` leave innermost
+loops compiled (``flowbook.run.loops``); per-op hooks and timings do not
+(each op of each iteration interpreted, about 10x a trivial iteration).  So
+a plan's runs get those only once its last run showed ops heavy enough
+(``LIVE_OP_NS`` mean time per op run; ``PlanStats.n`` counts op runs for
+these plans) that interpreting costs little next to them, and then a "live"
+run shows each op running and done once, at its first run, not once per
+iteration.  Until then (the first run of a plan included) a run is shown
+by its loops' counters alone, and is never timed.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default() as g:
@@ -50,6 +54,9 @@ and done once (its first run), not once per iteration.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -61,7 +68,8 @@ WHILE_CONTEXT = "/while_context"  # the suffix while_loop gives its frame names
 ENTERS = ("Enter", "RefEnter")
 SWITCHES = ("Switch", "RefSwitch")
 PIVOTS = ("/switch_t", "/switch_f")  # a cond's pivots, named so by tf.cond (and TensorFlow)
-LIVE_OP_NS = 40_000  # a long loop's ops are shown one by one only above this mean time per run
+LIVE_OP_NS = 40_000  # ops are watched one by one only above this mean time per op run
+TICK_S = 0.05  # how often the views are asked to follow a run in a loop (MAX_PUSHES_PER_S)
 
 
 def frames_state(ops: Iterable[Operation]) -> dict[str, Any]:
@@ -104,43 +112,34 @@ def _frame_of(op: Operation) -> str:
 class LoopStats:
     """How the runs of one plan with branches or loops went, for the views.  See the module doc."""
 
-    __slots__ = ("asked", "at", "at_run", "ended", "hub", "iterations", "runs", "stats", "where")
+    __slots__ = ("hub", "iterations", "progress", "runs", "stats")
 
     def __init__(self, hub: Any, stats: Any) -> None:
         self.hub = hub  # the LiveGraph showing the plan's graph (its touch() asks for a send)
         self.stats = stats  # the plan's PlanStats (its op count becomes op runs: ``n``)
-        self.where: tuple[tuple[str, int], ...] | None = None  # the running run's iteration
-        self.asked = False  # a send was asked for since the flusher last read ``where``
+        # per frame, the live iteration count of its newest instance in the running run
+        # (on_loop); {} when no run of the plan is in a loop
+        self.progress: dict[str, Callable[[], int]] = {}
         self.runs: list[int] | None = None  # per plan op, how often the last run ran it
         self.iterations: dict[str, int] = {}  # per frame, body iterations of the last run
-        self.ended = 0  # runs counted so far
-        self.at: dict[str, int] = {}  # per frame, the last iteration seen of the running run
-        self.at_run = 0  # ``ended`` when ``at`` was started (a newer run starts it again)
 
     # ------------------------------------------------ on the run's thread
-    def on_iteration(self, where: tuple[tuple[str, int], ...]) -> None:
-        """The run goes on in iteration ``where``: store it; the flusher sends it (O(1))."""
-        self.where = where
-        if not self.asked:
-            self.asked = True
-            self.hub.touch("run")
+    def on_loop(self, name: str, progress: Callable[[], int]) -> None:
+        """A loop instance starts: keep its live count; the ticker has the views follow it."""
+        if not self.progress:
+            TICKER.follow(self)
+        self.progress[name] = progress
 
     def on_control_flow(self, plan: Plan, runs: list[int], iterations: dict[str, int]) -> None:
         """The run's counts (its end): kept for the views; the plan's mean counts op runs."""
-        self.runs, self.iterations, self.where = runs, iterations, None
-        self.ended += 1
+        self.runs, self.iterations, self.progress = runs, iterations, {}
         self.stats.n = max(1, sum(runs))
 
     # ------------------------------------------------ on the flusher's thread
     def state(self, plan: Plan, phase: str) -> dict[str, Any]:
         """The run state's ``control_flow`` for the run shown, in ``phase`` (module doc)."""
         if phase == "running":
-            self.asked = False  # before reading: a later iteration asks again
-            where = self.where or ()
-            if self.at_run != self.ended:
-                self.at, self.at_run = {}, self.ended
-            self.at.update(where)
-            return {"where": [[f, it] for f, it in where], "at": dict(self.at)}
+            return {"at": {f: int(count()) for f, count in self.progress.copy().items()}}
         runs = self.runs
         if runs is None or len(runs) != len(plan.ops):
             return {}
@@ -149,6 +148,44 @@ class LoopStats:
             out["not_run"] = [op.name for op, k in zip(plan.ops, runs) if k == 0]
             out["taken"] = _taken(plan, runs)
         return out
+
+
+class Ticker:
+    """Asks for a send every ``TICK_S`` while a followed run is in a loop (a daemon thread)."""
+
+    def __init__(self) -> None:
+        self.following: set[LoopStats] = set()  # plans whose running run is in a loop
+        self.event = threading.Event()  # set while ``following`` may be non-empty
+        self.thread: threading.Thread | None = None
+        self.lock = threading.Lock()  # guards following and thread
+
+    def follow(self, loops: LoopStats) -> None:
+        """Have the views of ``loops``' plan follow its running run (once per run)."""
+        with self.lock:
+            self.following.add(loops)
+            if self.thread is None:
+                self.thread = threading.Thread(
+                    target=self._loop, name="flowbook-loops", daemon=True
+                )
+                self.thread.start()
+        self.event.set()
+
+    def _loop(self) -> None:
+        while True:
+            self.event.wait()
+            time.sleep(TICK_S)
+            with self.lock:
+                done = {ls for ls in self.following if not ls.progress}
+                self.following -= done
+                hubs = {ls.hub for ls in self.following}
+                if not self.following:
+                    self.event.clear()
+            for hub in hubs:
+                with contextlib.suppress(Exception):  # a hub's failure must not stop the thread
+                    hub.touch("run")
+
+
+TICKER = Ticker()
 
 
 def _entries(plan: Plan, runs: Sequence[int]) -> dict[str, int]:
@@ -189,35 +226,54 @@ def _taken(plan: Plan, runs: Sequence[int]) -> dict[str, str]:
 class _WholeRun(Observer):
     """A run with branches or loops watched whole: counted, and kept as ``run_whole`` keeps it."""
 
-    def __init__(self, hub: Any, stats: Any, start_ns: int, counted: Callable[..., None]) -> None:
+    def __init__(self, hub: Any, stats: Any, start_ns: int) -> None:
         self.hub, self.stats, self.start_ns = hub, stats, start_ns
-        self.on_control_flow = counted  # an instance hook: the LoopStats' own
+        self.on_control_flow = stats.loops.on_control_flow  # an instance hook: counts only
 
     def on_finish(self, plan: Plan, error: BaseException | None) -> None:
         self.hub.run_whole(plan, self.stats, self.start_ns, error)
 
 
-def follow(hub: Any, stats: Any, watch: Any, start_ns: int) -> Observer:
+class _LoopRun(Observer):
+    """A run shown as it goes by its loops' counters alone: its loops stay compiled."""
+
+    def __init__(self, hub: Any, stats: Any) -> None:
+        self.hub, self.stats = hub, stats
+        self.rec: Any = None  # the run's Record
+        self.on_loop = stats.loops.on_loop  # instance hooks: no per-op hook, no timings
+        self.on_control_flow = stats.loops.on_control_flow
+
+    def on_start(self, plan: Plan) -> None:
+        self.rec = self.hub.run_started(plan, self.stats, True)  # shown "running" at once
+
+    def on_finish(self, plan: Plan, error: BaseException | None) -> None:
+        self.hub.run_finished(self.rec, error)
+
+
+def follow(hub: Any, stats: Any, mode: str | None, start_ns: int,
+           watch: Callable[[str], Any]) -> Observer:  # fmt: skip
     """The observer of a run of a plan with branches or loops (``Watcher.for_run``'s answer).
 
-    ``watch``: the ``_Watch`` its mode asks for, or None for a run watched
-    whole.  Either way the run is counted; "first" and "live" runs follow
-    the iterations too, and a "live" run of cheap ops keeps no per-op hook.
+    ``mode``: what ``PlanStats.mode`` asks for; ``watch(mode)`` makes the
+    op-by-op watch it would get.  See "What the widget costs a loop".
     """
     loops = stats.loops
     if loops is None:
         loops = stats.loops = LoopStats(hub, stats)
-    if watch is None:
-        return _WholeRun(hub, stats, start_ns, loops.on_control_flow)
-    watch.on_control_flow = loops.on_control_flow
-    if watch.mode in ("first", "live"):
-        watch.on_iteration = loops.on_iteration
-    if watch.mode == "live":
-        if stats.last_ns / stats.n < LIVE_OP_NS:
-            del watch.before_op, watch.after_op  # the loop's box shows where it is instead
-        else:
-            watch.before_op, watch.after_op = _once(watch.before_op), _once(watch.after_op)
-    return watch
+    heavy = stats.runs > 0 and stats.last_ns / stats.n >= LIVE_OP_NS
+    if mode is None or (mode == "timed" and not heavy):
+        if mode is not None:
+            stats.timed_at = start_ns  # timing would interpret its loops: not before next time
+        return _WholeRun(hub, stats, start_ns)
+    if not heavy:
+        return _LoopRun(hub, stats)
+    w = watch(mode)
+    w.on_control_flow = loops.on_control_flow
+    if mode in ("first", "live"):
+        w.on_loop = loops.on_loop
+    if mode == "live":
+        w.before_op, w.after_op = _once(w.before_op), _once(w.after_op)
+    return w
 
 
 def _once(hook: Callable[..., None]) -> Callable[..., None]:
