@@ -366,9 +366,9 @@ class Watcher(Observer):
             return None
         now = _clock()  # the run starts now (on_start is next): its start
         mode = stats.mode(plan, now)
-        if plan.control_flow:  # counted every run, loops followed as they go: loops.py
-            local.hub = None
-            return follow(hub, stats, mode, now, lambda m: _Watch(hub, stats, m))
+        if plan.control_flow:  # counted every run (no fast path), loops followed: loops.py
+            stats.whole_until = 0
+            return follow(stats.hub, stats, mode, now, lambda m: _Watch(stats.hub, stats, m))
         if mode is None:
             local.stats, local.start_ns = stats, now
             return None
