@@ -76,3 +76,42 @@ def test_a_dequeue_that_waits_in_a_branch_honours_the_deadline():
         assert time.monotonic() - t0 < 0.5
         s.run(q.enqueue(5.0))
         assert s.run(got, {flag: True}) == 5.0  # the session is still usable
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_parallel_iterations_bounds_a_loops_kernels_on_the_pool(monkeypatch, parallel):
+    import threading
+
+    value = np.ones((200, 200), np.float32) / 200
+    most, now, lock = [0], [0], threading.Lock()
+    real = pool_module.pool().submit
+
+    def watching(fn, *args, **kwargs):
+        def counted(*a):
+            with lock:
+                now[0] += 1
+                most[0] = max(most[0], now[0])
+            try:
+                time.sleep(0.01)  # long enough for the others to start
+                return fn(*a)
+            finally:
+                with lock:
+                    now[0] -= 1
+
+        return real(counted, *args, **kwargs)
+
+    with tf.Graph().as_default(), tf.Session() as s:
+        x = tf.placeholder(tf.float32, [200, 200])
+        ta = tf.TensorArray(tf.float32, size=8)
+
+        def body(i, ta):  # independent heavy products: every iteration could run at once
+            return i + 1, ta.write(i, tf.cond(i >= 0, lambda: tf.matmul(x, x), lambda: x))
+
+        _, ta = tf.while_loop(lambda i, ta: i < 8, body, [0, ta], parallel_iterations=parallel)
+        out = ta.stack()
+        want = s.run(out, {x: value})
+        plan = list(s._plans.values())[-1]
+        monkeypatch.setattr(pool_module.pool(), "submit", watching)
+        (got,) = run_frames(plan, s._paths[plan], [value], max_in_flight=8)
+    np.testing.assert_array_equal(got, want)
+    assert most[0] == parallel  # iterations overlap on the pool, as many as the loop allows

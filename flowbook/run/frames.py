@@ -38,7 +38,8 @@ interpreted (the differential tests' reference).
 inputs goes to the thread pool (``flowbook.run.pool``) while the calling
 thread goes on with other ready ops, of the same iteration or of the next
 ones, so independent heavy work of a branch or of overlapping iterations
-runs side by side, at most ``threads`` kernels at once; a kernel that
+runs side by side, at most ``threads`` kernels at once, and at most a
+loop's ``parallel_iterations`` of each loop frame's; a kernel that
 must wait (a queue's dequeue: ``flowbook.pending``) is parked until its
 queue answers.  Their results come back through ``done``.  Every other
 op runs on the calling thread in a FIFO ready order; ``order="lifo"``
@@ -81,14 +82,16 @@ DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is se
 class Frame:
     """One instance of a loop's frame: started by an Enter in its parent's ``tag``."""
 
-    __slots__ = ("invariants", "iterations", "live", "name", "parent")
+    __slots__ = ("busy", "invariants", "iterations", "live", "name", "parallel", "parent")
 
-    def __init__(self, parent: tuple[Any, int], name: str) -> None:
+    def __init__(self, parent: tuple[Any, int], name: str, parallel: int = 10) -> None:
         self.parent = parent  # the tag the frame's Enters ran in; its Exits deliver there
         self.name = name  # the Enter ops' frame_name
         self.iterations = 1  # iterations started so far (0 .. iterations - 1)
         self.invariants: list[tuple[int, tuple[Any, ...], bool]] = []  # constant Enters' values
         self.live = False  # whether a live value entered it (else its Exits pass deadness on)
+        self.parallel = max(1, parallel)  # its while_loop's parallel_iterations
+        self.busy = 0  # its kernels on the pool now: at most ``parallel``
 
     def progress(self) -> int:
         """How many times the body has run so far (iterations started, less the one running)."""
@@ -180,9 +183,13 @@ class FrameRun:
             for hook in before:
                 hook(plan.ops[i])
             if threads and heavy[i] and ready and self.in_flight < threads and large(args):
-                self.futures.append(pool().submit(self._work, i, tag, fns[i], args))
-                self.in_flight += 1
-                continue
+                frame = tag[0]
+                if frame is None or frame.busy < frame.parallel:
+                    self.futures.append(pool().submit(self._work, i, tag, fns[i], args))
+                    self.in_flight += 1
+                    if frame is not None:
+                        frame.busy += 1
+                    continue
             try:
                 result = fns[i](*args)
             except Exception as e:
@@ -229,7 +236,8 @@ class FrameRun:
                     continue
                 return
             self.in_flight -= 1
-            self.parked.pop((i, tag), None)
+            if self.parked.pop((i, tag), None) is None and tag[0] is not None:
+                tag[0].busy -= 1  # a pool kernel of a loop's iteration came back
             if exc is not None:
                 raise _run_error(plan, i, exc, tag) from exc
             if self.runs is not None:
@@ -353,7 +361,7 @@ class FrameRun:
             key = (tag, layout.frame_of[i])
             frame = self.frames.get(key)
             if frame is None:
-                frame = self.frames[key] = Frame(tag, layout.frame_of[i])
+                frame = self.frames[key] = Frame(tag, layout.frame_of[i], layout.parallel[i])
                 for hook in self.on_loop:
                     hook(frame.name, frame.progress)
             if not dead:
