@@ -92,7 +92,7 @@ def test_parallel_iterations_bounds_a_loops_kernels_on_the_pool(monkeypatch, par
                 now[0] += 1
                 most[0] = max(most[0], now[0])
             try:
-                time.sleep(0.01)  # long enough for the others to start
+                time.sleep(0.1)  # long enough for the others to start, even under load
                 return fn(*a)
             finally:
                 with lock:
@@ -115,3 +115,22 @@ def test_parallel_iterations_bounds_a_loops_kernels_on_the_pool(monkeypatch, par
         (got,) = run_frames(plan, s._paths[plan], [value], max_in_flight=8)
     np.testing.assert_array_equal(got, want)
     assert most[0] == parallel  # iterations overlap on the pool, as many as the loop allows
+
+
+def test_a_loop_that_dequeues_is_not_compiled_and_waits_for_its_elements():
+    import threading
+
+    with tf.Graph().as_default(), tf.Session() as s:
+        q = tf.FIFOQueue(10, tf.float32, shapes=[[]], name="q")
+        _, total = tf.while_loop(
+            lambda i, t: i < 3, lambda i, t: (i + 1, t + q.dequeue()), [0, 0.0]
+        )
+        enqueue = q.enqueue(4.0)  # made here: another thread has its own default graph
+        s.run(q.enqueue_many([[1.0, 2.0]]))
+        later = threading.Timer(0.2, lambda: s.run(enqueue))
+        later.start()
+        opts = tf.RunOptions(timeout_in_ms=10_000)  # a bound, should the element never come
+        assert s.run(total, options=opts) == 7.0  # the third dequeue waited for the timer's
+        later.join()
+        (plan,) = [p for p in s._plans.values() if p.control_flow]
+        assert not s._paths[plan].layout.loops
