@@ -43,6 +43,7 @@ from flowbook import (
     summary,
     timeline,
     train,
+    version,
 )
 from flowbook import test_util as test
 from flowbook import tf_logging as logging
@@ -183,7 +184,20 @@ from flowbook.summary import (
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_protos import make_ndarray, make_tensor_proto
 from flowbook.tensor_shape import Dimension, TensorShape
+from flowbook.devices import DeviceSpec
 from flowbook.tf_logging import get_logger
+from flowbook.tf_names import *
+from flowbook.version import (
+    COMPILER_VERSION,
+    CXX11_ABI_FLAG,
+    CXX_VERSION,
+    GIT_VERSION,
+    GRAPH_DEF_VERSION,
+    GRAPH_DEF_VERSION_MIN_CONSUMER,
+    GRAPH_DEF_VERSION_MIN_PRODUCER,
+    MONOLITHIC_BUILD,
+    VERSION,
+)
 from flowbook.variable_scope import (
     AUTO_REUSE,
     VariableScope,
@@ -242,6 +256,7 @@ def __getattr__(name: str) -> _typing.Any:
     raise AttributeError(f"module 'flowbook' has no attribute {name!r}")
 
 
+initializers.tables_initializer = tables_initializer  # tf.initializers' name for it
 compat.v1 = _sys.modules[__name__]  # tf.compat.v1 is flowbook: TF1's API is all it has
 operators.attach(Tensor)
 operators.attach(Variable)

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
               "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
-              "tfrecord", "nest"}),
+              "tfrecord", "nest", "version"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices", "grad_overrides"}),
     # the op library, and what builds or reads graphs with it
@@ -39,7 +39,8 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
              "graph_def_import", "io", "random", "initializers", "variable_store",
              "variable_scope", "layers", "contrib", "loss_reduction",
              "regression_losses", "custom_gradient", "tensor_protos", "iterator_state",
-             "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn", "rnn_dynamic"}),
+             "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn", "rnn_dynamic",
+             "tf_names"}),
     # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
     ("run", {"run", "gpu_sim"}),
