@@ -40,6 +40,7 @@ from flowbook import (
     profiling,
     random,
     session,
+    spectral,
     summary,
     timeline,
     train,
@@ -142,6 +143,8 @@ from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_ops import *
+from flowbook.ops.scatter_more import *
+from flowbook.ops.fft_ops import *
 from flowbook.ops.script_ops import *
 from flowbook.ops.segment_ops import *
 from flowbook.ops.select_v2_ops import *
@@ -256,6 +259,7 @@ def __getattr__(name: str) -> _typing.Any:
     raise AttributeError(f"module 'flowbook' has no attribute {name!r}")
 
 
+signal = spectral  # tf.signal's transforms are tf.spectral's
 initializers.tables_initializer = tables_initializer  # tf.initializers' name for it
 compat.v1 = _sys.modules[__name__]  # tf.compat.v1 is flowbook: TF1's API is all it has
 operators.attach(Tensor)

@@ -35,6 +35,8 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     pool_ops,
     random_ops,
     scan_ops,
+    fft_ops,
+    scatter_more,
     scatter_ops,
     script_ops,
     segment_ops,
