@@ -41,6 +41,7 @@ from flowbook import (
     random,
     session,
     spectral,
+    strings,
     summary,
     timeline,
     train,
@@ -145,6 +146,7 @@ from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_ops import *
 from flowbook.ops.scatter_more import *
 from flowbook.ops.fft_ops import *
+from flowbook.ops.string_ops import *
 from flowbook.ops.script_ops import *
 from flowbook.ops.segment_ops import *
 from flowbook.ops.select_v2_ops import *

@@ -37,6 +37,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     scan_ops,
     fft_ops,
     scatter_more,
+    string_ops,
     scatter_ops,
     script_ops,
     segment_ops,
