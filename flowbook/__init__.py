@@ -33,13 +33,16 @@ from flowbook import (
     initializers,
     io,
     layers,
+    linalg,
     losses,
+    manip,
     math,
     nest,
     nn,
     profiling,
     random,
     session,
+    sparse,
     spectral,
     strings,
     summary,
@@ -147,6 +150,8 @@ from flowbook.ops.scatter_ops import *
 from flowbook.ops.scatter_more import *
 from flowbook.ops.fft_ops import *
 from flowbook.ops.string_ops import *
+from flowbook.ops.sparse_ops import *
+from flowbook.ops.sparse_more import *
 from flowbook.ops.script_ops import *
 from flowbook.ops.segment_ops import *
 from flowbook.ops.select_v2_ops import *

@@ -37,6 +37,8 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     scan_ops,
     fft_ops,
     scatter_more,
+    sparse_more,
+    sparse_ops,
     string_ops,
     scatter_ops,
     script_ops,
