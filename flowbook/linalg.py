@@ -18,6 +18,7 @@ from flowbook.graph import name_scope
 from flowbook.nn import l2_normalize
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops.clip_ops import global_norm
+from flowbook.ops.complex_ops import real
 from flowbook.ops.einsum_ops import einsum, tensordot
 from flowbook.ops.linalg_decomp import cholesky_solve, svd
 from flowbook.ops.linalg_decomp import matrix_solve_ls as lstsq
@@ -66,4 +67,4 @@ def logdet(matrix: Any, name: str | None = None) -> Tensor:
     """log(det(matrix)) of a Hermitian positive definite matrix, through its Cholesky factor."""
     with name_scope(name, "logdet"):
         chol = cholesky(matrix)
-        return 2.0 * math_ops.reduce_sum(math_ops.log(math_ops.real(diag_part(chol))), [-1])
+        return 2.0 * math_ops.reduce_sum(math_ops.log(real(diag_part(chol))), [-1])
