@@ -333,6 +333,7 @@ def every_op():
     tf.nn.log_uniform_candidate_sampler([[1]], 1, 2, True, 5, seed=1)
     tf.nn.uniform_candidate_sampler([[1, 2]], 2, 3, False, 5)
     data_ops()
+    compat_tail_ops(x, v)
     feed = {
         "x:0": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
         "n:0": np.ones((2, 3), np.int32),
@@ -350,6 +351,32 @@ def data_ops():
     tf.io.write_file("/nonexistent/x", tf.read_file("/nonexistent/y"))
     spec = {"a": tf.FixedLenFeature([2], tf.float32, [0.0, 1.0]), "b": tf.VarLenFeature(tf.int64)}
     tf.parse_example([""], spec)
+
+
+def compat_tail_ops(x, v):
+    """Issue 16's compatibility tail: scatters, FFTs (and their gradients), strings, sparse."""
+    for f in (tf.scatter_mul, tf.scatter_div, tf.scatter_min, tf.scatter_max):
+        f(v, [1, 0], tf.ones([2, 3]))
+    for f in (tf.scatter_nd_update, tf.scatter_nd_add, tf.scatter_nd_sub):
+        f(v, [[0, 1]], [2.0])
+    tf.count_up_to(tf.Variable(0, name="counter"), 3)
+    parts = [f(x, [[0, 1]], [2.0]) for f in (tf.tensor_scatter_nd_update, tf.tensor_scatter_nd_add,
+             tf.tensor_scatter_nd_sub, tf.tensor_scatter_nd_min, tf.tensor_scatter_nd_max)]  # fmt: skip
+    z = tf.complex(x, x)
+    for f in (tf.fft, tf.ifft, tf.fft2d, tf.ifft2d, tf.fft3d, tf.ifft3d):
+        parts.append(tf.real(f(tf.reshape(z, [1, 2, 3]))))
+    tf.gradients(tf.add_n([tf.reduce_sum(p) for p in parts]), x)
+    words = tf.string_strip(tf.string_join([["a b", " c"], "d"], separator="-"))
+    words = tf.regex_replace(tf.decode_base64(tf.encode_base64(words, pad=True)), "a", "b")
+    n = tf.string_to_number(tf.substr(tf.as_string([1.5, 2.0], precision=2), 0, 3))
+    tf.reduce_join(tf.strings.upper(tf.strings.lower(words)), 0, separator=",")
+    tf.strings.length(words)
+    for f in (tf.string_to_hash_bucket_fast, tf.string_to_hash_bucket):
+        f(words, 5)
+    tf.string_to_hash_bucket_strong(words, 5, [1, 2])
+    split = tf.string_split(words)
+    tf.edit_distance(split, split)
+    return n
 
 
 def _built():

@@ -79,8 +79,7 @@ def _apply_rounds(xp: Any, target: Any, coords: Any, rows: Any, how: str) -> Any
     flat = xp.ravel_multi_index(tuple(coords.T), target.shape[:k]) if k else xp.zeros(n, np.int64)
     order = xp.argsort(flat, kind="stable")
     ranked = flat[order]
-    first = xp.concatenate([xp.ones(1, bool), ranked[1:] != ranked[:-1]])
-    starts = xp.maximum.accumulate(xp.where(first, xp.arange(n), 0))
+    starts = xp.searchsorted(ranked, ranked, side="left")  # where each id's run begins
     rank = xp.empty(n, np.int64)
     rank[order] = xp.arange(n) - starts
     f = _APPLY[how]
