@@ -35,6 +35,7 @@
     (-0.29, 2)
 """
 
+import importlib
 from typing import Any
 
 from flowbook.graph_def import write_graph
@@ -112,6 +113,7 @@ from flowbook.train.session_run_hook import (
     SessionRunHook,
     SessionRunValues,
 )
+from flowbook.train.warm_start import *
 from flowbook.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -195,4 +197,6 @@ _EXAMPLE_PROTOS = ("Example", "Features", "Feature", "BytesList", "FloatList", "
 def __getattr__(name: str) -> Any:
     if name in _EXAMPLE_PROTOS:
         return getattr(example_pb2(), name)
+    if name == "SaverDef":  # TensorFlow's message, from the tensorboard package (loaded on use)
+        return importlib.import_module("tensorboard.compat.proto.saver_pb2").SaverDef
     raise AttributeError(f"module 'flowbook.train' has no attribute {name!r}")
