@@ -54,6 +54,8 @@ from flowbook.ops.nn_ops import (
     xw_plus_b,
 )
 from flowbook.ops.nn_pool import *
+from flowbook.ops.nn_sparse import *
+from flowbook.ops.nn_sparse import __all__ as _sparse
 from flowbook.ops.nn_pool import __all__ as _pool
 from flowbook.ops.nn_stats import *
 from flowbook.ops.nn_stats import __all__ as _stats
@@ -116,7 +118,7 @@ __all__ = [
     "weighted_cross_entropy_with_logits",
     "xw_plus_b",
     # issue 16: the conv/pool/spatial tail
-    *_depthwise, *_conv, *_pool, *_stats,
+    *_depthwise, *_conv, *_pool, *_stats, *_sparse,
     "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input",
     "depth_to_space", "max_pool_with_argmax", "space_to_batch", "space_to_depth",
     # issue 17: recurrent cells and static RNNs

@@ -37,6 +37,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     scan_ops,
     fft_ops,
     scatter_more,
+    nn_sparse,
     sparse_more,
     sparse_ops,
     string_ops,
