@@ -149,6 +149,7 @@ from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_ops import *
 from flowbook.ops.scatter_more import *
 from flowbook.ops.fft_ops import *
+from flowbook.ops.fake_quant_ops import *
 from flowbook.ops.string_ops import *
 from flowbook.ops.sparse_ops import *
 from flowbook.ops.sparse_more import *

@@ -35,6 +35,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     pool_ops,
     random_ops,
     scan_ops,
+    fake_quant_ops,
     fft_ops,
     scatter_more,
     nn_sparse,

@@ -37,7 +37,7 @@ from flowbook.ops.elementwise_ops import conj
 from flowbook.registry import OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
 
-__all__ = ["fft", "fft2d", "fft3d", "fftnd", "ifft", "ifft2d", "ifft3d", "ifftnd"]
+__all__ = ["fft", "fft2d", "fft3d", "fftnd", "ifft", "ifft2d", "ifft3d", "ifftnd", "irfftnd", "rfftnd"]
 
 _COMPLEX = (dtypes.complex64, dtypes.complex128)
 
@@ -281,3 +281,40 @@ def fftnd_inverse_leading(y: Tensor, lengths: list[Any], rank: int) -> Tensor:
         y = _along(y, axis, n, "IFFT")
     return y
 
+
+
+def _over_axes(fn: Any, input: Any, fft_length: Any, axes: Any, name: Any, op: str) -> Tensor:
+    """``fn`` (rfft_nd or irfft_nd) over ``axes``: moved innermost in order, then moved back."""
+    with name_scope(name, op):
+        x = tensor(input)
+        rank = x.shape.ndims
+        if rank is None:
+            raise ValueError(f"{op.lower()} needs a known rank")
+        axes = [int(a) % rank for a in axes]
+        perm = [d for d in range(rank) if d not in axes] + axes
+        back = [perm.index(d) for d in range(rank)]
+        moved = array_ops.transpose(x, perm) if perm != list(range(rank)) else x
+        out = fn(moved, len(axes), fft_length)
+        return array_ops.transpose(out, back) if perm != list(range(rank)) else out
+
+
+def rfftnd(input: Any, fft_length: Any, axes: Any, Tcomplex: Any = None, name=None) -> Tensor:
+    """The transform of a real tensor over ``axes``; the last axis keeps n // 2 + 1 terms.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.rfftnd([[1.0, 2.0], [3.0, 4.0]], [2], [0])).tolist()
+    [[(4+0j), (6+0j)], [(-2+0j), (-2+0j)]]
+    """
+    return _over_axes(rfft_nd, input, fft_length, axes, name, "RFFTND")
+
+
+def irfftnd(input: Any, fft_length: Any, axes: Any, Treal: Any = None, name=None) -> Tensor:
+    """The real tensor whose ``rfftnd`` over ``axes`` (lengths ``fft_length``) is ``input``.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.irfftnd(fb.constant([[4, 6], [-2, -2]], fb.complex64), [2], [0])).tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
+    """
+    return _over_axes(irfft_nd, input, fft_length, axes, name, "IRFFTND")
