@@ -67,6 +67,7 @@ from flowbook.compat import (
 )
 from flowbook.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
 from flowbook.custom_gradient import custom_gradient
+from flowbook.devices import DeviceSpec
 from flowbook.dtypes import (
     DType,
     as_dtype,
@@ -132,6 +133,8 @@ from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
 from flowbook.ops.example_ops import *
+from flowbook.ops.fake_quant_ops import *
+from flowbook.ops.fft_ops import *
 from flowbook.ops.identity_more import *
 from flowbook.ops.linalg_decomp import *
 from flowbook.ops.linalg_more import *
@@ -146,13 +149,8 @@ from flowbook.ops.patch_ops import *
 from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.scan_ops import *
-from flowbook.ops.scatter_ops import *
 from flowbook.ops.scatter_more import *
-from flowbook.ops.fft_ops import *
-from flowbook.ops.fake_quant_ops import *
-from flowbook.ops.string_ops import *
-from flowbook.ops.sparse_ops import *
-from flowbook.ops.sparse_more import *
+from flowbook.ops.scatter_ops import *
 from flowbook.ops.script_ops import *
 from flowbook.ops.segment_ops import *
 from flowbook.ops.select_v2_ops import *
@@ -167,6 +165,8 @@ from flowbook.ops.space_ops import (
     space_to_batch_nd,
     space_to_depth,
 )  # fmt: skip
+from flowbook.ops.sparse_more import *
+from flowbook.ops.sparse_ops import *
 from flowbook.ops.special_ops import (
     betainc,
     digamma,
@@ -180,6 +180,7 @@ from flowbook.ops.special_ops import (
     zeta,
 )
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from flowbook.ops.string_ops import *
 from flowbook.profiling import profile
 from flowbook.registry import no_gradient
 from flowbook.registry import no_gradient as NotDifferentiable
@@ -195,20 +196,9 @@ from flowbook.summary import (
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_protos import make_ndarray, make_tensor_proto
 from flowbook.tensor_shape import Dimension, TensorShape
-from flowbook.devices import DeviceSpec
 from flowbook.tf_logging import get_logger
 from flowbook.tf_names import *
-from flowbook.version import (
-    COMPILER_VERSION,
-    CXX11_ABI_FLAG,
-    CXX_VERSION,
-    GIT_VERSION,
-    GRAPH_DEF_VERSION,
-    GRAPH_DEF_VERSION_MIN_CONSUMER,
-    GRAPH_DEF_VERSION_MIN_PRODUCER,
-    MONOLITHIC_BUILD,
-    VERSION,
-)
+from flowbook.tf_names import tables_initializer
 from flowbook.variable_scope import (
     AUTO_REUSE,
     VariableScope,
@@ -234,6 +224,17 @@ from flowbook.variables import (
     report_uninitialized_variables,
     trainable_variables,
     variables_initializer,
+)
+from flowbook.version import (
+    COMPILER_VERSION,
+    CXX11_ABI_FLAG,
+    CXX_VERSION,
+    GIT_VERSION,
+    GRAPH_DEF_VERSION,
+    GRAPH_DEF_VERSION_MIN_CONSUMER,
+    GRAPH_DEF_VERSION_MIN_PRODUCER,
+    MONOLITHIC_BUILD,
+    VERSION,
 )
 
 

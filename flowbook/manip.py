@@ -1,9 +1,9 @@
 """``tf.manip``: TF 1.x's home for a few array ops, each another name for flowbook's.
 
-    >>> import flowbook as tf
-    >>> with tf.Graph().as_default(), tf.Session() as s:
-    ...     s.run(tf.manip.roll([1, 2, 3], 1, 0)).tolist()
-    [3, 1, 2]
+>>> import flowbook as tf
+>>> with tf.Graph().as_default(), tf.Session() as s:
+...     s.run(tf.manip.roll([1, 2, 3], 1, 0)).tolist()
+[3, 1, 2]
 """
 
 from __future__ import annotations

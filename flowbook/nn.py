@@ -54,9 +54,9 @@ from flowbook.ops.nn_ops import (
     xw_plus_b,
 )
 from flowbook.ops.nn_pool import *
+from flowbook.ops.nn_pool import __all__ as _pool
 from flowbook.ops.nn_sparse import *
 from flowbook.ops.nn_sparse import __all__ as _sparse
-from flowbook.ops.nn_pool import __all__ as _pool
 from flowbook.ops.nn_stats import *
 from flowbook.ops.nn_stats import __all__ as _stats
 from flowbook.ops.norm_ops import (

@@ -18,8 +18,11 @@ from flowbook import dtypes
 from flowbook.ops._builder import make1, tensor
 from flowbook.ops.string_ops import (
     as_string,
+    decode_base64,
+    encode_base64,
     reduce_join,
     regex_replace,
+    string_join,
     string_split,
     string_strip,
     string_to_hash_bucket,
@@ -28,7 +31,6 @@ from flowbook.ops.string_ops import (
     string_to_number,
     substr,
 )
-from flowbook.ops.string_ops import decode_base64, encode_base64, string_join
 from flowbook.tensor import Tensor
 
 __all__ = [

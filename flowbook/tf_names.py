@@ -207,7 +207,9 @@ def switch_case(
     ...     int(s.run(tf.switch_case(tf.constant(7), {0: lambda: 1, 1: lambda: 2}, lambda: -1)))
     -1
     """
-    pairs = sorted(branch_fns.items()) if isinstance(branch_fns, dict) else list(enumerate(branch_fns))
+    pairs = (
+        sorted(branch_fns.items()) if isinstance(branch_fns, dict) else list(enumerate(branch_fns))
+    )
     if not pairs:
         raise ValueError("switch_case needs at least one branch function")
     if default is None:

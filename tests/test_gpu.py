@@ -224,6 +224,14 @@ def _compat_tail_row():
     z = fb.complex(x, x * 0.5)
     outs += [f(fb.reshape(z, [1, 3, 4])) for f in (fb.fft, fb.ifft, fb.fft2d, fb.ifft2d)]
     outs += [f(fb.reshape(z, [1, 3, 4])) for f in (fb.fft3d, fb.ifft3d)]
+    q = fb.constant(np.linspace(-3.0, 3.0, 12).reshape(3, 4), fb.float32)
+    fq = fb.fake_quant_with_min_max_args(q, -1.0, 2.0, 4) + fb.fake_quant_with_min_max_vars(
+        q, -2.0, 1.0
+    )
+    fq += fb.fake_quant_with_min_max_vars_per_channel(
+        q, [-1.0, 0.0, -2.0, -0.5], [1.0, 2.0, 0.5, 3.0]
+    )
+    outs += [fq, *fb.gradients(fb.reduce_sum(fq * fq), q)]
     return [done[-1], count, *outs], None, [v.initializer, n.initializer]
 
 
@@ -334,6 +342,12 @@ def test_values_on_the_gpu_equal_the_cpu_run(row):
     _assert_same(cpu, gpu_values)
 
 
+STRING_OPS = (
+    "StringJoin", "StringStrip", "StringLength", "StringLower", "StringUpper", "EncodeBase64",
+    "DecodeBase64", "RegexReplace", "Substr", "StringToNumber", "AsString", "ReduceJoin",
+    "StringToHashBucketFast", "StringToHashBucket", "StringToHashBucketStrong", "StringSplit",
+    "EditDistance",
+)  # fmt: skip
 # op types the rows never run on the GPU, and why
 NOT_ON_GPU = {
     "Placeholder": "fed, never executed",
@@ -372,11 +386,9 @@ NOT_ON_GPU = {
     "RefEnter": "a GraphDef's twin of Enter, same kernel",
     "RefExit": "a GraphDef's twin of Exit, same kernel",
     "RefNextIteration": "a GraphDef's twin of NextIteration, same kernel",
-    **{t: "strings: host only" for t in (
-        "StringJoin", "StringStrip", "StringLength", "StringLower", "StringUpper", "EncodeBase64",
-        "DecodeBase64", "RegexReplace", "Substr", "StringToNumber", "AsString", "ReduceJoin",
-        "StringToHashBucketFast", "StringToHashBucket", "StringToHashBucketStrong", "StringSplit",
-        "EditDistance")},  # fmt: skip
+    **dict.fromkeys(STRING_OPS, "strings: host only"),
+    "CTCGreedyDecoder": "a per-sequence decoding loop: host only",
+    "Timestamp": "the host's clock: host only",
 }
 
 

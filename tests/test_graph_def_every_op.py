@@ -376,6 +376,13 @@ def compat_tail_ops(x, v):
     tf.string_to_hash_bucket_strong(words, 5, [1, 2])
     split = tf.string_split(words)
     tf.edit_distance(split, split)
+    q = tf.fake_quant_with_min_max_args(x, -1.0, 1.0, 4, True) + tf.fake_quant_with_min_max_vars(
+        x, -1.0, 1.0
+    )
+    q += tf.fake_quant_with_min_max_vars_per_channel(x, [-1.0] * 3, [1.0] * 3)
+    tf.gradients(q, x)
+    tf.timestamp()
+    tf.nn.ctc_greedy_decoder(tf.reshape(x, [2, 1, 3]), [2])
     return n
 
 

@@ -156,8 +156,10 @@ def _vars_grad_kernel(per_channel: bool) -> Any:
     return kernel
 
 
-for _name, _per in (("FakeQuantWithMinMaxVarsGradient", False),
-                    ("FakeQuantWithMinMaxVarsPerChannelGradient", True)):
+for _name, _per in (
+    ("FakeQuantWithMinMaxVarsGradient", False),
+    ("FakeQuantWithMinMaxVarsPerChannelGradient", True),
+):
     register_op(_name, ("gradients", "inputs", "min", "max"), _vars_grad_infer, _ATTRS,
                 grad=NOT_DIFFERENTIABLE)(_vars_grad_kernel(_per))  # fmt: skip
 
@@ -260,4 +262,3 @@ def histogram_fixed_width_bins(values: Any, value_range: Any, nbins: Any = 100,
         bins = math_ops.cast(math_ops.floor(scaled), dtypes.int32)
         bins = math_ops.minimum(math_ops.maximum(bins, 0), n - 1)
         return math_ops.cast(bins, dtypes.as_dtype(dtype)) if dtype != dtypes.int32 else bins
-

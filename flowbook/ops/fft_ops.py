@@ -37,7 +37,18 @@ from flowbook.ops.elementwise_ops import conj
 from flowbook.registry import OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
 
-__all__ = ["fft", "fft2d", "fft3d", "fftnd", "ifft", "ifft2d", "ifft3d", "ifftnd", "irfftnd", "rfftnd"]
+__all__ = [
+    "fft",
+    "fft2d",
+    "fft3d",
+    "fftnd",
+    "ifft",
+    "ifft2d",
+    "ifft3d",
+    "ifftnd",
+    "irfftnd",
+    "rfftnd",
+]
 
 _COMPLEX = (dtypes.complex64, dtypes.complex128)
 
@@ -193,9 +204,7 @@ def _nd(op_type: str, input: Any, fft_length: Any, axes: Any, name: Any) -> Tens
         return x
 
 
-def fftnd(
-    input: Any, fft_length: Any = None, axes: Any = None, name: str | None = None
-) -> Tensor:
+def fftnd(input: Any, fft_length: Any = None, axes: Any = None, name: str | None = None) -> Tensor:
     """The transform over ``axes`` (default all), each cropped/padded to ``fft_length``.
 
     >>> import flowbook as fb
@@ -206,9 +215,7 @@ def fftnd(
     return _nd("FFT", input, fft_length, axes, name)
 
 
-def ifftnd(
-    input: Any, fft_length: Any = None, axes: Any = None, name: str | None = None
-) -> Tensor:
+def ifftnd(input: Any, fft_length: Any = None, axes: Any = None, name: str | None = None) -> Tensor:
     """The inverse transform over ``axes`` (default all), each cropped/padded to ``fft_length``.
 
     >>> import flowbook as fb
@@ -280,7 +287,6 @@ def fftnd_inverse_leading(y: Tensor, lengths: list[Any], rank: int) -> Tensor:
         n = None if lengths[k] is None else int(lengths[k])
         y = _along(y, axis, n, "IFFT")
     return y
-
 
 
 def _over_axes(fn: Any, input: Any, fft_length: Any, axes: Any, name: Any, op: str) -> Tensor:

@@ -7,7 +7,8 @@
   ``"mean"`` (divided by the row's total weight) or ``"sqrtn"`` (by the
   square root of its sum of squared weights) -- TF's segment-op formulas, so
   the gradients reach ``params`` and the weights.  Rows with no ids are
-  absent past the last id's row, as in TF.
+  absent past the last id's row, as in TF, and give 0 between rows with
+  ids (0/0, NaN, for a weighted mean or sqrtn, as TF 1.15 computes).
 - ``safe_embedding_lookup_sparse`` first drops negative ids (and weights
   <= 0), gives each empty row ``default_id`` (or zeros), and keeps
   ``sp_ids``' leading dims: the output is ``dense_shape[:-1] + [dim]``.
@@ -72,7 +73,7 @@ def embedding_lookup_sparse(params: Any, sp_ids: Any, sp_weights: Any,
         if sp_weights is None:
             weights = array_ops.ones_like(ids.values, dtype=rows.dtype)
         else:
-            weights = as_sparse(sp_weights).values
+            weights = math_ops.cast(as_sparse(sp_weights).values, rows.dtype)
         rank = rows.shape.ndims or 2
         column = array_ops.reshape(weights, [-1] + [1] * (rank - 1))
         total = segment_sum(rows * column, segments)
@@ -82,6 +83,8 @@ def embedding_lookup_sparse(params: Any, sp_ids: Any, sp_weights: Any,
             scale = segment_sum(weights, segments)
         else:
             scale = math_ops.sqrt(segment_sum(weights * weights, segments))
+        if sp_weights is None:  # TF's sparse_segment_mean/sqrt_n: an empty row gives 0, not 0/0
+            scale = math_ops.maximum(scale, array_ops.ones_like(scale))
         return total / array_ops.reshape(scale, [-1] + [1] * (rank - 1))
 
 
@@ -102,7 +105,11 @@ def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any, sparse
         outer = ids.dense_shape[:-1]
         flat_shape = array_ops.stack([math_ops.reduce_prod(outer), ids.dense_shape[-1]])
         ids = sparse_reshape(ids, flat_shape)
-        weights = None if sparse_weights is None else sparse_reshape(as_sparse(sparse_weights), flat_shape)
+        weights = (
+            None
+            if sparse_weights is None
+            else sparse_reshape(as_sparse(sparse_weights), flat_shape)
+        )
         keep = math_ops.greater_equal(ids.values, 0)
         if weights is not None:
             keep = math_ops.logical_and(keep, math_ops.greater(weights.values, 0))
@@ -117,7 +124,9 @@ def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any, sparse
             filled = array_ops.reshape(empty, [-1] + [1] * ((out.shape.ndims or 2) - 1))
             out = out * math_ops.cast(math_ops.logical_not(filled), out.dtype)  # empty rows: 0
         dim = array_ops.shape(out)[1:]
-        return array_ops.reshape(out, array_ops.concat([math_ops.cast(outer, dtypes.int32), dim], 0))
+        return array_ops.reshape(
+            out, array_ops.concat([math_ops.cast(outer, dtypes.int32), dim], 0)
+        )
 
 
 # ---------------------------------------------------------- CTC greedy decoder

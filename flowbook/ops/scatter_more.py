@@ -104,8 +104,12 @@ def _rows_kernel(op_type: str, how: str) -> Any:
     return kernel
 
 
-for _op, _how in (("ScatterMul", "mul"), ("ScatterDiv", "div"), ("ScatterMin", "min"),
-                  ("ScatterMax", "max")):
+for _op, _how in (
+    ("ScatterMul", "mul"),
+    ("ScatterDiv", "div"),
+    ("ScatterMin", "min"),
+    ("ScatterMax", "max"),
+):
     register(OpDef(_op, ("ref", "indices", "updates"), ("use_locking",), _scatter_infer(_op),
                    _rows_kernel(_op, _how), stateful=True, ref_inputs=(0,),
                    grad=NOT_DIFFERENTIABLE))  # fmt: skip
@@ -333,11 +337,13 @@ def _min_max_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [share * t_won, None, gather_nd(share, i) * u_won]
 
 
-for _op, _how, _grad in (("TensorScatterUpdate", "update", _update_grad),
-                         ("TensorScatterAdd", "add", _add_grad),
-                         ("TensorScatterSub", "sub", _sub_grad),
-                         ("TensorScatterMin", "min", _min_max_grad),
-                         ("TensorScatterMax", "max", _min_max_grad)):
+for _op, _how, _grad in (
+    ("TensorScatterUpdate", "update", _update_grad),
+    ("TensorScatterAdd", "add", _add_grad),
+    ("TensorScatterSub", "sub", _sub_grad),
+    ("TensorScatterMin", "min", _min_max_grad),
+    ("TensorScatterMax", "max", _min_max_grad),
+):
     register(OpDef(_op, ("tensor", "indices", "updates"), (), _tensor_infer(_op),
                    _tensor_kernel(_op, _how), grad=_grad))  # fmt: skip
 

@@ -148,7 +148,9 @@ def _regex_replace(xp: Any, input: Any, pattern: Any, rewrite: Any, replace_glob
 
 def _substr_infer(input: Tensor, pos: Tensor, len: Tensor, unit: str) -> Out:
     _strings("Substr", input)
-    shape = None if input._shape is None or pos._shape is None else broadcast(input._shape, pos._shape)
+    shape = (
+        None if input._shape is None or pos._shape is None else broadcast(input._shape, pos._shape)
+    )
     return Out(dtypes.string, shape)
 
 
@@ -241,10 +243,16 @@ def siphash24(k0: int, k1: int, data: bytes) -> int:
     def rounds(n: int) -> None:
         nonlocal v0, v1, v2, v3
         for _ in range(n):
-            v0 = (v0 + v1) & _MASK; v1 = _rotl(v1, 13) ^ v0; v0 = _rotl(v0, 32)  # noqa: E702
-            v2 = (v2 + v3) & _MASK; v3 = _rotl(v3, 16) ^ v2  # noqa: E702
-            v0 = (v0 + v3) & _MASK; v3 = _rotl(v3, 21) ^ v0  # noqa: E702
-            v2 = (v2 + v1) & _MASK; v1 = _rotl(v1, 17) ^ v2; v2 = _rotl(v2, 32)  # noqa: E702
+            v0 = (v0 + v1) & _MASK
+            v1 = _rotl(v1, 13) ^ v0
+            v0 = _rotl(v0, 32)
+            v2 = (v2 + v3) & _MASK
+            v3 = _rotl(v3, 16) ^ v2
+            v0 = (v0 + v3) & _MASK
+            v3 = _rotl(v3, 21) ^ v0
+            v2 = (v2 + v1) & _MASK
+            v1 = _rotl(v1, 17) ^ v2
+            v2 = _rotl(v2, 32)
 
     tail = len(data) % 8
     for i in range(0, len(data) - tail, 8):
@@ -346,7 +354,9 @@ def _s(x: Any) -> Tensor:
 def string_join(inputs: Any, separator: str = "", name: str | None = None) -> Tensor:
     """The strings of ``inputs`` (broadcast) joined element-wise by ``separator``."""
     xs = [_s(x) for x in inputs]
-    return make1("StringJoin", xs, {"N": len(xs), "separator": separator}, name=name or "StringJoin")
+    return make1(
+        "StringJoin", xs, {"N": len(xs), "separator": separator}, name=name or "StringJoin"
+    )
 
 
 def string_strip(input: Any, name: str | None = None) -> Tensor:
@@ -433,13 +443,17 @@ def as_string(input: Any, precision: int = -1, scientific: bool = False, shortes
 def string_to_hash_bucket_fast(input: Any, num_buckets: int, name: str | None = None) -> Tensor:
     """Each string's bucket in ``[0, num_buckets)`` (BLAKE2b, not TF's FarmHash: see the module)."""
     attrs = {"num_buckets": int(num_buckets)}
-    return make1("StringToHashBucketFast", [_s(input)], attrs, name=name or "StringToHashBucketFast")
+    return make1(
+        "StringToHashBucketFast", [_s(input)], attrs, name=name or "StringToHashBucketFast"
+    )
 
 
 def string_to_hash_bucket(string_tensor: Any, num_buckets: int, name: str | None = None) -> Tensor:
     """Each string's bucket in ``[0, num_buckets)`` (BLAKE2b, not TF's Hash64: see the module)."""
     attrs = {"num_buckets": int(num_buckets)}
-    return make1("StringToHashBucket", [_s(string_tensor)], attrs, name=name or "StringToHashBucket")
+    return make1(
+        "StringToHashBucket", [_s(string_tensor)], attrs, name=name or "StringToHashBucket"
+    )
 
 
 def string_to_hash_bucket_strong(input: Any, num_buckets: int, key: Any, name=None) -> Tensor:
@@ -448,7 +462,9 @@ def string_to_hash_bucket_strong(input: Any, num_buckets: int, key: Any, name=No
     if builtins_len(k) != 2:
         raise ValueError(f"string_to_hash_bucket_strong: key must hold two ints, got {key!r}")
     attrs = {"num_buckets": int(num_buckets), "key": k}
-    return make1("StringToHashBucketStrong", [_s(input)], attrs, name=name or "StringToHashBucketStrong")
+    return make1(
+        "StringToHashBucketStrong", [_s(input)], attrs, name=name or "StringToHashBucketStrong"
+    )
 
 
 def reduce_join(inputs: Any, axis: Any = None, keep_dims: bool = False, separator: str = "",

@@ -113,13 +113,21 @@ from flowbook.train.session_run_hook import (
     SessionRunHook,
     SessionRunValues,
 )
-from flowbook.train.warm_start import *
 from flowbook.train.training_util import (
     assert_global_step,
     create_global_step,
     get_global_step,
     get_or_create_global_step,
     global_step,
+)
+from flowbook.train.warm_start import (
+    GlobalStepWaiterHook,
+    SessionCreator,
+    VocabInfo,
+    generate_checkpoint_state_proto,
+    init_from_checkpoint,
+    summary_iterator,
+    warm_start,
 )
 
 __all__ = [
@@ -136,6 +144,8 @@ __all__ = [
     "FeedFnHook",
     "FinalOpsHook",
     "FtrlOptimizer",
+    # warm starts and the smaller names (flowbook/train/warm_start.py)
+    "GlobalStepWaiterHook",
     "GradientDescentOptimizer",
     "LoggingTensorHook",
     "MomentumOptimizer",
@@ -151,6 +161,7 @@ __all__ = [
     "Saver",
     "Scaffold",
     "SecondOrStepTimer",
+    "SessionCreator",
     "SessionRunArgs",
     "SessionRunContext",
     "SessionRunHook",
@@ -160,6 +171,7 @@ __all__ = [
     "StopAtStepHook",
     "SummarySaverHook",
     "SummaryWriter",
+    "VocabInfo",
     "assert_global_step",
     "basic_train_loop",
     "checkpoint_exists",
@@ -168,11 +180,13 @@ __all__ = [
     "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
+    "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "init_from_checkpoint",
     "inverse_time_decay",
     "latest_checkpoint",
     "linear_cosine_decay",
@@ -185,7 +199,9 @@ __all__ = [
     "piecewise_constant_decay",
     "polynomial_decay",
     "remove_checkpoint",
+    "summary_iterator",
     "update_checkpoint_state",
+    "warm_start",
     "write_graph",
 ]
 

@@ -67,8 +67,10 @@ def _override(var: Any, value: Any, source: str) -> None:
                 f"tensor {source} ({list(value.shape)}) from checkpoint reader."
             )
     with name_scope(var.op.name + "/"):
-        init = value if not isinstance(value, np.ndarray) else constant(
-            value.astype(var.dtype.np), name="checkpoint_value"
+        init = (
+            value
+            if not isinstance(value, np.ndarray)
+            else constant(value.astype(var.dtype.np), name="checkpoint_value")
         )
         var._initial_value = init
         var._initializer_op = state_ops.assign(var, init, name="restore_from_checkpoint").op
@@ -90,8 +92,8 @@ def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: dict) -> None:
             prefix = "" if ckpt_name == "/" else ckpt_name
             scope = "" if target in ("", "/") else target.rstrip("/") + "/"
             for name in saved:
-                if name.startswith(prefix) and scope + name[len(prefix):] in graph_vars:
-                    var = graph_vars[scope + name[len(prefix):]]
+                if name.startswith(prefix) and scope + name[len(prefix) :] in graph_vars:
+                    var = graph_vars[scope + name[len(prefix) :]]
                     _override(var, load_variable(ckpt_dir_or_file, name), name)
             continue
         if ckpt_name not in saved:
@@ -164,7 +166,9 @@ def warm_start(
         chosen = []
         for item in vars_to_warm_start:
             if isinstance(item, str):
-                chosen += [v for n, v in graph_vars.items() if re.match(item, n) and v not in chosen]
+                chosen += [
+                    v for n, v in graph_vars.items() if re.match(item, n) and v not in chosen
+                ]
             elif item not in chosen:
                 chosen.append(item)
     vocab = var_name_to_vocab_info or {}
