@@ -264,3 +264,89 @@ def test_small_train_names(tmp_path):
             s.run(bump)
             hook.before_run(_Context())  # returns once the step has reached 2
             assert int(s.run(step)) == 2
+
+
+def _pads(n, k, s, padding):
+    if padding == "VALID":
+        return (n - k) // s + 1, 0
+    out = -(-n // s)
+    return out, max((out - 1) * s + k - n, 0) // 2
+
+
+def _np_conv3d(x, f, strides, padding):
+    """TensorFlow's Conv3D by its definition, loop by loop (NDHWC, DHWIO)."""
+    outs, befores = zip(*(_pads(x.shape[1 + a], f.shape[a], strides[a], padding) for a in range(3)))
+    out = np.zeros((x.shape[0], *outs, f.shape[4]))
+    for idx in np.ndindex(*outs):
+        acc = 0.0
+        for tap in np.ndindex(*f.shape[:3]):
+            pos = [idx[a] * strides[a] + tap[a] - befores[a] for a in range(3)]
+            if all(0 <= p < x.shape[1 + a] for a, p in enumerate(pos)):
+                acc = acc + x[:, pos[0], pos[1], pos[2], :] @ f[tap]
+        out[(slice(None), *idx)] = acc
+    return out
+
+
+def _np_pool3d(x, k, s, padding, how):
+    outs, befores = zip(*(_pads(x.shape[1 + a], k[a], s[a], padding) for a in range(3)))
+    out = np.zeros((x.shape[0], *outs, x.shape[4]))
+    for idx in np.ndindex(*outs):
+        lo = [max(idx[a] * s[a] - befores[a], 0) for a in range(3)]
+        hi = [min(idx[a] * s[a] - befores[a] + k[a], x.shape[1 + a]) for a in range(3)]
+        box = x[:, lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2], :].reshape(
+            x.shape[0], -1, x.shape[4]
+        )
+        out[(slice(None), *idx)] = box.max(1) if how == "max" else box.mean(1)
+    return out
+
+
+V = RNG.standard_normal((2, 5, 4, 6, 3))
+F = RNG.standard_normal((3, 2, 3, 3, 4))
+CASES_3D = [
+    ("conv3d_same", lambda x: fb.nn.conv3d(x, F, [1, 1, 1, 1, 1], "SAME"), lambda: _np_conv3d(V, F, (1, 1, 1), "SAME")),
+    ("conv3d_valid_strided", lambda x: fb.nn.conv3d(x, F, [1, 2, 1, 2, 1], "VALID"),
+     lambda: _np_conv3d(V, F, (2, 1, 2), "VALID")),
+    ("conv3d_same_strided", lambda x: fb.nn.conv3d(x, F, [1, 2, 2, 2, 1], "SAME"), lambda: _np_conv3d(V, F, (2, 2, 2), "SAME")),
+    ("max_pool3d_same", lambda x: fb.nn.max_pool3d(x, [1, 2, 3, 2, 1], [1, 2, 2, 2, 1], "SAME"),
+     lambda: _np_pool3d(V, (2, 3, 2), (2, 2, 2), "SAME", "max")),
+    ("max_pool3d_valid", lambda x: fb.nn.max_pool3d(x, [1, 3, 2, 2, 1], [1, 1, 2, 1, 1], "VALID"),
+     lambda: _np_pool3d(V, (3, 2, 2), (1, 2, 1), "VALID", "max")),
+    ("avg_pool3d_same", lambda x: fb.nn.avg_pool3d(x, [1, 3, 3, 2, 1], [1, 2, 1, 2, 1], "SAME"),
+     lambda: _np_pool3d(V, (3, 3, 2), (2, 1, 2), "SAME", "avg")),
+    ("avg_pool3d_valid", lambda x: fb.nn.avg_pool3d(x, [1, 2, 2, 2, 1], [1, 2, 2, 2, 1], "VALID"),
+     lambda: _np_pool3d(V, (2, 2, 2), (2, 2, 2), "VALID", "avg")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("build,want", [r[1:] for r in CASES_3D], ids=[r[0] for r in CASES_3D])
+def test_3d_ops_match_their_definition_and_differentiate(build, want):
+    with fb.Graph().as_default():
+        x = fb.placeholder(fb.float64, V.shape)
+        y = build(x)
+        with fb.Session() as s:
+            got = s.run(y, {x: V})
+            np.testing.assert_allclose(got, want(), rtol=1e-10, atol=1e-10)
+            assert y.shape.as_list() == list(got.shape)
+            err = compute_gradient_error(x, V.shape, y, got.shape, x_init_value=V, session=s)
+    assert err < 1e-6
+
+
+def test_3d_layers_name_their_variables_as_tensorflow():
+    with fb.Graph().as_default(), fb.Session() as s:
+        x = fb.constant(V, fb.float32)
+        y = fb.layers.conv3d(
+            x, 4, [3, 2, 3], padding="same", kernel_initializer=fb.constant_initializer(F)
+        )
+        z = fb.layers.MaxPooling3D(2, 2, padding="same")(fb.layers.Conv3D(2, 1, name="proj")(y))
+        p = fb.layers.average_pooling3d(x, [1, 2, 2], [1, 2, 2])
+        names = [v.name for v in fb.global_variables()]
+        assert names == ["conv3d/kernel:0", "conv3d/bias:0", "proj/kernel:0", "proj/bias:0"]
+        assert z.shape.as_list() == [2, 3, 2, 3, 2]
+        s.run(fb.global_variables_initializer())
+        got_y, got_p = s.run([y, p])
+    np.testing.assert_allclose(got_y, _np_conv3d(V, F, (1, 1, 1), "SAME"), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        got_p, _np_pool3d(V, (1, 2, 2), (1, 2, 2), "VALID", "avg"), rtol=1e-5
+    )
+    with fb.Graph().as_default(), pytest.raises(ValueError, match="known depth"):
+        fb.nn.max_pool3d(fb.placeholder(fb.float32, [1, None, 2, 2, 1]), [1] * 5, [1] * 5, "SAME")

@@ -29,6 +29,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     math_ops,
     matrix_diag_ops,
     multinomial_ops,
+    nn_3d,
     nn_ops,
     nn_sparse,
     norm_ops,
