@@ -50,6 +50,7 @@ from flowbook import (
     train,
     version,
 )
+from flowbook import queues as queue
 from flowbook import test_util as test
 from flowbook import tf_logging as logging
 from flowbook import tfrecord as python_io
@@ -88,6 +89,7 @@ from flowbook.dtypes import (
     uint16,
 )
 from flowbook.errors import OpError
+from flowbook.functional_ops import foldl, foldr, map_fn, scan
 from flowbook.grad_overrides import RegisterGradient
 from flowbook.gradients import gradients, hessians
 from flowbook.graph import (
@@ -148,6 +150,7 @@ from flowbook.ops.partition_ops import *
 from flowbook.ops.patch_ops import *
 from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
+from flowbook.ops.reader_ops import *
 from flowbook.ops.scan_ops import *
 from flowbook.ops.scatter_more import *
 from flowbook.ops.scatter_ops import *
@@ -181,7 +184,17 @@ from flowbook.ops.special_ops import (
 )
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.ops.string_ops import *
+from flowbook.ops.tensor_array import TensorArray
 from flowbook.profiling import profile
+from flowbook.queues import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+    container,
+    count_up_to,
+)
 from flowbook.registry import no_gradient
 from flowbook.registry import no_gradient as NotDifferentiable
 from flowbook.run import gpu

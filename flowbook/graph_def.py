@@ -330,9 +330,9 @@ def _node_def(op: Operation, node: Any) -> None:
     node.input.extend(f"^{c.name}" for c in op.control_inputs)
     drop = _DROP_DEFAULTS.get(op.type, {})
     for key, value in op.attrs.items():
-        if value is None and key == "shape":
+        if value is None and op_attr_kind(op.type, key) == "shape":
             _shape_proto(None, node.attr[key].shape)
-        elif key == "shape" and isinstance(value, tuple):
+        elif isinstance(value, tuple) and op_attr_kind(op.type, key) == "shape":
             _shape_proto(value, node.attr[key].shape)
         elif key == "output_stream" and not isinstance(value, str):
             # a Python object (a StringIO, a logger) cannot travel in a GraphDef: it is

@@ -22,6 +22,7 @@ class GraphKeys:
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
     GLOBAL_STEP = "global_step"
+    QUEUE_RUNNERS = "queue_runners"
     INIT_OP = "init_op"
     TRAIN_OP = "train_op"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"

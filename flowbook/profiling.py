@@ -135,6 +135,17 @@ class _Recorder:
                     self._outputs = {ops[i]: shapes[i] for i in t.order}
         return self._outputs
 
+    def runs(self) -> list[tuple[Any, KernelTiming, tuple[tuple[str, int], ...]]]:
+        """(op, timing, where) per kernel run: once per op, or per iteration in loops."""
+        raw = self._raw[1] if self._raw is not None else None
+        if raw is None or raw.runs is None:
+            return [(op, t, ()) for op, t in self.timings.items()]
+        self.timings  # noqa: B018 (builds the device maps)
+        ops = self._raw[0].ops  # type: ignore[index]
+        return [
+            (ops[i], KernelTiming(a, a, b, th), w) for (i, a, b, th), w in zip(raw.runs, raw.where)
+        ]
+
     def device_of(self, op: Any) -> str:
         """The full name of the device ``op`` ran on."""
         if self._timings is None:
@@ -268,11 +279,16 @@ def _label(op: Any) -> str:
     return f"{op.name} = {op.type}({', '.join(input_names(op))})"
 
 
+def _where_label(where: tuple[tuple[str, int], ...]) -> str:
+    """`` [loop 'rnn/while/while_context' iteration 3]`` for an op run in a loop, else ``""``."""
+    return "".join(f" [loop '{name}' iteration {k}]" for name, k in where)
+
+
 def _build(rec: _Recorder) -> list[DeviceStepStats]:
     """The NodeExecStats of a recorded run per device, ordered by start; the CPU first."""
     off = rec.offset_ns
     groups: dict[str, list[NodeExecStats]] = {CPU_DEVICE: []}  # device -> its nodes
-    for op, t in rec.timings.items():
+    for op, t, where in rec.runs():
         start = (t.start_ns + off) // 1000
         end = (t.end_ns + off) // 1000
         outputs = []
@@ -289,8 +305,10 @@ def _build(rec: _Recorder) -> list[DeviceStepStats]:
                 all_end_rel_micros=end - start,
                 scheduled_micros=(t.scheduled_ns + off) // 1000,
                 thread_id=t.thread_id,
-                timeline_label=_label(op),
+                timeline_label=_label(op) + _where_label(where),
                 output=outputs,
+                frame_name=where[-1][0] if where else "",
+                iteration_id=where[-1][1] if where else 0,
             )
         )
     for op, (s_ns, e_ns) in rec.stream.items():  # the device lane: kernels timed on the device
@@ -369,7 +387,7 @@ class Profile:
                     rec.device_of(op),
                     [(k, *_tensor(op, k, *out)) for k, out in enumerate(_outputs_of(rec, op))],
                 )
-                for op, t in rec.timings.items()
+                for op, t, where in rec.runs()
             ]
             for op, (s_ns, e_ns) in rec.stream.items():
                 device = rec.device_of(op)
@@ -383,7 +401,7 @@ class Profile:
         """Op name -> total kernel µs over all runs (the widget's heat overlay)."""
         out: dict[str, float] = {}
         for rec in self._recs:
-            for op, t in rec.timings.items():
+            for op, t, _where in rec.runs():
                 out[op.name] = out.get(op.name, 0.0) + rec.kernel_ns(op, t) / 1000
         return out
 
@@ -404,7 +422,7 @@ class Profile:
         busy = 0.0
         for rec in self._recs:
             kernels = 0
-            for op, t in rec.timings.items():
+            for op, t, _where in rec.runs():
                 row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0])
                 ns = rec.kernel_ns(op, t)
                 row[1] += 1

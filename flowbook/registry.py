@@ -12,8 +12,11 @@ never sees a Tensor, Graph or Device.  ``bind(xp, **attrs)`` may return the
 callable the executor should call with the arrays alone (the element-wise
 tables bind straight to ``xp.add``...); by default it is
 ``partial(kernel, xp, **attrs)``.  Stateful ops name the session state they
-use (``resource="variable"``, ``"rng"`` or ``"iterator"``); the session binds it
-as the ``var=``, ``rng=`` or ``iterator=`` keyword.  A variable's op outputs the variable itself; ops that
+use (``resource="variable"``, ``"rng"``, ``"iterator"`` or ``"container"``); the
+session binds it as the ``var=``, ``rng=``, ``iterator=`` or ``cell=`` keyword.
+An op that may wait (a queue's enqueue or dequeue) says ``blocking=True``:
+its kernel may return a ``flowbook.pending.Pending``, and a plan holding one
+runs on the threaded scheduler, which parks it.  A variable's op outputs the variable itself; ops that
 update it declare that input in ``ref_inputs``, every other consumer gets its
 value, read when the consumer runs (TF1's reference semantics).  An op
 that cannot run on a GPU says ``host_only=True`` (ops on strings are host
@@ -77,7 +80,9 @@ class OpDef:
     bind: Callable[..., Callable[..., Any]] | None = None  # (xp, **attrs) -> fn(*arrays)
     heavy: bool | Callable[[Any], bool] = False  # may go to the thread pool; fn(op) decides
     stateful: bool = False  # results change between runs, or it changes session state
-    resource: str | None = None  # session state bound in: "variable" | "rng" | "iterator"
+    # session state bound in: "variable" | "rng" | "iterator" | "container" (flowbook.resources)
+    resource: str | None = None
+    blocking: bool = False  # may wait (a queue op): may return a flowbook.pending.Pending
     ref_inputs: tuple[int, ...] = ()  # inputs that take a variable itself (its VarState), unread
     host_only: bool = False  # no GPU kernel: placed on the CPU (soft placement, or an error)
     # inputs read on the host as Python ints, kept in host memory on a GPU (negative: from the end)

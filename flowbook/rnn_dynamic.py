@@ -2,13 +2,11 @@
 
 Unlike ``static_rnn`` (one copy of the step per time step), the graph holds
 the step once, in a loop that runs it for every time step of the fed
-sequence, so the sequence length may be unknown until the run.  Per
-iteration ``t`` the loop reads ``inputs[t]`` (a ``Gather`` on the
-time-major inputs, a loop invariant), calls the cell, and appends the
-output to the loop variable holding the outputs so far (shape
-``[None, batch, depth]``).  TensorFlow writes the outputs into a
-``TensorArray`` instead; flowbook has none yet, and the concatenation copies
-``t`` rows per step, which only long sequences notice.
+sequence, so the sequence length may be unknown until the run.  As in
+TensorFlow, the time-major inputs are unstacked into one ``TensorArray``
+each before the loop; per iteration ``t`` the loop reads element ``t`` of
+each, calls the cell, and writes the output into an output ``TensorArray``
+(a loop variable), stacked after the loop.
 
 The cell's variables are made outside the loop (``Variable`` builds out of
 control flow), so they are named as TensorFlow names them:
@@ -34,6 +32,7 @@ from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import tensor
 from flowbook.ops.control_flow import while_loop
 from flowbook.ops.sequence_ops import reverse_sequence
+from flowbook.ops.tensor_array import TensorArray
 from flowbook.rnn import _select
 from flowbook.rnn_cell_impl import _zeros
 from flowbook.tensor import Tensor
@@ -96,37 +95,34 @@ def dynamic_rnn(
         sizes = nest.flatten(cell.output_size)
         zero_out = nest.map_structure(lambda n: _zeros(batch, n, out_dtype), cell.output_size)
         batch_static = batch if isinstance(batch, int) else None
-        accs = [
-            array_ops.zeros([0, batch_static, n] if batch_static is not None
-                            else array_ops.stack([0, batch, n]), out_dtype)
-            for n in sizes
+        in_tas = [
+            TensorArray(x.dtype, size=steps, element_shape=x.get_shape()[1:].as_list()
+                        if x.get_shape().ndims is not None else None,
+                        tensor_array_name="input_ta").unstack(x)
+            for x in flat
         ]  # fmt: skip
+        accs = [TensorArray(out_dtype, size=steps, element_shape=[batch_static, n],
+                            tensor_array_name="output_ta") for n in sizes]  # fmt: skip
         state_shapes = [s.get_shape() for s in nest.flatten(state)]
 
-        def body(time: Tensor, state: Any, outs: list[Tensor]) -> Any:
-            x_t = nest.pack_sequence_as(inputs, [array_ops.gather(x, time) for x in flat])
+        def body(time: Tensor, state: Any, outs: list[TensorArray]) -> Any:
+            x_t = nest.pack_sequence_as(inputs, [ta.read(time) for ta in in_tas])
             out, new_state = cell(x_t, state)
             if seq is not None:
                 done = math_ops.greater_equal(time, seq)
                 out = _select(done, zero_out, out)
                 new_state = _select(done, state, new_state)
-            new_outs = [
-                array_ops.concat([acc, array_ops.expand_dims(o, 0)], 0)
-                for acc, o in zip(outs, nest.flatten(out))
-            ]
+            new_outs = [ta.write(time, o) for ta, o in zip(outs, nest.flatten(out))]
             return time + 1, new_state, new_outs
 
-        invariants = [
-            (),
-            nest.pack_sequence_as(state, state_shapes),
-            [[None, batch_static, n] for n in sizes],
-        ]
+        invariants = [(), nest.pack_sequence_as(state, state_shapes), [() for _ in sizes]]
         _, final_state, outs = while_loop(
             lambda time, state, outs: time < steps, body, [tensor(0), state, accs],
             shape_invariants=invariants, parallel_iterations=parallel_iterations or 32,
             swap_memory=swap_memory,
         )  # fmt: skip
-        for o, n in zip(outs, sizes):  # the loop leaves the time axis open
+        outs = [ta.stack() for ta in outs]
+        for o, n in zip(outs, sizes):
             o.set_shape([steps if isinstance(steps, int) else None, batch_static, n])
         if not time_major:
             outs = [_swap_time_batch(o) for o in outs]

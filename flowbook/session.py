@@ -17,8 +17,10 @@
    (``flowbook.run.observers.observers_for``: traces, the NaN guard).
 
 The session owns per-op state that kernels are bound to: each variable's
-value (``VarState``), each random op's generator and each
-tf.data iterator's position (``IteratorState``), and it decides where
+value (``VarState``), each random op's generator, each
+tf.data iterator's position (``IteratorState``) and each queue and reader
+(``flowbook.resources``: cells by container, which ``Session.reset``
+releases, and ``close`` too, cancelling the runs that wait on a queue), and it decides where
 each op runs (``flowbook.run.placement``: device scopes, soft placement, the
 first GPU by default); a plan built for it carries the copy nodes between
 devices, and with ``ConfigProto(log_device_placement=True)`` each new plan
@@ -47,6 +49,7 @@ from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
 from flowbook.iterator_state import IteratorState
+from flowbook.resources import ResourceCell, cell_key
 from flowbook.run import blas
 from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
@@ -59,6 +62,7 @@ from flowbook.var_state import VarState
 
 MAX_PLANS = 256  # cached run signatures per session, for one graph version
 _observers: list[Observer] = []  # process-wide observers (fb.observe)
+_open: weakref.WeakSet[BaseSession] = weakref.WeakSet()  # open sessions, for Session.reset
 
 
 @contextlib.contextmanager
@@ -100,11 +104,13 @@ class BaseSession:
         )
         self._rngs: weakref.WeakKeyDictionary[Operation, Any] = weakref.WeakKeyDictionary()
         self._iterators: dict[str, IteratorState] = {}  # tf.data iterator name -> its position
+        self._cells: dict[tuple, ResourceCell] = {}  # queues, readers: resources.cell_key -> cell
         self._state_lock = threading.Lock()  # guards creating entries of the two dicts above
         self._closed = False
         self.observers: list[Observer] = []  # observers of this session's runs
         self._placer: Placer | None = None  # op -> device; made on the first plan
         self._logged_mapping = False  # log_device_placement printed the device mapping
+        _open.add(self)
 
     # ------------------------------------------------------------------ run
     def run(
@@ -212,6 +218,8 @@ class BaseSession:
             attrs = {**attrs, "rng": self._rng(op, device)}
         elif opdef.resource == "iterator":
             attrs = {**attrs, "iterator": self._iterator_state(op.attrs["shared_name"])}
+        elif opdef.resource == "container":
+            attrs = {**attrs, "cell": self._cell(op)}
         if device is CPU:
             return opdef.bound_kernel(device.xp, attrs)
         return device.wrap(opdef.bound_kernel(device.xp, attrs))
@@ -229,6 +237,14 @@ class BaseSession:
             if state is None:
                 state = self._iterators[name] = IteratorState(name)
             return state
+
+    def _cell(self, op: Operation) -> ResourceCell:
+        key = cell_key(op)
+        with self._state_lock:
+            cell = self._cells.get(key)
+            if cell is None:
+                cell = self._cells[key] = ResourceCell(key[0], key[1])
+            return cell
 
     def _rng(self, op: Operation, device: Device = CPU) -> Any:
         with self._state_lock:
@@ -255,13 +271,44 @@ class BaseSession:
 
     # ------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        """Release the session's variables and plans; later runs raise RuntimeError."""
+        """Release the session's variables, queues and plans; later runs raise RuntimeError.
+
+        Runs waiting on one of its queues end with CancelledError.
+        """
         self._closed = True
+        _open.discard(self)
+        for cell in list(self._cells.values()):
+            cell.release("the session was closed")
         self._plans.clear()
         self._paths.clear()
         self._variables.clear()
         self._rngs.clear()
         self._iterators.clear()
+
+    @staticmethod
+    def reset(target: str = "", containers: list[str] | None = None, config: Any = None) -> None:
+        """Release the variables, queues and readers of ``containers`` (all when None), in
+        every open session (TF1's ``tf.Session.reset``); a reset queue's waiters are cancelled.
+
+        >>> import flowbook as tf
+        >>> with tf.Graph().as_default(), tf.Session() as s:
+        ...     with tf.container("experiment"):
+        ...         q = tf.FIFOQueue(3, tf.int32)
+        ...     s.run(q.enqueue(1)); tf.Session.reset("", ["experiment"])
+        ...     int(s.run(q.size()))
+        0
+        """
+        for session in list(_open):
+            session._reset(None if containers is None else set(containers))
+
+    def _reset(self, containers: set[str] | None) -> None:
+        for cell in list(self._cells.values()):
+            if containers is None or cell.container in containers:
+                cell.release("its container was reset")
+        placed = getattr(self.graph, "_containers", {})  # VariableV2 op name -> its container
+        for op, state in list(self._variables.items()):
+            if containers is None or placed.get(op.name, "") in containers:
+                state.value = None
 
     @property
     def closed(self) -> bool:

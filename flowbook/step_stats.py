@@ -47,6 +47,10 @@ class NodeExecStats:
     thread_id: int = 0
     timeline_label: str = ""
     output: list[NodeOutput] = field(default_factory=list)
+    # an op run in a loop: its innermost loop's frame and the iteration (TF's executor
+    # logs such an op once per iteration too; the label names every enclosing loop)
+    frame_name: str = ""
+    iteration_id: int = 0
 
 
 @dataclass

@@ -56,7 +56,7 @@ __all__ = [
     "trace_events",
 ]
 
-_LABEL = re.compile(r"^(.*?) = (.*?)\((.*)\)$", re.DOTALL)
+_LABEL = re.compile(r"^(.*?) = (.*?)\((.*)\)(?: \[loop [^\]]*\])*$", re.DOTALL)
 
 
 @dataclass(slots=True)
@@ -80,6 +80,8 @@ def parse_label(label: str) -> tuple[str, tuple[str, ...]]:
 
     >>> parse_label("y = MatMul(x, w:1, ^init)")
     ('MatMul', ('x', 'w:1', '^init'))
+    >>> parse_label("a = Add(b, c) [loop 'w/while_context' iteration 2]")  # an op in a loop
+    ('Add', ('b', 'c'))
     >>> parse_label("garbage")
     ('', ())
     """

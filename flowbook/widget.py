@@ -89,11 +89,14 @@ class GraphWidget(anywidget.AnyWidget):
 
     # ---------------------------------------------------------------- view
     def push(self, state: dict[str, Any]) -> None:
-        """Show ``state`` (the LiveGraph calls this; any of graph/run/stepper)."""
+        """Show ``state`` (the LiveGraph calls this; any of graph/run/stepper/history/tick)."""
         if self.comm is None:
             raise RuntimeError("widget closed")
         with self.hold_sync():
             for key, value in state.items():
+                if key == "tick":  # a custom message: no trait, no state walk (see live.py)
+                    self.send({"tick": value})
+                    continue
                 if key == "run" and self.selected and self.selected not in value["values"]:
                     text = self.live.value_preview(self.selected)
                     if text is not None:

@@ -277,14 +277,15 @@ def test_an_interrupted_kernel_is_not_marked_done_and_everything_stays_usable():
         i = stepper.plan.ops.index(slow.op)
         real = stepper.plan.fns[i]
 
+        timer = threading.Timer(0.05, _thread.interrupt_main)
+
         def sleepy(*args):
-            for _ in range(2000):  # interruptible: the interrupt lands between sleeps
+            timer.start()  # from inside the kernel: the interrupt cannot land before it runs
+            for _ in range(20000):  # interruptible: the interrupt lands between sleeps
                 time.sleep(0.001)
             return real(*args)
 
         stepper.plan.fns[i] = sleepy
-        timer = threading.Timer(0.05, _thread.interrupt_main)
-        timer.start()
         with pytest.raises(KeyboardInterrupt):
             stepper.cont()
         timer.join()

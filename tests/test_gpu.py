@@ -206,7 +206,7 @@ def _long_tail_row():
 
 
 def _compat_tail_row():
-    """Issue 16's compatibility tail: variable scatters, a counter, tensor scatters, FFTs."""
+    """Issue 16's compatibility tail: variable scatters, tensor scatters, FFTs, fake quant."""
     v = fb.Variable(np.arange(1.0, 7.0).reshape(3, 2), name="v")
     done = []
     for f in (fb.scatter_mul, fb.scatter_div, fb.scatter_min, fb.scatter_max):
@@ -215,8 +215,6 @@ def _compat_tail_row():
     for f in (fb.scatter_nd_update, fb.scatter_nd_add, fb.scatter_nd_sub):
         with fb.control_dependencies(done[-1:]):
             done.append(f(v, [[1, 0], [1, 0]], [2.0, 3.0]))
-    n = fb.Variable(0, name="n")
-    count = fb.count_up_to(n, 5)
     x = fb.constant(np.linspace(-1.0, 1.0, 12).reshape(3, 4), fb.float64)
     outs = [f(x, [[0, 1], [2, 3], [0, 1]], [5.0, -5.0, 0.5]) for f in (
         fb.tensor_scatter_nd_update, fb.tensor_scatter_nd_add, fb.tensor_scatter_nd_sub,
@@ -232,7 +230,7 @@ def _compat_tail_row():
         q, [-1.0, 0.0, -2.0, -0.5], [1.0, 2.0, 0.5, 3.0]
     )
     outs += [fq, *fb.gradients(fb.reduce_sum(fq * fq), q)]
-    return [done[-1], count, *outs], None, [v.initializer, n.initializer]
+    return [done[-1], *outs], None, [v.initializer]
 
 
 def _tfmath_row():
@@ -283,7 +281,17 @@ DIFF_ROWS = (
     + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
     + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
     + [("control-flow", lambda: _control_flow_row())]  # defined below
+    + [("tensor-arrays", lambda: _tensor_array_row())]
 )
+
+
+def _tensor_array_row():
+    """map_fn and scan (TensorArrays on the host, their elements computed on the GPU), grads."""
+    x = fb.placeholder(fb.float32, [4, 3])
+    m = fb.map_fn(lambda r: fb.tanh(r) * 2.0, x)
+    c = fb.scan(lambda a, r: a * 0.5 + r, x, initializer=fb.ones([3]), reverse=True)
+    (gx,) = fb.gradients(fb.reduce_sum(m * c), x)
+    return [m, c, gx], {x: np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)}
 
 
 def _control_flow_row():
@@ -380,6 +388,30 @@ NOT_ON_GPU = {
     "Stack": "a loop gradient's stack: its handle is a string, host only",
     "StackPush": "a string handle: host only",
     "StackPop": "a string handle: host only",
+    **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
+    "FIFOQueueV2": "queues and readers (issue 18): session state, host only",
+    "PaddingFIFOQueueV2": "queues and readers (issue 18): session state, host only",
+    "RandomShuffleQueueV2": "queues and readers (issue 18): session state, host only",
+    "PriorityQueueV2": "queues and readers (issue 18): session state, host only",
+    "QueueEnqueueV2": "queues and readers (issue 18): session state, host only",
+    "QueueEnqueueManyV2": "queues and readers (issue 18): session state, host only",
+    "QueueDequeueV2": "queues and readers (issue 18): session state, host only",
+    "QueueDequeueManyV2": "queues and readers (issue 18): session state, host only",
+    "QueueDequeueUpToV2": "queues and readers (issue 18): session state, host only",
+    "QueueCloseV2": "queues and readers (issue 18): session state, host only",
+    "QueueSizeV2": "queues and readers (issue 18): session state, host only",
+    "QueueIsClosedV2": "queues and readers (issue 18): session state, host only",
+    "CountUpTo": "queues and readers (issue 18): session state, host only",
+    "TextLineReaderV2": "queues and readers (issue 18): session state, host only",
+    "WholeFileReaderV2": "queues and readers (issue 18): session state, host only",
+    "IdentityReaderV2": "queues and readers (issue 18): session state, host only",
+    "TFRecordReaderV2": "queues and readers (issue 18): session state, host only",
+    "FixedLengthRecordReaderV2": "queues and readers (issue 18): session state, host only",
+    "ReaderReadV2": "queues and readers (issue 18): session state, host only",
+    "ReaderReadUpToV2": "queues and readers (issue 18): session state, host only",
+    "ReaderNumRecordsProducedV2": "queues and readers (issue 18): session state, host only",
+    "ReaderNumWorkUnitsCompletedV2": "queues and readers (issue 18): session state, host only",
+    "ReaderResetV2": "queues and readers (issue 18): session state, host only",
     "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
     "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
     "RefMerge": "a GraphDef's twin of Merge, same kernel",

@@ -368,3 +368,18 @@ def test_helper_ops_run():
         fb.Session() as s,
     ):
         s.run(fb.invert_permutation([0, 0]))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_of_one_fed_index_keeps_the_static_shape(axis):
+    params = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    with fb.Graph().as_default(), fb.Session() as s:
+        i = fb.placeholder(fb.int32, [])
+        g = fb.gather(fb.constant(params), i, axis=axis)
+        got = s.run(g, {i: 1})
+        assert got.shape == tuple(g.shape.as_list())
+        np.testing.assert_array_equal(got, np.take(params, 1, axis=axis))
+        scalar = s.run(fb.gather(fb.constant(np.arange(5)), i), {i: 3})
+        assert np.shape(scalar) == () and scalar == 3
+        with pytest.raises(fb.errors.InvalidArgumentError, match="not in"):
+            s.run(g, {i: 7})

@@ -64,6 +64,17 @@ def control_flow_ops(x):
     return acc + out
 
 
+def tensor_array_ops(x):
+    """Issue 17's TensorArray ops, their gradients (TensorArrayGradV3), and a close."""
+    ta = tf.TensorArray(tf.float32, size=2, element_shape=[3]).unstack(x)
+    grown = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
+    grown = grown.split(tf.reshape(x, [6]), [2, 4]).write(2, x[0])
+    y = ta.read(1) * ta.gather([0]) + tf.reduce_sum(grown.concat()) + tf.cast(ta.size(), tf.float32)
+    tf.gradients(tf.reduce_sum(y * y), x)
+    ta.close()
+    return y
+
+
 def nn_conv_tail_ops(x):
     """Issue 16's conv/pool/spatial tail: depthwise, space/batch/depth moves, argmax pool."""
     img = tf.reshape(tf.tile(x, [2, 4]), [2, 4, 3, 2])
@@ -326,6 +337,7 @@ def every_op():
     tf.assign_sub(v, x)
     tf.is_variable_initialized(v)
     control_flow_ops(x)
+    tensor_array_ops(x)
     tf.Print(total, [total], "total")
     tf.print("total is", total, "{}")
     tf.summary.merge([tf.summary.scalar("t", total), tf.summary.histogram("h", x)])
@@ -351,6 +363,28 @@ def data_ops():
     tf.io.write_file("/nonexistent/x", tf.read_file("/nonexistent/y"))
     spec = {"a": tf.FixedLenFeature([2], tf.float32, [0.0, 1.0]), "b": tf.VarLenFeature(tf.int64)}
     tf.parse_example([""], spec)
+    queue_ops()
+
+
+def queue_ops():
+    """Issue 18's queues, readers and CountUpTo (built, never run here)."""
+    queues = [
+        tf.FIFOQueue(3, [tf.int32, tf.string], shapes=[[], [2]]),
+        tf.PaddingFIFOQueue(3, [tf.float32], shapes=[[None]]),
+        tf.RandomShuffleQueue(5, 1, [tf.int32], seed=4),
+        tf.PriorityQueue(3, [tf.float32], shapes=[[]]),
+    ]
+    q = queues[0]
+    q.enqueue([1, ["a", "b"]])
+    q.enqueue_many([[1], [["a", "b"]]])
+    q.dequeue(), q.dequeue_many(2), q.dequeue_up_to(2), q.size(), q.is_closed()
+    q.close(cancel_pending_enqueues=True)
+    names = tf.FIFOQueue(3, tf.string)
+    readers = [tf.TextLineReader(skip_header_lines=1), tf.WholeFileReader(), tf.IdentityReader(),
+               tf.TFRecordReader(), tf.FixedLengthRecordReader(4, 1, 2)]  # fmt: skip
+    for r in readers:
+        r.read(names), r.num_records_produced(), r.num_work_units_completed(), r.reset()
+    readers[0].read_up_to(names, 3)
 
 
 def compat_tail_ops(x, v):
@@ -359,7 +393,6 @@ def compat_tail_ops(x, v):
         f(v, [1, 0], tf.ones([2, 3]))
     for f in (tf.scatter_nd_update, tf.scatter_nd_add, tf.scatter_nd_sub):
         f(v, [[0, 1]], [2.0])
-    tf.count_up_to(tf.Variable(0, name="counter"), 3)
     parts = [f(x, [[0, 1]], [2.0]) for f in (tf.tensor_scatter_nd_update, tf.tensor_scatter_nd_add,
              tf.tensor_scatter_nd_sub, tf.tensor_scatter_nd_min, tf.tensor_scatter_nd_max)]  # fmt: skip
     z = tf.complex(x, x)

@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
               "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
-              "tfrecord", "nest", "version"}),
+              "tfrecord", "nest", "pending", "queue_state", "resources", "record_files",
+              "version"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices", "grad_overrides"}),
     # the op library, and what builds or reads graphs with it
@@ -40,13 +41,14 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
              "variable_scope", "layers", "contrib", "loss_reduction",
              "regression_losses", "custom_gradient", "tensor_protos", "iterator_state",
              "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn", "rnn_dynamic",
-             "tf_names", "spectral", "strings", "sparse", "linalg", "manip"}),
+             "functional_ops", "queues", "tf_names", "spectral", "strings", "sparse", "linalg",
+             "manip"}),
     # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
     ("run", {"run", "gpu_sim"}),
     ("session", {"session"}),
     # tf.data: datasets, their traced functions (run on the executor), the iterator ops
-    ("data", {"data", "record_files"}),
+    ("data", {"data"}),
     # training: gradients, optimizers, checkpoints, summaries
     ("train", {"gradients", "control_flow_grad", "gradient_checker", "train", "summary", "live_plots", "datasets",
                "input_data"}),

@@ -11,7 +11,7 @@ import pytest
 import flowbook as fb
 from flowbook import session as session_module
 from flowbook import source
-from flowbook.notebook import history, live, panel, watch
+from flowbook.notebook import flusher, history, live, panel, watch
 from flowbook.notebook.snapshot import graph_state, preview
 
 
@@ -86,7 +86,12 @@ def test_preview(value, expected):
     assert preview(value) == expected
 
 
-def test_runs_first_timed_then_watched_whole_on_the_compiled_path(view):
+def test_runs_first_timed_then_watched_whole_on_the_compiled_path(view, monkeypatch):
+    from flowbook.notebook import watch
+
+    # a loaded machine can make the first run look slow enough to time again soon: not here
+    monkeypatch.setattr(watch, "RETIME_FAST_NS", 10**12)
+    monkeypatch.setattr(watch, "RETIME_NS", 10**12)
     g = fb.Graph()
     with g.as_default():
         x = fb.placeholder(fb.float32, name="x")
@@ -187,7 +192,7 @@ def _pushes_while_running(view, seconds: float = 0.5) -> int:
 
 
 def test_updates_are_throttled(view):
-    assert 1 <= _pushes_while_running(view) <= 0.65 * live.MAX_PUSHES_PER_S + 2
+    assert 1 <= _pushes_while_running(view) <= 0.65 * flusher.MAX_PUSHES_PER_S + 2
     assert view.last("run")["phase"] == "done"
 
 
@@ -200,7 +205,7 @@ def test_a_slow_view_is_not_sent_updates_back_to_back(view):
         fast_push(state)
 
     view.push = push
-    assert 1 <= _pushes_while_running(view) <= 0.65 * live.MAX_PUSHES_PER_S + 2
+    assert 1 <= _pushes_while_running(view) <= 0.65 * flusher.MAX_PUSHES_PER_S + 2
     live.FLUSHER.flush_now()
     assert view.last("run")["phase"] == "done"
 
@@ -441,3 +446,94 @@ def test_runs_watched_whole_make_no_record_and_the_ring_keeps_each_plans_newest(
     run = view.last("run")
     assert (run["seq"], run["phase"], run["done"]) == (11, "done", run["pruned"])
     assert run["values"]["b"] == "float32 () 2."
+
+
+@pytest.fixture
+def no_flusher(monkeypatch):
+    """The flusher thread sends nothing: the test calls ``flush`` itself."""
+    monkeypatch.setattr(live.Flusher, "wake", lambda self, hub: None)
+
+
+def test_runs_watched_whole_are_sent_as_ticks_and_the_cell_end_sends_the_run_whole(
+    view, no_flusher
+):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, name="x")
+        y = fb.square(x, name="y")
+    hub = view.attach(g)
+    with fb.Session(graph=g) as s:
+        s.run(y, {x: 1.0})  # first: recorded
+        s.run(y, {x: 2.0})  # watched whole
+        hub.flush(force=True)  # the end of a cell: the run state, whole
+        assert view.last("run")["seq"] == 2
+        before = len(view.got)
+        for _ in range(3):
+            s.run(y, {x: 3.0})
+        hub.flush()  # the flusher's send while runs stream: a tick on run 2's state
+        sent = view.got[before:]
+        assert [sorted(st) for st in sent] == [["tick"]]  # the index: at most twice a second
+        tick = sent[-1]["tick"]
+        assert (tick["seq"], tick["base"]) == (5, 2) and tick["total_us"] > 0
+        assert tick["update"] > view.last("run")["update"]
+        live.refresh_all()  # the cell ends: the run state catches up with the ticks
+        assert view.last("run")["seq"] == 5 and view.last("run")["done"] == ["y"]
+        n = len(view.got)
+        live.refresh_all()
+        assert len(view.got) == n  # nothing new: nothing sent
+        source.set_current_cell(source.Cell("c2", 1))  # a new cell: its first run is recorded
+        try:
+            s.run(y, {x: 4.0})
+            hub.flush()
+            assert "tick" not in view.got[-1] and view.last("run")["seq"] == 6
+        finally:
+            source.set_current_cell(None)
+
+
+def test_a_new_view_gets_the_run_whole_and_so_do_the_others_next(view, no_flusher):
+    g = fb.Graph()
+    with g.as_default():
+        y = fb.constant(2.0, name="c") * 3.0
+    hub = view.attach(g)
+    with fb.Session(graph=g) as s:
+        s.run(y)
+        s.run(y)
+        hub.flush(force=True)
+        s.run(y)
+        hub.flush()
+        assert view.got[-1]["tick"]["base"] == 2
+        other = FakeView()
+        hub.add_view(other)  # it gets run 3 whole; the first view has run 2 and a tick
+        assert other.last("run")["seq"] == 3
+        s.run(y)
+        hub.flush()
+        assert view.last("run")["seq"] == other.last("run")["seq"] == 4
+        assert "tick" not in view.got[-1]
+        s.run(y)
+        hub.flush()
+        assert view.got[-1]["tick"]["base"] == other.got[-1]["tick"]["base"] == 4
+        hub.remove_view(other)
+
+
+def test_the_fast_path_skips_mode_until_a_timing_is_due_or_the_cell_changes(view, monkeypatch):
+    g = fb.Graph()
+    with g.as_default():
+        y = fb.constant(2.0, name="c") + 1.0
+    hub = view.attach(g)
+    with fb.Session(graph=g) as s:
+        s.run(y)
+        s.run(y)  # mode() said "whole" and until when
+        stats = next(iter(hub.stats.values()))
+        assert stats.whole_until > 0
+        calls = []
+        mode = watch.PlanStats.mode
+        monkeypatch.setattr(watch.PlanStats, "mode", lambda *a: calls.append(1) or mode(*a))
+        for _ in range(5):
+            s.run(y)
+        assert calls == [] and hub.seq == 7
+        stats.whole_until = 0  # a timing due
+        s.run(y)
+        assert calls == [1]
+        hub.remove_view(view)  # no views: the fast path must ask again
+        assert stats.whole_until == 0
+        hub.add_view(view)

@@ -54,12 +54,18 @@ class NanGuard(Observer):
         self._index: dict[Operation, int] = {}  # op -> its index in the plan
         self._vals: list[Any] = []  # slot -> value seen, kept until its last reader ran
         self._uses: list[int] = []  # slot -> reads still to come (the executor's count)
+        self._where: tuple[tuple[str, int], ...] = ()  # the loop iterations ops run in now
 
     def on_start(self, plan: Plan) -> None:
         self._plan = plan
         self._index = {op: i for i, op in enumerate(plan.ops)}
         self._vals = [None] * plan.n_slots
-        self._uses = list(plan.uses)
+        # in loops a slot is read once per iteration: keep its latest value instead
+        self._uses = [1 << 62] * plan.n_slots if plan.control_flow else list(plan.uses)
+        self._where = ()
+
+    def on_iteration(self, where: tuple[tuple[str, int], ...]) -> None:
+        self._where = where
 
     def after_op(self, op: Operation, outputs: Sequence[Any]) -> None:
         i = self._index.get(op) if self._plan is not None else None
@@ -104,9 +110,10 @@ class NanGuard(Observer):
             nan += int(np.isnan(a).sum())
             inf += int(np.isinf(a).sum())
         what = " and ".join(w for w, n in (("NaN", nan), ("Inf", inf)) if n)
+        loops = "".join(f", iteration {k} of loop '{name}'" for name, k in self._where)
         lines = [
-            f"{op.describe()} produced {what}: the first op of this run to output NaN or Inf "
-            f"(Tensor had {what} values)."
+            f"{op.describe()} produced {what}{loops}: the first op of this run to output NaN or "
+            f"Inf (Tensor had {what} values)."
         ]
         for k, v in enumerate(outputs):
             mark = "  <- bad" if k in bad else ""

@@ -65,6 +65,8 @@ from flowbook.session import host_value
 from flowbook.tensor import Operation, Tensor
 
 WAITING, READY, DONE = 0, 1, 2  # an op's state in the stepper
+# the Stepper for plans with branches and loops (flowbook.debug.loop_stepper registers it)
+_LOOP_STEPPER: list[type] = []
 
 
 class StepperError(RuntimeError):
@@ -77,7 +79,16 @@ class Stepper:
     ``observers`` (executor Observers) see ``on_start``, ``before_op``,
     ``after_op`` and ``on_finish``; with ``ConfigProto(check_numerics=True)``
     a NanGuard is added.  The NaN guard sees the op's input values here.
+
+    A run with branches or loops gets a :class:`flowbook.debug.loop_stepper.LoopStepper`
+    (the frame scheduler's state, stepped): same methods, and iterations.
     """
+
+    def __new__(cls, sess: Any, fetches: Any, feed_dict: dict | None = None,
+                observers: Sequence[Observer] = ()) -> Stepper:  # fmt: skip
+        if cls is Stepper and _LOOP_STEPPER and sess.prepare(fetches, feed_dict).plan.control_flow:
+            cls = _LOOP_STEPPER[0]
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -90,11 +101,6 @@ class Stepper:
         self.graph = sess.graph
         self._run_of = sess.prepare(fetches, feed_dict)  # the plan, the feeds, the fetches' shape
         self.plan = plan = self._run_of.plan
-        if plan.control_flow:  # its Schedule has no frames: it would stall at the first Merge
-            raise StepperError(
-                "The Stepper cannot step through branches and loops yet (this run has "
-                "cond/while_loop ops); run it with sess.run, or step a fetch outside the loop."
-            )
         self._index = {op: i for i, op in enumerate(plan.ops)}  # op -> index in the plan
         self.observers = list(observers)
         if sess.config.check_numerics and not any(isinstance(o, NanGuard) for o in observers):

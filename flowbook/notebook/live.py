@@ -8,7 +8,7 @@ showing them: GraphWidgets and the JupyterLab side panel's comm, each with a
 - ``views``: who shows this graph; ``sent_version``: the graph version they have
 - ``seq``: the number of the newest run; ``sent_seq``: the one the views were sent
 - ``record``: the newest run watched op by op (its plan's stats, phase, error,
-  live lists); ``whole``: the newest run watched whole, ``((seq, snap, ns), plan)``;
+  live lists); ``whole``: the newest run watched whole, ``(seq, snap, ns)``;
   the views are shown the newer of the two
 - ``stats``: per plan (weakly keyed), the op names and the facts that decide
   how the next run of that plan is watched (below)
@@ -21,16 +21,22 @@ showing them: GraphWidgets and the JupyterLab side panel's comm, each with a
 :data:`WATCHER`, registered while any view exists, chooses per run how
 closely to watch (first run timed, long runs op by op, cheap repeated runs
 only start and end, so they keep their compiled fast path).  Its hooks only
-record into the LiveGraph and mark it dirty; :data:`FLUSHER`, a daemon
-thread, sends at most ``MAX_PUSHES_PER_S`` updates a second, building the
-state dicts and their JSON off the run's critical path.
+record into the LiveGraph and mark it dirty; :data:`FLUSHER`
+(:mod:`flowbook.notebook.flusher`), a daemon thread, sends at most
+``MAX_PUSHES_PER_S`` updates a second, off the run's critical path.
 
 **A run watched whole** (most runs of a loop) costs its thread a few writes
 and one tuple at its end (``run_whole``), no lock, no record: it moves
 ``seq`` (a flush sends "run" and "history" when ``seq`` moved) and wakes the
-flusher only when the LiveGraph is not pending.  The flusher naps between
-ticks and waits on its event only when nothing is pending: runs that stream
-cost it one wake-up per tick.
+flusher only when the LiveGraph is not pending.
+
+**Ticks.**  Runs watched whole of the plan whose state the views were last
+sent (``sent_snap``: its snap, ``sent_base``: that run's seq) differ from it
+only in their number and time, so the flusher sends them as a ``tick``,
+``{"seq", "total_us", "base"}``: a widget sends it as a custom message (no
+ipywidgets state walk); the front end amends run ``base`` (``view/updates.ts``).
+A cell's end (``refresh``) sends the newest run whole: a widget's ``run`` trait
+never ends a cell behind; a view added later gets it whole, the others next.
 
 **Order.**  Two threads send: the flusher, and the kernel's main thread at
 the end of a cell (``flush_now``).  A state is built and sent under one
@@ -53,15 +59,16 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from flowbook.notebook import watch
+from flowbook.notebook.flusher import Flusher
 from flowbook.notebook.history import History, error_state
 from flowbook.notebook.snapshot import graph_state, preview
-from flowbook.notebook.watch import PlanStats, Record, Watcher
+from flowbook.notebook.watch import PlanStats, Record, Watcher, _clock
 from flowbook.run.executor import Observer
 from flowbook.run.plan import Plan
 from flowbook.tensor import Operation
 
 _UPDATES = itertools.count(1)  # the number of each state sent, in every graph (see "Order")
-MAX_PUSHES_PER_S = 20  # updates sent to the views, per second at most
 HISTORY_EVERY_S = 0.5  # the run list's index is sent at most this often while runs stream
 SEND_ALL_VALUES = 100  # runs of at most this many ops send every value preview
 
@@ -82,9 +89,14 @@ class LiveGraph:
         self.sent_version = (-1, 0)  # (graph version, stale count) the views were last sent
         self.seq = 0  # the newest run's number (runs are numbered from 1, in order)
         self.seqs = itertools.count(1)  # numbers runs (atomic: runs on several threads)
-        self.sent_seq = 0  # `seq` when "run" was last sent
+        self.sent_seq = 0  # `seq` when "run" (or "tick") was last sent
+        # what the views' last whole "run" state showed: the snap of the plan's run watched
+        # whole (None: a recorded run, or none sent) and its seq; runs watched whole since,
+        # with that snap, are sent as a "tick" on it (see "Ticks")
+        self.sent_snap: Any = None
+        self.sent_base = 0
         self.record: Record | None = None  # the newest run watched op by op
-        self.whole: tuple[tuple[int, Any, int], Plan] | None = None  # newest run watched whole
+        self.whole: tuple[int, Any, int] | None = None  # newest run watched whole: (seq, snap, ns)
         self.stats: weakref.WeakKeyDictionary[Plan, PlanStats] = weakref.WeakKeyDictionary()
         self.stepper: Any = None  # the Stepper followed, if any
         self.history = History()  # the last runs (entries made at run end, summarised here)
@@ -102,22 +114,31 @@ class LiveGraph:
             self.views.append(view)
         WATCHER.attach()
         with self.send_lock:
+            base = self.sent_base
             view.push(self._numbered(self.state(("graph", "run", "stepper", "history"))))
+            if self.sent_base != base:  # the other views' "run" is older: ticks on it stop
+                self.sent_snap = None
 
     def remove_view(self, view: View) -> None:
         """Stop sending to ``view``."""
         with self.lock:
             if view in self.views:
                 self.views.remove(view)
+            if not self.views:  # its runs are no longer watched: the fast path must ask
+                for stats in list(self.stats.values()):
+                    stats.whole_until = 0
         if not any(h.views for h in list(_graphs.values())):
             WATCHER.detach()
 
     def refresh(self) -> None:
-        """Send the graph if it changed since the views last got it (after a cell, say)."""
+        """Send the graph if it changed (after a cell, say), and the run whole if sent as ticks."""
         graph = self.graph_ref()
         if graph is not None and (graph._version, len(graph._stale)) != self.sent_version:
             self.touch("graph")
-            self.flush()
+        if self.sent_base != self.sent_seq:  # the views' "run" trails ticks: send it whole
+            self.touch("run")
+        if self.dirty:
+            self.flush(force=True)
 
     # ------------------------------------------------------------- state
     def state(self, keys: Sequence[str]) -> dict[str, Any]:
@@ -129,7 +150,11 @@ class LiveGraph:
                 out["graph"] = graph_state(graph)
                 self.sent_version = (out["graph"]["version"], len(graph._stale))
         if "run" in keys:
-            out["run"] = self.run_state()
+            shown = self.shown()
+            out["run"] = self.run_state(shown)
+            rec, stats = shown[0], shown[1]
+            self.sent_snap = stats.snap if rec is None and stats is not None else None
+            self.sent_base = shown[3]
         if "stepper" in keys:
             out["stepper"] = self.stepper_state()
         if "history" in keys:
@@ -139,16 +164,16 @@ class LiveGraph:
     def shown(self) -> tuple[Record | None, Any, Plan | None, int, int]:
         """The run to show: ``(record or None if watched whole, stats, plan, seq, total_ns)``."""
         rec, whole = self.record, self.whole
-        if whole is not None and (rec is None or whole[0][0] > rec.seq):
-            (seq, snap, ns), plan = whole
-            return None, snap[0], plan, seq, ns
+        if whole is not None and (rec is None or whole[0] > rec.seq):
+            seq, snap, ns = whole
+            return None, snap[0], snap[0].plan_ref(), seq, ns
         if rec is not None:
             return rec, rec.stats, rec.plan, rec.seq, rec.stats.last_ns
         return None, None, None, 0, 0
 
-    def run_state(self) -> dict[str, Any]:
-        """The run shown, as the widget's ``run`` state."""
-        rec, stats, plan, seq, total_ns = self.shown()
+    def run_state(self, shown: tuple[Any, ...] | None = None) -> dict[str, Any]:
+        """The run shown (``shown()``, unless given), as the widget's ``run`` state."""
+        rec, stats, plan, seq, total_ns = shown if shown is not None else self.shown()
         if stats is None:
             return {"seq": 0, "phase": "idle", "pruned": [], "fed": [], "done": [],
                     "running": [], "error": None, "times_us": {}, "total_us": 0.0,
@@ -183,7 +208,22 @@ class LiveGraph:
             "values": values,
             "placement": placement,
             "copies": copies,
+            "control_flow": stats.loops.state(plan, phase) if stats.loops else {},  # loops.py
         }
+
+    def tick_state(self) -> dict[str, Any] | None:
+        """The run shown as a ``tick`` on the views' last "run" state, or None if it needs one.
+
+        Runs watched whole of the plan whose snap the views were last sent differ from
+        that state only in their number and time: ``{"seq", "total_us", "base"}``, where
+        ``base`` is the seq of the "run" state they amend.
+        """
+        rec, stats, _, seq, total_ns = self.shown()
+        if rec is not None or stats is None or self.sent_snap is None:
+            return None
+        if stats.snap is not self.sent_snap:
+            return None
+        return {"seq": seq, "total_us": total_ns / 1000, "base": self.sent_base}
 
     def stepper_state(self) -> dict[str, Any]:
         """The followed stepper, as the widget's ``stepper`` state."""
@@ -290,9 +330,16 @@ class LiveGraph:
                 FLUSHER.wake(self)  # the next tick looks again
             if not keys or not views:
                 return
+            # the same plan's runs watched whole since the last "run": their number and time
+            tick = self.tick_state() if "run" in keys and not force else None
+            if tick is not None:
+                keys.discard("run")
             if "history" in keys:
                 self.history_due = time.monotonic() + HISTORY_EVERY_S
-            state = self._numbered(self.state(tuple(keys)))
+            state = self.state(tuple(keys))
+            if tick is not None:
+                state["tick"] = tick
+            state = self._numbered(state)
             for view in views:
                 try:
                     view.push(state)
@@ -311,7 +358,7 @@ class LiveGraph:
     def plan_stats(self, plan: Plan) -> PlanStats:
         stats = self.stats.get(plan)
         if stats is None:
-            stats = self.stats[plan] = PlanStats(plan)
+            stats = self.stats[plan] = PlanStats(plan, self)
         return stats
 
     def run_started(self, plan: Plan, stats: PlanStats, live: bool) -> Record:
@@ -339,23 +386,28 @@ class LiveGraph:
 
     def run_whole(self, plan: Plan, stats: PlanStats, start_ns: int,
                   error: BaseException | None) -> None:  # fmt: skip
-        """A run watched whole ended (a few writes, one tuple); a failed one is recorded."""
+        """A run watched whole ended: one tuple, in the ring (a failed one is recorded).
+
+        No lock and nothing else allocated: ``seq`` moves last (a flush that sees it
+        sees the rest), and the flusher is woken only when this graph is not pending.
+        """
+        ns = _clock() - start_ns
         snap = stats.snap
         if error is not None or snap is None:
             rec = self.run_started(plan, stats, False)
             rec.start_ns = start_ns
             self.run_finished(rec, error)
             return
-        ns = time.perf_counter_ns() - start_ns
         stats.last_ns = ns
         stats.runs += 1
+        if ns >= watch.LIVE_NS:  # the next run is watched op by op: ask PlanStats.mode
+            stats.whole_until = 0
         seq = next(self.seqs)
         run = (seq, snap, ns)
         history = self.history
         history.ring[seq % history.size] = run
-        stats.newest = run
-        self.whole = (run, plan)
-        self.seq = seq  # last: a flush that sees it sees the rest
+        stats.newest = self.whole = run
+        self.seq = seq
         if self not in FLUSHER.pending:
             FLUSHER.wake(self)
 
@@ -369,59 +421,6 @@ def _fed_ops(plan: Plan) -> list[str]:
             if s in fed_slots:
                 names[t.op.name] = None
     return list(names)
-
-
-# ------------------------------------------------------------------ watching
-class Flusher:
-    """A daemon thread that sends dirty LiveGraphs at most MAX_PUSHES_PER_S times a second."""
-
-    def __init__(self) -> None:
-        self.pending: set[LiveGraph] = set()  # hubs with something to send
-        self.event = threading.Event()  # set when pending gained a hub
-        self.thread: threading.Thread | None = None
-        self.last = 0.0  # monotonic time of the last flush
-        self.lock = threading.Lock()
-
-    def wake(self, hub: LiveGraph) -> None:
-        """Schedule ``hub``'s flush (cheap when one is already scheduled)."""
-        if hub in self.pending:
-            return
-        self.pending.add(hub)
-        if self.thread is None:
-            with self.lock:
-                if self.thread is None:
-                    self.thread = threading.Thread(
-                        target=self._loop, name="flowbook-live", daemon=True
-                    )
-                    self.thread.start()
-        self.event.set()
-
-    def flush_now(self) -> None:
-        """Send everything pending, on the calling thread (end of a cell, tests)."""
-        while self.pending:
-            self._flush_pending(force=True)
-
-    def _flush_pending(self, force: bool = False) -> None:
-        """Send the hubs pending now; those that get dirty meanwhile wait for the next tick."""
-        hubs = list(self.pending)
-        self.pending.difference_update(hubs)
-        for hub in hubs:
-            hub.flush(force)
-
-    def _loop(self) -> None:
-        interval = 1.0 / MAX_PUSHES_PER_S
-        while True:
-            if not self.pending:  # idle: sleep until a hub needs sending
-                self.event.wait()
-            self.event.clear()
-            delay = self.last + interval - time.monotonic()
-            if delay > 0:  # runs streaming: one nap a tick, no wake-up per run
-                time.sleep(delay)
-            self.last = time.monotonic()
-            with contextlib.suppress(Exception):  # a view's failure must not kill the thread
-                # one pass a tick: runs that keep a hub dirty while a slow view takes its
-                # update must not turn the loop into back-to-back sends
-                self._flush_pending()
 
 
 _graphs: weakref.WeakKeyDictionary[Any, LiveGraph] = weakref.WeakKeyDictionary()

@@ -47,6 +47,7 @@ from typing import Any
 
 from flowbook import source
 from flowbook.devices import Device
+from flowbook.notebook.loops import follow
 from flowbook.notebook.snapshot import preview
 from flowbook.run.observers import Observer
 from flowbook.run.placement import CopyOp
@@ -54,6 +55,8 @@ from flowbook.run.plan import Plan
 from flowbook.run.timings import RunTimings
 from flowbook.session import observe
 from flowbook.tensor import Operation
+
+_clock = time.perf_counter_ns  # the runs' clock (a module global: one look-up)
 
 LIVE_NS = 100_000_000  # a plan whose last run took this long is watched op by op
 TIME_HEAVY_NS = 5_000  # mean op time above which a heavy (threaded) plan is timed
@@ -72,11 +75,14 @@ class PlanStats:
         "copies",
         "fed",
         "fetched_names",
+        "hub",
         "last_ns",
+        "loops",
         "n",
         "names",
         "newest",
         "placement",
+        "plan_ref",
         "previews",
         "runs",
         "snap",
@@ -86,12 +92,19 @@ class PlanStats:
         "timings",
         "values",
         "values_seq",
+        "whole_until",
     )  # fmt: skip
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, hub: Any = None) -> None:
+        self.hub = hub  # the LiveGraph showing the plan's graph
+        self.plan_ref = weakref.ref(plan)  # the plan (runs watched whole show it through this)
+        # perf_counter_ns before which a run is watched whole without asking `mode` (0: ask);
+        # set by `mode`, cleared by a long run, a run watched op by op, or the views leaving
+        self.whole_until = 0
         self.names = [op.name for op in plan.ops]  # op names, plan order
         self.fed: list[str] = []  # ops whose outputs are fed (filled lazily by the record)
-        self.n = max(1, len(plan.ops))  # op count, for the mean time
+        self.n = max(1, len(plan.ops))  # op count, for the mean time (op runs: loops.py)
+        self.loops: Any = None  # a plan with branches or loops: its LoopStats (loops.py)
         self.runs = 0  # runs seen
         self.last_ns = 0  # wall time of the last run
         self.timed_at = 0  # perf_counter_ns of the last timed run
@@ -116,6 +129,7 @@ class PlanStats:
 
         ``now_ns``: ``time.perf_counter_ns()`` if the caller has it (0: read it here).
         """
+        self.whole_until = 0
         if self.runs == 0:
             self.cell = source.current_cell
             return "first"
@@ -126,8 +140,10 @@ class PlanStats:
             return "first"
         cheap = self.last_ns / self.n >= (TIME_HEAVY_NS if plan.any_heavy else TIME_CHEAP_NS)
         now_ns = now_ns or time.perf_counter_ns()
-        if now_ns - self.timed_at >= (RETIME_FAST_NS if cheap else RETIME_NS):
+        due = self.timed_at + (RETIME_FAST_NS if cheap else RETIME_NS)
+        if now_ns >= due:
             return "timed"
+        self.whole_until = due  # till then, runs in this cell are watched whole (Watcher.for_run)
         return None
 
     def times(self) -> dict[str, float]:
@@ -279,16 +295,29 @@ class _Watch(Observer):
             self.hub.run_finished(self.rec, error)
 
 
+class _Local(threading.local):
+    """The run watched whole that this thread is in (set by ``for_run``, read by ``on_finish``)."""
+
+    stats: PlanStats | None = None  # its plan's stats; None: this thread's run is not one
+    start_ns = 0  # perf_counter_ns at its start
+
+
 class Watcher(Observer):
-    """The one observer of every run while live views exist.  See the module doc."""
+    """The one observer of every run while live views exist.  See the module doc.
+
+    A run of the plan run last, in the same cell and before the plan's next
+    timing is due (``PlanStats.whole_until``), takes the fast path: a weakref
+    call, a clock read and two thread-local writes at its start; at its end
+    ``LiveGraph.run_whole``.  Anything else asks ``PlanStats.mode``.
+    """
 
     def __init__(self, lookup: Callable[[Any], Any]) -> None:
         self.lookup = lookup  # graph -> its LiveGraph, or None when it is not shown
         self._attached: contextlib.ExitStack | None = None  # holds the observe() while attached
-        self.local = threading.local()  # hub, stats and start of the whole run this thread is in
-        # the last plan run and its LiveGraph and PlanStats: a loop's runs skip two
-        # weak-dict look-ups (the plan held weakly: a plan is never kept alive by this)
-        self.last: tuple[weakref.ref[Plan], Any, PlanStats] | None = None
+        self.local = _Local()  # the run watched whole this thread is in
+        # the last plan run and its PlanStats: a loop's runs skip two weak-dict look-ups
+        # (the plan held weakly: a plan is never kept alive by this)
+        self.last: tuple[weakref.ref[Plan], PlanStats] | None = None
 
     def attach(self) -> None:
         """Watch every run in the process (idempotent)."""
@@ -309,31 +338,45 @@ class Watcher(Observer):
         return self._attached is not None
 
     def for_run(self, plan: Plan) -> Observer | None:
-        local = self.local
         last = self.last
         if last is not None and last[0]() is plan:
-            hub, stats = last[1], last[2]
+            stats = last[1]
+            now = _clock()
+            if now < stats.whole_until and stats.cell is source.current_cell:
+                local = self.local
+                local.stats, local.start_ns = stats, now
+                return None
+        return self._choose(plan)
+
+    def _choose(self, plan: Plan) -> Observer | None:
+        """``for_run`` off its fast path: find the plan's stats, ask ``PlanStats.mode``."""
+        local = self.local
+        local.stats = None
+        last = self.last
+        if last is not None and last[0]() is plan:
+            stats = last[1]
         else:
             hub = self.lookup(plan.ops[0].graph) if plan.ops else None
             if hub is None:
-                local.hub = None
                 return None
             stats = hub.plan_stats(plan)
-            self.last = (weakref.ref(plan), hub, stats)
-        if not hub.views:
-            local.hub = None
+            self.last = (weakref.ref(plan), stats)
+        if not stats.hub.views:
+            stats.whole_until = 0
             return None
-        now = time.perf_counter_ns()  # the run starts now (on_start is next): its start
+        now = _clock()  # the run starts now (on_start is next): its start
         mode = stats.mode(plan, now)
+        if plan.control_flow:  # counted every run (no fast path), loops followed: loops.py
+            stats.whole_until = 0
+            return follow(stats.hub, stats, mode, now, lambda m: _Watch(stats.hub, stats, m))
         if mode is None:
-            local.hub, local.stats, local.start_ns = hub, stats, now
+            local.stats, local.start_ns = stats, now
             return None
-        local.hub = None
-        return _Watch(hub, stats, mode)
+        return _Watch(stats.hub, stats, mode)
 
     def on_finish(self, plan: Plan, error: BaseException | None) -> None:
         local = self.local
-        hub = getattr(local, "hub", None)
-        if hub is not None:  # a run watched whole: no record (LiveGraph.run_whole)
-            local.hub = None
-            hub.run_whole(plan, local.stats, local.start_ns, error)
+        stats = local.stats
+        if stats is not None:  # a run watched whole: no record (LiveGraph.run_whole)
+            local.stats = None
+            stats.hub.run_whole(plan, stats, local.start_ns, error)

@@ -37,7 +37,9 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     partition_ops,
     placeholder_ops,
     pool_ops,
+    queue_ops,
     random_ops,
+    reader_ops,
     scan_ops,
     scatter_more,
     scatter_ops,
@@ -55,4 +57,6 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     state_ops,
     string_ops,
     summary_ops,
+    tensor_array,
+    tensor_array_ops,
 )

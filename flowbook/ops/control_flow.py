@@ -39,6 +39,7 @@ from flowbook.ops.array_ops import stack
 from flowbook.ops.assert_ops import Assert
 from flowbook.ops.cf_context import CondContext, WhileContext
 from flowbook.ops.math_ops import cast, logical_and, reduce_sum
+from flowbook.ops.tensor_array import TensorArray
 from flowbook.source import Site, capture
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import as_shape, compatible, fmt
@@ -75,8 +76,9 @@ def cond(
 ) -> Any:
     """``true_fn()`` if ``pred`` else ``false_fn()``, as graph: only the taken branch runs.
 
-    Both functions return the same structure of tensors; a single-element
-    list comes back bare unless ``strict``.
+    Both functions return the same structure of tensors (or TensorArrays,
+    passed through as their flows); a single-element list comes back bare
+    unless ``strict``.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
@@ -105,7 +107,7 @@ def cond(
             ctx = CondContext(graph, pred_id, pivot, branch)
             with ctx.entered():
                 out = fn()
-                flat = [_branch_value(ctx, v) for v in nest.flatten(out)]
+                flat = [_branch_value(ctx, v) for v in nest.flatten(_flows(out))]
             results.append((out, flat))
         (out_t, flat_t), (out_f, flat_f) = results
         try:
@@ -126,7 +128,7 @@ def cond(
                     f"returns {f.dtype.name} ('{t.name}', '{f.name}')"
                 )
             merged.append(_op(graph, "Merge", (f, t), "Merge").outputs[0])
-    packed = nest.pack_sequence_as(out_t, merged)
+    packed = _arrays_back(out_t, nest.pack_sequence_as(out_t, merged))
     return packed if strict else _bare_if_single(packed)
 
 
@@ -233,6 +235,9 @@ def while_loop(
     structure = [loop_vars] if not isinstance(loop_vars, list | tuple) else loop_vars
     if not nest.flatten(structure):
         raise ValueError(f"while_loop at {site.describe()}: no loop variables provided")
+    arrays = structure
+    if any(isinstance(v, TensorArray) for v in nest.flatten(structure)):
+        cond, body, structure = _through_flows(cond, body, structure)
     graph = get_default_graph()
     with _all_or_nothing(graph), graph.name_scope(name or "while") as scope:
         loop = _Loop(graph, scope, site, parallel_iterations)
@@ -243,9 +248,35 @@ def while_loop(
         result = loop.build(cond, body, structure, shape_invariants)
         if maximum_iterations is not None:
             result = result[1]
+    if arrays is not structure:
+        result = _arrays_back(arrays, result)
     if return_same_structure:
         return result
     return result[0] if single else _bare_if_single(result)
+
+
+def _flows(structure: Any) -> Any:
+    """``structure`` with each TensorArray replaced by its flow (what a loop carries of it)."""
+    return nest.map_structure(lambda v: v.flow if isinstance(v, TensorArray) else v, structure)
+
+
+def _arrays_back(arrays: Any, values: Any) -> Any:
+    """``values`` with the flow of each TensorArray of ``arrays`` made a TensorArray again."""
+    flat = [a._with_flow(v) if isinstance(a, TensorArray) else v
+            for a, v in zip(nest.flatten(arrays), nest.flatten(values))]  # fmt: skip
+    return nest.pack_sequence_as(values, flat)
+
+
+def _through_flows(cond: Callable, body: Callable, structure: Any) -> tuple[Callable, ...]:
+    """cond, body and loop variables that carry TensorArrays as their flows, as TF does."""
+
+    def flow_cond(*flows: Any) -> Any:
+        return cond(*_arrays_back(structure, list(flows)))
+
+    def flow_body(*flows: Any) -> Any:
+        return _flows(body(*_arrays_back(structure, list(flows))))
+
+    return flow_cond, flow_body, _flows(structure)
 
 
 class _Loop:

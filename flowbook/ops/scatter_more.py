@@ -31,8 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
-from flowbook.errors import OutOfRangeError
 from flowbook.graph import name_scope
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -52,7 +50,7 @@ from flowbook.tensor import Operation, Tensor
 from flowbook.var_state import VarState
 
 __all__ = [
-    "batch_scatter_update", "count_up_to", "scatter_div", "scatter_max", "scatter_min",
+    "batch_scatter_update", "scatter_div", "scatter_max", "scatter_min",
     "scatter_mul", "scatter_nd_add", "scatter_nd_sub", "scatter_nd_update", "tensor_scatter_add",
     "tensor_scatter_nd_add", "tensor_scatter_nd_max", "tensor_scatter_nd_min",
     "tensor_scatter_nd_sub", "tensor_scatter_nd_update", "tensor_scatter_sub",
@@ -147,27 +145,6 @@ for _op, _how in (("ScatterNdUpdate", "update"), ("ScatterNdAdd", "add"), ("Scat
     register(OpDef(_op, ("ref", "indices", "updates"), ("use_locking",), _nd_infer(_op),
                    _nd_var_kernel(_op, _how), stateful=True, ref_inputs=(0,),
                    grad=NOT_DIFFERENTIABLE))  # fmt: skip
-
-
-def _count_up_to_infer(ref: Tensor, limit: int) -> Out:
-    if ref.dtype not in (dtypes.int32, dtypes.int64):
-        raise TypeError(f"CountUpTo needs an int32 or int64 variable, got {ref.dtype.name}")
-    if ref._shape is not None and ref._shape:
-        raise ValueError(f"CountUpTo needs a scalar variable, got shape {list(ref._shape)}")
-    return Out(ref.dtype, ())
-
-
-def _count_up_to(xp: Any, ref: VarState, *, limit: int) -> Any:
-    with ref.lock:
-        old = ref.read()
-        if int(old) >= limit:
-            raise OutOfRangeError(None, None, f"Reached limit of {limit}")
-        ref.store(xp, old + 1)
-        return xp.array(old, copy=True)
-
-
-register(OpDef("CountUpTo", ("ref",), ("limit",), _count_up_to_infer, _count_up_to,
-               stateful=True, ref_inputs=(0,), grad=NOT_DIFFERENTIABLE))  # fmt: skip
 
 
 def _make_var(op_type: str, ref: Any, indices: Any, updates: Any, use_locking: bool, name: Any):
@@ -280,18 +257,6 @@ def batch_scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool
         grids = [math_ops.cast(g, i.dtype) for g in grids[:-1]] + [i]
         coords = array_ops.stack(grids, axis=-1)
         return _make_var("ScatterNdUpdate", ref, coords, updates, use_locking, scope)
-
-
-def count_up_to(ref: Any, limit: int, name: str | None = None) -> Tensor:
-    """Increment an int variable and output its old value; OutOfRangeError at ``limit``.
-
-    >>> import flowbook as fb
-    >>> with fb.Graph().as_default(), fb.Session() as s:
-    ...     v = fb.Variable(0); c = fb.count_up_to(v, 2); _ = s.run(v.initializer)
-    ...     [int(s.run(c)), int(s.run(c))]
-    [0, 1]
-    """
-    return make1("CountUpTo", [variable_ref(ref)], {"limit": int(limit)}, name=name or "CountUpTo")
 
 
 # ----------------------------------------------------------- tensor scatters

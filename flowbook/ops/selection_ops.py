@@ -81,7 +81,10 @@ def _gather_kernel(xp: Any, params: Any, indices: Any, axis: Any, batch_dims: in
         k = int(indices)
         if not 0 <= k < n:
             raise InvalidArgumentError(None, None, f"indices contain {k}, which is not in [0, {n})")
-        return xp.ascontiguousarray(params[(slice(None),) * a + (k,)])
+        v = params[(slice(None),) * a + (k,)]
+        if v.ndim == 0:  # a scalar out of a vector: a 0-d array, as take gives
+            return xp.asarray(v)
+        return v if v.flags.c_contiguous else v.copy()
     if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
         bad = int(indices.min()) if int(indices.min()) < 0 else int(indices.max())
         raise InvalidArgumentError(None, None, f"indices contain {bad}, which is not in [0, {n})")

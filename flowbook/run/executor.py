@@ -11,8 +11,8 @@ how a run goes (``_choose``); every path must give the same values:
   once is not worth compiling).  Observers that want only the run's timings
   keep it: ``run_compiled_timed`` runs its timed twin (one clock read per op).
 - **the threaded scheduler** (``run_threaded``): for a deadline, per-op
-  observers, a timed run with ops off the CPU (device timers), or heavy ops
-  that may go to the thread pool.
+  observers, a timed run with ops off the CPU (device timers), heavy ops
+  that may go to the thread pool, or ops that may wait (``plan.blocking``).
 - **the serial reference** (``run_serial``): ops one by one in the static
   order; the differential tests hold the other two to it.
 
@@ -30,7 +30,10 @@ the calling thread, unless it is heavy (a large matmul, which releases the
 GIL), its inputs are actually large, *and* other ready work is waiting: only
 then is it worth a pool thread, so a chain of big matmuls runs inline and two
 independent ones run side by side.  Pool results come back through a queue
-read with a timeout, so the wait stays interruptible and bounded.  The first
+read with a timeout, so the wait stays interruptible and bounded.
+A queue op that must wait returns a ``flowbook.pending.Pending`` (kernels run
+inside ``parking()``): it is ``parked`` (counted in ``in_flight``) and its
+callback posts the result into the same queue; a stopped run withdraws it.  The first
 error (or a KeyboardInterrupt, or the deadline) stops scheduling, waits for
 the in-flight kernels (at most one kernel's time) and raises; the pool is
 shared by all sessions and bounded, so no thread outlives its use.
@@ -52,29 +55,27 @@ memory, and the error is a ``ResourceExhaustedError`` naming the op.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
 from flowbook import errors
+from flowbook.pending import Pending, parking
 from flowbook.run.compile import RunPath, feed_shapes
-from flowbook.run.frames import run_frames
+from flowbook.run.frame_entry import run_frames
 from flowbook.run.observers import Observer, hooks_of, split_for_run, timings_hooks
-from flowbook.run.op_errors import run_error
+from flowbook.run.op_errors import deadline_error, run_error
 from flowbook.run.plan import DISCARD, Plan, as_outputs
+from flowbook.run.pool import drain, large, pool
 from flowbook.run.timings import KernelTimer, RunTimings
 
 WAIT_SLICE_S = 0.05  # longest single block on the completion queue: keeps waits interruptible
-DRAIN_LIMIT_S = 600.0  # after an error, the longest wait for the run's pool kernels to finish
-POOL_MIN_ELEMENTS = 1 << 15  # a heavy op goes to the pool only with inputs at least this big
 
 
 # ---------------------------------------------------------------- front door
@@ -123,6 +124,8 @@ def _choose(
     """The one place a run's path is chosen.  See the module docstring."""
     if plan.control_flow:  # branches and loops: frames and iterations
         return run_frames(plan, path, feeds, observers, deadline)
+    if plan.blocking:  # an op may wait: only the threaded scheduler parks it
+        return run_threaded(plan, feeds, observers, deadline, max_in_flight, path)
     # a timed run off the CPU needs the scheduler's device timers (CUDA events)
     hooks = timings_hooks(observers) if observers and not plan.off_host else None
     if deadline is None and (not observers or hooks):
@@ -284,22 +287,6 @@ def run_compiled_timed(
 
 
 # ----------------------------------------------------------------- threaded
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def pool() -> ThreadPoolExecutor:
-    """The process-wide bounded pool heavy kernels run on (created on first use)."""
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(
-                    max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="flowbook"
-                )
-    return _pool
-
-
 def run_threaded(
     plan: Plan,
     feeds: Sequence[Any],
@@ -323,7 +310,8 @@ def run_threaded(
         run.fns = timer.fns
     error: BaseException | None = None
     try:
-        run.loop()
+        with parking():
+            run.loop()
     except BaseException as e:
         error = e
         run.drain()
@@ -338,15 +326,6 @@ def run_threaded(
         for o in observers:
             o.on_finish(plan, error)
     return run.sched.fetched()
-
-
-def _large(args: list[Any]) -> bool:
-    """Whether a heavy op's inputs are big enough to be worth a pool thread's round trip.
-
-    Static shapes often leave the batch unknown, so the plan marks such ops
-    heavy; this decides with the actual arrays.
-    """
-    return sum(getattr(a, "size", 0) for a in args) >= POOL_MIN_ELEMENTS
 
 
 class _Threaded:
@@ -369,6 +348,7 @@ class _Threaded:
         )  # (op, result, error) from pool threads
         self.in_flight = 0  # pool kernels not yet collected
         self.futures: list[Future] = []  # every pool kernel of this run; drain waits on these
+        self.parked: dict[int, Pending] = {}  # op -> its wait (counted in in_flight)
         self.before_hooks = hooks_of(observers, "before_op")  # called as each op starts
         self.after_hooks = hooks_of(observers, "after_op")  # given each op's outputs
         self.deadline = deadline
@@ -389,7 +369,7 @@ class _Threaded:
             args = [vals[s] for s in inputs[i]]
             for hook in before:
                 hook(plan.ops[i])
-            if heavy[i] and ready and self.in_flight < self.max_in_flight and _large(args):
+            if heavy[i] and ready and self.in_flight < self.max_in_flight and large(args):
                 self.futures.append(pool().submit(self._work, i, fns[i], args))
                 self.in_flight += 1
                 continue
@@ -399,6 +379,11 @@ class _Threaded:
                 args = result = None  # the traceback keeps this frame: not its buffers
                 raise run_error(plan, i, e) from e
             del args
+            if type(result) is Pending:  # it waits: its callback posts the result to done
+                self.parked[i] = result
+                self.in_flight += 1
+                result.then(lambda r, e, i=i: self.done.put((i, r, e)))
+                continue
             self._finish(i, result)
             if self.in_flight:
                 self._collect(block=False)
@@ -417,13 +402,12 @@ class _Threaded:
                 )
             except queue.Empty:
                 if block and self.deadline is not None and time.monotonic() > self.deadline:
-                    raise errors.DeadlineExceededError(
-                        None, None, "Timed out waiting for a kernel"
-                    ) from None
+                    raise deadline_error(self.plan, self.parked) from None
                 if block:
                     continue
                 return
             self.in_flight -= 1
+            self.parked.pop(i, None)
             if exc is not None:
                 raise run_error(self.plan, i, exc) from exc
             self._finish(i, result)
@@ -444,10 +428,6 @@ class _Threaded:
         so a kernel that never returns cannot hang the notebook.
         """
         self.sched.ready.clear()
-        give_up = time.monotonic() + DRAIN_LIMIT_S
-        pending = [f for f in self.futures if not f.done()]
-        while pending and time.monotonic() < give_up:
-            # a second Ctrl-C while draining still lets the kernels finish
-            with contextlib.suppress(KeyboardInterrupt):
-                wait(pending, timeout=WAIT_SLICE_S)
-            pending = [f for f in pending if not f.done()]
+        for p in list(self.parked.values()):
+            p.cancel()
+        drain(self.futures)

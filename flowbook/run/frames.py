@@ -34,7 +34,15 @@ trivial iteration costs about what the same Python loop over numpy does.
 :func:`run_frames` is the front door; ``compiled=False`` keeps every loop
 interpreted (the differential tests' reference).
 
-Every op runs on the calling thread in a FIFO ready order; ``order="lifo"``
+**The pool and waits.**  A heavy kernel (``Plan.heavy``) with big enough
+inputs goes to the thread pool (``flowbook.run.pool``) while the calling
+thread goes on with other ready ops, of the same iteration or of the next
+ones, so independent heavy work of a branch or of overlapping iterations
+runs side by side, at most ``threads`` kernels at once, and at most a
+loop's ``parallel_iterations`` of each loop frame's; a kernel that
+must wait (a queue's dequeue: ``flowbook.pending``) is parked until its
+queue answers.  Their results come back through ``done``.  Every other
+op runs on the calling thread in a FIFO ready order; ``order="lifo"``
 (the serial reference of the differential tests) runs the newest ready op
 first, a different legal order that must give the same values.  Deadlines,
 KeyboardInterrupt (between any two ops, so within one iteration's time) and
@@ -50,100 +58,50 @@ the observers' ``before_op``/``after_op`` hooks work as in the scheduler of
 
 from __future__ import annotations
 
+import queue
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
 from flowbook import errors
-from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES, DEAD
-from flowbook.run.compile import RunPath
-from flowbook.run.loops import CompiledLoop, LoopDeadline, clock, compile_loops
-from flowbook.run.observers import Observer, hooks_of
-from flowbook.run.op_errors import run_error
-from flowbook.run.plan import DISCARD, Plan, as_outputs
-from flowbook.run.timings import KernelTimer
+from flowbook.ops.control_flow_prims import DEAD
+from flowbook.pending import WAIT_SLICE_S, Pending
+from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, TRIGGER, Layout
+from flowbook.run.loops import CompiledLoop, LoopDeadline, clock
+from flowbook.run.op_errors import deadline_error, run_error
+from flowbook.run.plan import Plan, as_outputs
+from flowbook.run.pool import drain, large, pool
 
-SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6
 DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
 
 
 class Frame:
     """One instance of a loop's frame: started by an Enter in its parent's ``tag``."""
 
-    __slots__ = ("invariants", "iterations", "live", "name", "parent")
+    __slots__ = ("busy", "invariants", "iterations", "live", "name", "parallel", "parent")
 
-    def __init__(self, parent: tuple[Any, int], name: str) -> None:
+    def __init__(self, parent: tuple[Any, int], name: str, parallel: int = 10) -> None:
         self.parent = parent  # the tag the frame's Enters ran in; its Exits deliver there
         self.name = name  # the Enter ops' frame_name
         self.iterations = 1  # iterations started so far (0 .. iterations - 1)
         self.invariants: list[tuple[int, tuple[Any, ...], bool]] = []  # constant Enters' values
         self.live = False  # whether a live value entered it (else its Exits pass deadness on)
+        self.parallel = max(1, parallel)  # its while_loop's parallel_iterations
+        self.busy = 0  # its kernels on the pool now: at most ``parallel``
+
+    def progress(self) -> int:
+        """How many times the body has run so far (iterations started, less the one running)."""
+        return max(self.iterations - 1, 0)
 
     def __repr__(self) -> str:
         return f"Frame({self.name!r})"
 
 
 ROOT: tuple[Any, int] = (None, 0)  # the tag of the run's top level
-
-
-class Layout:
-    """What the frame scheduler needs of a plan, worked out once per plan.
-
-    Per op: its control-flow ``kind`` (0 for every other op), the
-    ``frame_name``/``is_constant`` of an Enter, and ``edges``: for each op it
-    releases, the pairs (output index, input index) it fills (empty for a
-    control edge).  ``expect`` is how many producers a Merge waits for
-    before it can be dead (1 for a loop's Merge).
-    """
-
-    __slots__ = ("_loops", "constant", "edges", "expect", "fed_args", "frame_of", "kinds",
-                 "n_inputs", "producer_of")  # fmt: skip
-
-    def __init__(self, plan: Plan) -> None:
-        ops = plan.ops
-        self.kinds = [CONTROL_FLOW_TYPES.get(op.type, 0) for op in ops]
-        self.frame_of = [op.attrs.get("frame_name", "") if k == ENTER else "" for op, k in
-                         zip(ops, self.kinds)]  # fmt: skip
-        self.constant = [bool(op.attrs.get("is_constant")) for op in ops]
-        self.n_inputs = [len(ins) for ins in plan.inputs]
-        feed_pos = {s: k for k, s in enumerate(plan.feed_slots)}
-        self.producer_of: dict[int, tuple[int, int]] = {}  # slot -> (op, output index)
-        for p, outs in enumerate(plan.outputs):
-            for k, s in enumerate(outs):
-                if s != DISCARD:
-                    self.producer_of[s] = (p, k)
-        # per op: (input index, feed position) of its fed inputs
-        self.fed_args: list[tuple[tuple[int, int], ...]] = []
-        edges: list[dict[int, list[tuple[int, int]]]] = [{} for _ in ops]
-        for c in range(len(ops)):
-            fed = []
-            for k, s in enumerate(plan.inputs[c]):
-                if s in self.producer_of:
-                    p, k_out = self.producer_of[s]
-                    edges[p].setdefault(c, []).append((k_out, k))
-                else:
-                    fed.append((k, feed_pos[s]))
-            self.fed_args.append(tuple(fed))
-        for c in range(len(ops)):
-            for p in plan.producers[c]:
-                edges[p].setdefault(c, [])  # control edges: nothing to fill
-        self.edges = [tuple((c, tuple(pairs)) for c, pairs in e.items()) for e in edges]
-        self.expect = [
-            (1 if any(self.kinds[p] == NEXT for p in plan.producers[i]) else len(plan.producers[i]))
-            if k == MERGE
-            else 0
-            for i, k in enumerate(self.kinds)
-        ]
-        self._loops: dict[str, CompiledLoop] | None = None
-
-    def loops(self, plan: Plan) -> dict[str, CompiledLoop]:
-        """The frames that run as compiled Python loops (``flowbook.run.loops``), made once."""
-        if self._loops is None:
-            self._loops = compile_loops(plan)
-        return self._loops
 
 
 class FrameRun:
@@ -163,7 +121,18 @@ class FrameRun:
         counting: bool = False,
         logging: bool = False,
         loops: dict[str, CompiledLoop] | None = None,
+        on_loop: Sequence[Callable[..., Any]] = (),
+        threads: int = 0,
     ) -> None:
+        self.on_loop = on_loop  # the observers' on_loop hooks
+        self.threads = threads  # most heavy kernels on the pool at once (0: all inline)
+        self.in_flight = 0  # kernels on the pool or waiting (Pending), not yet collected
+        self.done: queue.SimpleQueue[tuple[int, Any, Any, BaseException | None]] = (
+            queue.SimpleQueue()
+        )  # (op, tag, result, error) from pool threads and settled waits
+        self.futures: list[Future] = []  # this run's pool kernels (drain waits on them)
+        self.parked: dict[tuple[int, tuple[Any, int]], Pending] = {}  # (op, tag) -> its wait
+        self.current: tuple[Any, int] = ROOT  # the tag of the op being stepped (run_one)
         self.plan, self.layout, self.feeds = plan, layout, list(feeds)
         self.loops = loops or None  # frames that run compiled, by name
         self.pending: dict[tuple[tuple[Any, int], str], list[Any]] = {}  # their Enters so far
@@ -190,9 +159,13 @@ class FrameRun:
         before, after, deadline = self.before, self.after, self.deadline
         pop = ready.pop if self.lifo else ready.popleft
         iteration, runs, tags = self.iteration, self.runs, self.tags
+        threads, heavy = self.threads, plan.heavy
         last: tuple[Any, int] = ROOT
         count = 0
-        while ready:
+        while ready or self.in_flight:
+            if not ready:
+                self._collect(block=True)
+                continue
             i, tag, args = pop()
             count += 1
             if deadline is not None and not count % DEADLINE_EVERY and time.monotonic() > deadline:
@@ -209,21 +182,115 @@ class FrameRun:
                     hook(where)
             for hook in before:
                 hook(plan.ops[i])
+            if threads and heavy[i] and ready and self.in_flight < threads and large(args):
+                frame = tag[0]
+                if frame is None or frame.busy < frame.parallel:
+                    self.futures.append(pool().submit(self._work, i, tag, fns[i], args))
+                    self.in_flight += 1
+                    if frame is not None:
+                        frame.busy += 1
+                    continue
             try:
                 result = fns[i](*args)
             except Exception as e:
                 args = None
                 from_op = _run_error(plan, i, e, tag)
                 raise from_op from e
-            if runs is not None:
-                runs[i] += 1
             if tags is not None:
                 tags.append(tag)
+            if type(result) is Pending:  # it waits: its callback posts the result to done
+                self.parked[(i, tag)] = result
+                self.in_flight += 1
+                result.then(lambda r, e, i=i, tag=tag: self.done.put((i, tag, r, e)))
+                continue
+            if runs is not None:
+                runs[i] += 1
             outs = as_outputs(plan.outputs[i], result)
             for hook in after:
                 hook(plan.ops[i], outs)
             self._deliver(i, tag, outs, False)
+            if self.in_flight:
+                self._collect(block=False)
         return self._results()
+
+    # ---------------------------------------------------------- the pool
+    def _work(self, i: int, tag: tuple[Any, int], fn: Callable[..., Any], args: list[Any]) -> None:
+        try:
+            self.done.put((i, tag, fn(*args), None))
+        except BaseException as e:
+            self.done.put((i, tag, None, e))
+
+    def _collect(self, block: bool) -> None:
+        """Deliver the kernels that came back from the pool and the waits that ended."""
+        plan = self.plan
+        while self.in_flight:
+            try:
+                i, tag, result, exc = (
+                    self.done.get(timeout=WAIT_SLICE_S) if block else self.done.get_nowait()
+                )
+            except queue.Empty:
+                if block and self.deadline is not None and time.monotonic() > self.deadline:
+                    parked = {i: p for (i, _), p in self.parked.items()}
+                    raise deadline_error(plan, parked) from None
+                if block:
+                    continue
+                return
+            self.in_flight -= 1
+            if self.parked.pop((i, tag), None) is None and tag[0] is not None:
+                tag[0].busy -= 1  # a pool kernel of a loop's iteration came back
+            if exc is not None:
+                raise _run_error(plan, i, exc, tag) from exc
+            if self.runs is not None:
+                self.runs[i] += 1
+            outs = as_outputs(plan.outputs[i], result)
+            for hook in self.after:
+                hook(plan.ops[i], outs)
+            self._deliver(i, tag, outs, False)
+            block = False
+
+    def stop(self) -> None:
+        """After an error: withdraw the waits, let the pool kernels finish, drop the buffers."""
+        self.ready.clear()
+        for p in list(self.parked.values()):
+            p.cancel()
+        drain(self.futures)
+        self.records.clear()
+
+    # ------------------------------------------------------------ stepping
+    def head(self) -> tuple[int, tuple[Any, int], list[Any]] | None:
+        """The ready entry ``(op, tag, args)`` that runs next (FIFO); dead ones pass on first."""
+        ready = self.ready
+        while ready and ready[0][2] is None:
+            i, tag, _ = ready.popleft()
+            self._deliver(i, tag, None, True)
+        return ready[0] if ready else None
+
+    def run_one(self, entry: tuple[int, tuple[Any, int], list[Any]]) -> tuple[Any, ...]:
+        """Run one ready ``entry`` (the Stepper's step) and deliver its outputs.
+
+        A kernel error (named with the op and iteration) leaves ``entry``
+        ready, and everything else as it was.
+        """
+        i, tag, args = entry
+        self.current = tag
+        for hook in self.before:
+            hook(self.plan.ops[i])
+        try:
+            result = self.fns[i](*args)
+        except Exception as e:
+            raise _run_error(self.plan, i, e, tag) from e
+        ready = self.ready
+        for k, other in enumerate(ready):  # by identity: args hold arrays
+            if other is entry:
+                del ready[k]
+                break
+        if self.runs is not None:
+            self.runs[i] += 1
+        outs = as_outputs(self.plan.outputs[i], result)
+        for hook in self.after:
+            hook(self.plan.ops[i], outs)
+        self._deliver(i, tag, outs, False)
+        return outs
 
     def where(self, tag: tuple[Any, int]) -> tuple[tuple[str, int], ...]:
         """``(frame_name, iteration)`` pairs from the outermost loop in to ``tag``'s."""
@@ -294,7 +361,9 @@ class FrameRun:
             key = (tag, layout.frame_of[i])
             frame = self.frames.get(key)
             if frame is None:
-                frame = self.frames[key] = Frame(tag, layout.frame_of[i])
+                frame = self.frames[key] = Frame(tag, layout.frame_of[i], layout.parallel[i])
+                for hook in self.on_loop:
+                    hook(frame.name, frame.progress)
             if not dead:
                 frame.live = True
             if layout.constant[i]:
@@ -330,8 +399,11 @@ class FrameRun:
                 self._release(e, tag, (DEAD,), True)
             return
         assert loop.fn is not None
+        cell = [0]
+        for hook in self.on_loop:
+            hook(loop.name, lambda: cell[0])
         try:
-            values, n = loop.fn(*got[0], self.deadline, clock)
+            values, n = loop.fn(*got[0], self.deadline, clock, cell)
         except LoopDeadline:
             raise errors.DeadlineExceededError(
                 None, self.plan.ops[loop.exits[0]], "Timed out waiting for the run to finish"
@@ -399,6 +471,7 @@ class FrameRun:
             outs = (v, np.int32(k_in))
             if self.runs is not None:
                 self.runs[c] += 1
+            self.current = tag
             for hook in self.before:
                 hook(self.plan.ops[c])
             for hook in self.after:
@@ -418,61 +491,3 @@ def _run_error(plan: Plan, i: int, exc: BaseException, tag: tuple[Any, int]) -> 
         error.message += f" (in loop frame '{frame.name}', iteration {it})"
         error.args = (error.message,)
     return error
-
-
-def run_frames(
-    plan: Plan,
-    path: RunPath,
-    feeds: Sequence[Any],
-    observers: Sequence[Observer] = (),
-    deadline: float | None = None,
-    order: str = "fifo",
-    compiled: bool = True,
-) -> list[Any]:
-    """Run a plan with branches or loops on the frame scheduler (``flowbook.run.frames``).
-
-    ``order`` "lifo" runs the newest ready op first: the serial reference the
-    differential tests hold the FIFO run to.  ``compiled`` False keeps every
-    loop on the scheduler (else innermost loops run compiled when nobody
-    watches op by op: ``flowbook.run.loops``).
-    """
-    if path.layout is None:
-        path.layout = Layout(plan)
-    for o in observers:
-        o.on_start(plan)
-    hooks = hooks_of(observers, "on_timings")
-    timer = KernelTimer(plan, hooks, any(o.keeps_shapes for o in observers)) if hooks else None
-    counted = hooks_of(observers, "on_control_flow")
-    before, after = hooks_of(observers, "before_op"), hooks_of(observers, "after_op")
-    iteration = hooks_of(observers, "on_iteration")
-    # nobody watches op by op: innermost loops run as compiled Python loops
-    loops = (
-        None if before or after or iteration or timer or not compiled else path.layout.loops(plan)
-    )
-    run = FrameRun(
-        plan, path.layout, feeds, timer.fns if timer is not None else None, order,
-        before, after, deadline, iteration, bool(counted), timer is not None, loops,
-    )  # fmt: skip
-    error: BaseException | None = None
-    try:
-        return run.run()
-    except BaseException as e:
-        error = e
-        run.records.clear()  # the run is over: its buffers go now
-        run.ready.clear()
-        raise
-    finally:
-        if counted:
-            assert run.runs is not None
-            iterations = run.iterations()
-            for hook in counted:
-                hook(plan, run.runs, iterations)
-        if timer is not None:
-            assert run.tags is not None
-            wheres: dict[tuple[Any, int], tuple[tuple[str, int], ...]] = {}
-            timer.where = [
-                wheres[t] if t in wheres else wheres.setdefault(t, run.where(t)) for t in run.tags
-            ]
-            timer.finish()
-        for o in observers:
-            o.on_finish(plan, error)

@@ -12,7 +12,7 @@ one Python function, as ``flowbook.run.compile`` emits a straight line:
 
 .. code-block:: python
 
-    def loop(a0, a1, deadline, clock):
+    def loop(a0, a1, deadline, clock, cell):
         s4 = a0                      # the Merge: the loop variable
         s5 = a1                      # a constant Enter: a loop invariant
         it = 0
@@ -24,6 +24,7 @@ one Python function, as ``flowbook.run.compile`` emits a straight line:
             s11 = f9(s9)             # the body's ops
             s4 = s11                 # NextIteration into the Merge
             it += 1
+            cell[0] = it             # progress, for a display (Observer.on_loop)
             ...                      # every 256 iterations: the deadline
         return (s4,), it             # the Exits: Switch's false side
 
@@ -55,9 +56,9 @@ from collections.abc import Callable
 from typing import Any
 
 from flowbook.ops.control_flow_prims import CONTROL_FLOW_TYPES
+from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, SWITCH, TRIGGER
 from flowbook.run.plan import DISCARD, Plan
 
-SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6  # as in flowbook.run.frames
 LOOP_FILENAME = "<flowbook loop>"  # the file name of compiled loops in tracebacks
 DEADLINE_EVERY = 256  # iterations between two reads of the clock when a deadline is set
 
@@ -73,7 +74,7 @@ class CompiledLoop:
 
     ``enters``: the frame's Enter ops (plan indices), in argument order;
     ``exits``: its Exit ops, in the order the function returns their values;
-    ``fn(*values, deadline, clock)`` returns ``(exit values, iterations)``;
+    ``fn(*values, deadline, clock, cell)`` (``cell[0]``: iterations so far) returns ``(exit values, iterations)``;
     ``line_to_op`` maps a line of ``fn`` to the op it calls;
     ``once``/``per_check``/``per_body``: the ops that ran once (the Exits), once per
     condition check (n + 1 times for n iterations) and once per body run.
@@ -229,7 +230,7 @@ def _source(
     """The Python source of ``loop`` (its line map goes into ``loop.line_to_op``)."""
     out = plan.outputs
     args = [f"a{k}" for k in range(len(loop.enters))]
-    lines = [f"def loop({', '.join([*args, 'deadline', 'clock'])}):"]
+    lines = [f"def loop({', '.join([*args, 'deadline', 'clock', 'cell'])}):"]
     for e, a in zip(loop.enters, args):
         if out[e][0] != DISCARD:
             lines.append(f"    s{out[e][0]} = {a}")
@@ -263,6 +264,7 @@ def _source(
         lines.append(f"        {targets}, = {values},")
     lines += [
         "        it += 1",
+        "        cell[0] = it",
         f"        if deadline is not None and not it % {DEADLINE_EVERY} and clock() > deadline:",
         "            raise LoopDeadline(it)",
     ]

@@ -4,7 +4,8 @@ An observer (timings, the live widget, the NaN guard, the stepper's helpers)
 subclasses :class:`Observer` and overrides the hooks it needs: ``on_start``,
 ``before_op``, ``after_op``, ``on_timings`` (all of the run's kernel timings
 at once, as flat lists), for runs with branches and loops ``on_iteration``
-(the loop iteration the next ops run in) and ``on_control_flow`` (how many
+(the loop iteration the next ops run in), ``on_loop`` (a loop starts: a
+live count of its iterations) and ``on_control_flow`` (how many
 times each op ran, how many iterations each loop did), and ``on_finish``,
 all called on the calling thread.  Which hooks a class overrides is looked up once per class
 (``_overridden``); the executor calls only those, so an observed run stays
@@ -80,6 +81,15 @@ class Observer:
         ``before_op``.
         """
 
+    def on_loop(self, name: str, progress: Callable[[], int]) -> None:
+        """A loop frame ``name`` starts (once per instance: per outer iteration when nested).
+
+        ``progress()`` is how many times its body has run so far: cheap, never
+        blocking, and safe to call from another thread (a display reads it at
+        its refresh rate).  Unlike ``on_iteration``, watching this leaves
+        innermost loops compiled (``flowbook.run.loops``).
+        """
+
     def on_control_flow(self, plan: Plan, runs: list[int], iterations: dict[str, int]) -> None:
         """How a run with branches or loops went, at its end (before ``on_finish``).
 
@@ -108,8 +118,8 @@ def hooks_of(observers: Sequence[Observer], name: str) -> list[Callable[..., Any
 
 
 _HOOKS = (
-    "on_start", "before_op", "after_op", "on_timings", "on_iteration", "on_control_flow",
-    "on_finish",
+    "on_start", "before_op", "after_op", "on_timings", "on_iteration", "on_loop",
+    "on_control_flow", "on_finish",
 )  # fmt: skip
 
 

@@ -55,3 +55,13 @@ def run_error(plan: Plan, i: int, exc: BaseException) -> errors.OpError:
         for d in set(plan.devices):
             d.release_memory()
     return error
+
+
+def deadline_error(plan: Plan, parked: dict[int, Any]) -> errors.DeadlineExceededError:
+    """The run's deadline passed while waiting: name the op that waits, if one does."""
+    for i, pending in parked.items():
+        op = plan.ops[i]
+        return errors.DeadlineExceededError(
+            None, op, f"Timed out waiting for {op.describe()}: {pending.what}"
+        )
+    return errors.DeadlineExceededError(None, None, "Timed out waiting for a kernel")

@@ -34,7 +34,8 @@ edge crosses devices, ``flowbook.run.placement.insert_copies`` adds a copy node
 GPU, a fetched one back to the host) before the ops are laid out, so copies
 are ordinary ops to everything below: they get slots, are freed after their
 last read, run in the compiled function, are timed and traced.
-``plan.copies`` lists them.  Ops placed off the CPU are never heavy (a GPU
+``plan.copies`` lists them.  ``plan.blocking`` says some op may wait (a
+queue op, ``flowbook.pending``): the executor then runs it threaded.  Ops placed off the CPU are never heavy (a GPU
 launch is asynchronous and cheap; the pool is for CPU kernels).  Without a
 GPU every op is on the CPU, there are no copies, and nothing else changes.
 
@@ -68,7 +69,7 @@ class Plan:
 
     # fixed fields; __weakref__: the live views key their stats by plan, weakly
     __slots__ = (
-        "__weakref__", "any_heavy", "consumers", "control_flow", "copies", "devices", "dynamic",
+        "__weakref__", "any_heavy", "blocking", "consumers", "control_flow", "copies", "devices", "dynamic",
         "feed_slots", "fetch_slots", "fns", "frees", "heavy", "inputs", "n_slots", "off_host", "ops",
         "outputs", "pending", "producers", "ready", "uses",
     )  # fmt: skip
@@ -96,6 +97,9 @@ class Plan:
         self.off_host = False  # whether some op runs off the CPU (its kernels may be device-timed)
         # whether it has branches or loops (Switch, Merge, Enter...): then flowbook.run.frames runs it
         self.control_flow = False
+        self.blocking = (
+            False  # whether some op may wait (a queue op): the threaded scheduler runs it
+        )
 
 
 def build_plan(
@@ -201,6 +205,7 @@ def build_plan(
     plan.ready = [i for i, p in enumerate(plan.pending) if p == 0]
     plan.any_heavy = any(plan.heavy)
     plan.frees = _static_frees(plan)
+    plan.blocking = any(op._opdef.blocking for op in order if type(op) is not CopyOp)
     plan.control_flow = any(op.type in CONTROL_FLOW_TYPES or op.type == "LoopCond" for op in order)
     return plan
 

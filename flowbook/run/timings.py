@@ -53,7 +53,7 @@ class RunTimings:
     (10, [1, 0])
     """
 
-    __slots__ = ("_lists", "_log", "_shapes", "_shapes_of", "device_ns", "where")
+    __slots__ = ("_lists", "_log", "_shapes", "_shapes_of", "device_ns", "runs", "where")
 
     def __init__(
         self,
@@ -74,8 +74,10 @@ class RunTimings:
         # op index -> (start_ns, end_ns) of its kernel on its device (CUDA events), for the
         # ops off the CPU; None when the plan has none
         self.device_ns = device_ns
-        # runs with loops: per kernel run (log order), the (frame_name, iteration) pairs it
-        # ran in, outermost first; None for runs without loops
+        # runs with loops: every kernel run (op, start, end, thread) in finish order (an op
+        # in a loop runs once per iteration), and per run the (frame_name, iteration) pairs
+        # it ran in, outermost first; None for runs without loops
+        self.runs: list[tuple[int, int, int, int]] | None = None
         self.where: list[tuple[tuple[str, int], ...]] | None = None
 
     @classmethod
@@ -90,7 +92,7 @@ class RunTimings:
         """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, None, device_ns
-        t._log, t.where = (plan, log, start_ns, None), None
+        t._log, t.where, t.runs = (plan, log, start_ns, None), None, None
         return t
 
     @classmethod
@@ -105,7 +107,7 @@ class RunTimings:
         """
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, plan, None
-        t._log, t.where = (plan, stamps, 0, thread), None
+        t._log, t.where, t.runs = (plan, stamps, 0, thread), None, None
         return t
 
     def _built(self) -> tuple[list[int], ...]:
@@ -230,7 +232,8 @@ class KernelTimer:
             except Exception:  # a device left unusable by the run's error: no device lane
                 device_ns = None
         timings = RunTimings.from_log(self.plan, self.log, self.t0, self.shapes, device_ns)
-        timings.where = self.where
+        if self.where is not None:
+            timings.where, timings.runs = self.where, list(self.log)
         for hook in self.hooks:
             hook(self.plan, timings)
 

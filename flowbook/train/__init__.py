@@ -69,8 +69,21 @@ from flowbook.train.checkpoint_tools import (
     remove_checkpoint,
 )
 from flowbook.train.checkpoint_utils import list_variables, load_variable
+from flowbook.train.coordinator import Coordinator, LooperThread
 from flowbook.train.ftrl import FtrlOptimizer
 from flowbook.train.gradient_descent import GradientDescentOptimizer
+from flowbook.train.input import (
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    match_filenames_once,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)
 from flowbook.train.learning_rate_decay import (
     cosine_decay,
     cosine_decay_restarts,
@@ -99,6 +112,7 @@ from flowbook.train.proximal import (
     ProximalAdagradOptimizer,
     ProximalGradientDescentOptimizer,
 )
+from flowbook.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from flowbook.train.rmsprop import RMSPropOptimizer
 from flowbook.train.saver import Saver
 from flowbook.train.saving_hooks import (
@@ -140,14 +154,15 @@ __all__ = [
     "CheckpointSaverListener",
     "CheckpointState",
     "ChiefSessionCreator",
+    "Coordinator",
     "ExponentialMovingAverage",
     "FeedFnHook",
     "FinalOpsHook",
     "FtrlOptimizer",
-    # warm starts and the smaller names (flowbook/train/warm_start.py)
     "GlobalStepWaiterHook",
     "GradientDescentOptimizer",
     "LoggingTensorHook",
+    "LooperThread",
     "MomentumOptimizer",
     "MonitoredSession",
     "MonitoredTrainingSession",
@@ -157,6 +172,7 @@ __all__ = [
     "Optimizer",
     "ProximalAdagradOptimizer",
     "ProximalGradientDescentOptimizer",
+    "QueueRunner",
     "RMSPropOptimizer",
     "Saver",
     "Scaffold",
@@ -172,8 +188,11 @@ __all__ = [
     "SummarySaverHook",
     "SummaryWriter",
     "VocabInfo",
+    "add_queue_runner",
     "assert_global_step",
     "basic_train_loop",
+    "batch",
+    "batch_join",
     "checkpoint_exists",
     "checkpoints_iterator",
     "cosine_decay",
@@ -187,18 +206,27 @@ __all__ = [
     "get_or_create_global_step",
     "global_step",
     "init_from_checkpoint",
+    "input_producer",
     "inverse_time_decay",
     "latest_checkpoint",
+    "limit_epochs",
     "linear_cosine_decay",
     "list_variables",
     "load_checkpoint",
     "load_variable",
+    "match_filenames_once",
     "natural_exp_decay",
     "noisy_linear_cosine_decay",
     "piecewise_constant",
     "piecewise_constant_decay",
     "polynomial_decay",
+    "range_input_producer",
     "remove_checkpoint",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "slice_input_producer",
+    "start_queue_runners",
+    "string_input_producer",
     "summary_iterator",
     "update_checkpoint_state",
     "warm_start",

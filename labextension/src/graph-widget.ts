@@ -7,7 +7,8 @@
  * Sent back: `selected` (the clicked op's name, "" to clear), `present`
  * (the toolbar's Present button) and custom messages
  * {action: "step" | "run_to" | "cont" | "reset", node} and
- * {action: "history_run", seq}. Custom messages received: {history_run}
+ * {action: "history_run", seq}. Custom messages received: {tick} (runs watched
+ * whole since the `run` trait, view/updates.ts), {history_run}
  * (a kept run asked for) and {replay, seconds} (`widget.replay(run)`).
  */
 
@@ -15,6 +16,7 @@ import { GraphView } from './view/graph-view';
 import '../style/graph-view.css';
 import '../style/present.css';
 import '../style/history.css';
+import '../style/loops.css';
 
 interface AnyModel {
   get(name: string): unknown;

@@ -21,11 +21,10 @@
  * shows a kept run, live runs wait in `liveRun`), the scene, the hover
  * tooltip (tooltip.ts), the details pane and the legend (badges.ts).
  *
- * The loop: setGraph / a click that opens a group -> requestLayout() ->
- * (next tick, latest request wins) layOut: visible part -> DOT -> Graphviz
- * -> scene.draw -> applyOverlay(). Run and stepper updates only call
- * applyOverlay(), which changes attributes on the boxes already drawn; no
- * layout.
+ * The loop: setGraph / a click that opens a group -> requestLayout() -> (next
+ * tick, latest request wins) layOut: visible part -> DOT -> Graphviz ->
+ * scene.draw -> applyOverlay(). Run and stepper updates only call
+ * applyOverlay() (badges, and the loops' counters: loops.ts), no layout.
  */
 
 import type { Viz } from '@viz-js/viz';
@@ -44,8 +43,9 @@ import { Openings } from './expansion';
 import { LayoutQueue, layOut, passTiming, type Frame } from './frame';
 import { Scene } from './scene';
 import { Presentation } from './present';
-import { Updates } from './updates';
+import { normalizeTick, Updates } from './updates';
 import { CellFollower } from './follow';
+import { paintFrames } from './loops';
 import {
   EMPTY_RUN,
   EMPTY_STEPPER,
@@ -69,6 +69,7 @@ export class GraphView {
   private readonly stepBar: StepBar;
   private readonly history: RunHistory;
   private liveRun: RunState = EMPTY_RUN; // the newest run the host sent (drawn when following)
+  private liveBase = 0; // seq of the last whole `run` state the host sent (ticks amend it)
   private readonly scene: Scene;
   private readonly details: HTMLDivElement;
   private readonly tooltip: Tooltip;
@@ -156,7 +157,7 @@ export class GraphView {
     const graph = normalizeGraph(g);
     const newId = graph.id !== this.graph.id;
     this.graph = graph;
-    this.h = new Hierarchy(graph.nodes);
+    this.h = new Hierarchy(graph.nodes, graph.control_flow);
     this.openings.setHierarchy(this.h);
     if (newId) {
       this.focus.fitNext();
@@ -186,6 +187,19 @@ export class GraphView {
       return;
     }
     this.liveRun = normalizeRun(r);
+    this.liveBase = this.liveRun.seq;
+    if (this.history.following) {
+      this.showRun(this.liveRun);
+    }
+  }
+
+  /** A tick from the host: later runs of the plan shown, watched whole (their number and time). */
+  setTick(t: unknown): void {
+    const tick = normalizeTick(t);
+    if (!tick || tick.base !== this.liveBase || !this.updates.fresh('run', t)) {
+      return;
+    }
+    this.liveRun = { ...this.liveRun, seq: tick.seq, total_us: tick.total_us };
     if (this.history.following) {
       this.showRun(this.liveRun);
     }
@@ -198,8 +212,12 @@ export class GraphView {
     }
   }
 
-  /** A message from the host: a kept run asked for ({history_run}) or one to replay ({replay}). */
+  /** A message from the host: a tick ({tick}), a kept run asked for ({history_run}) or one to replay ({replay}). */
   receive(msg: unknown): void {
+    if (msg && typeof msg === 'object' && 'tick' in msg) {
+      this.setTick((msg as { tick: unknown }).tick);
+      return;
+    }
     this.history.message(msg);
   }
 
@@ -367,6 +385,7 @@ export class GraphView {
     }
     const ov = this.overlay;
     const maxTime = this.scene.paint(v => ov.box(v, this.openings.leavesOf));
+    paintFrames(this.scene.el, this.h, ov.run);
     this.legend.update(maxTime, ov.placement);
     markChanged(this.root, this.history.changedOps, n => this.boxFor(n)?.key);
     this.updateSummary();
