@@ -385,6 +385,7 @@ def queue_ops():
     for r in readers:
         r.read(names), r.num_records_produced(), r.num_work_units_completed(), r.reset()
     readers[0].read_up_to(names, 3)
+    tf.count_up_to(tf.Variable(0, name="counter"), 3)
 
 
 def compat_tail_ops(x, v):
