@@ -259,6 +259,11 @@ class BaseSession:
         tensors: list[Tensor] = []
         values: list[Any] = []
         for key, value in feed_dict.items():
+            if hasattr(key, "_fields") and hasattr(key, "dense_shape"):  # a SparseTensor's parts
+                for part, part_value in zip(key, value, strict=True):
+                    tensors.append(feed_target(self.graph, part))
+                    values.append(feed_value(tensors[-1], part_value))
+                continue
             t = feed_target(self.graph, key)
             tensors.append(t)
             values.append(feed_value(t, value))
