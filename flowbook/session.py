@@ -14,7 +14,9 @@
 4. the **optimiser** (``flowbook.run.optimize.optimized``) may swap in the
    plan rewritten for the fed values' shapes (from the second run of a
    signature on; ``ConfigProto.graph_options.optimizer_options`` picks its
-   passes).  ``prepare`` (the Stepper) gives the plan as written.
+   passes) -- for runs no observer watches: a watched run (the live graph,
+   ``tf.profile``, traces, the NaN guard) and ``prepare`` (the Stepper) run
+   the plan as written, op for op.
 5. ``flowbook.run.executor.execute`` runs it, on the path it chooses, with the
    observers attached (``observe``, ``Session.observers``) and those the
    run's options and the session's config ask for
@@ -153,14 +155,14 @@ class BaseSession:
         if plan is None:
             plan = self._plan(elements, feed_tensors, key)
         path = self._paths[plan]
-        if self._passes and not plan.control_flow:
-            plan, path = optimized(plan, path, feed_values, self._passes)
         observers = self.observers + _observers if (self.observers or _observers) else ()
         deadline = None
         if options is not None or self.config.check_numerics:
             observers = [*observers, *observers_for(options, self.config, run_metadata)]
             if options is not None and options.timeout_in_ms:
                 deadline = time.monotonic() + options.timeout_in_ms / 1000
+        if self._passes and not observers and not plan.control_flow:  # watched: as written
+            plan, path = optimized(plan, path, feed_values, self._passes)
         values = execute(
             plan,
             path,

@@ -21,11 +21,6 @@ from flowbook.run.compile import MAX_SHAPE_SIGNATURES
 from flowbook.run.timings import RunTimings
 from flowbook.step_stats import StepStats
 
-# these tests watch the executor's paths over the plan as written: no optimiser passes
-AS_WRITTEN = tf.ConfigProto(
-    graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(opt_level=-1))
-)
-
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 REQUIRED = ("ph", "ts", "pid", "tid", "name")
 
@@ -268,7 +263,7 @@ def test_timeline_with_graph_memory_and_without_dataflow():
 def test_profile_tables_timeline_and_node_times(tmp_path):
     x, _, train = mlp_graph()
     feed = {x: np.ones((16, 8), np.float32)}
-    with tf.Session(config=AS_WRITTEN) as sess:
+    with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         with profile() as prof:
             for _ in range(3):
@@ -315,7 +310,7 @@ def test_profile_timeline_lanes_per_thread_with_the_pool():
 
 def test_profile_collects_runs_of_several_threads_apart():
     c = tf.constant(2.0, name="c") * 3.0
-    with tf.Session(config=AS_WRITTEN) as sess, profile() as prof:
+    with tf.Session() as sess, profile() as prof:
 
         def work():
             for _ in range(20):
@@ -345,7 +340,7 @@ def test_repeated_traced_runs_of_a_cheap_plan_keep_its_straight_line():
     z = tf.reduce_sum(y, name="z")
     feed = {x: np.arange(4, dtype=np.float32)}
     me = threading.get_ident()
-    with tf.Session(config=AS_WRITTEN) as sess:
+    with tf.Session() as sess:
         first, nodes1, _, _ = traced(sess, z, feed)  # the threaded scheduler, then compiled
         for _ in range(2):
             value, nodes, (before, after), _ = traced(sess, z, feed)
@@ -405,7 +400,7 @@ def test_traced_shapes_given_the_feeds_match_the_outputs(layers, batches):
     """A timed straight-line run records only shapes the fed shapes do not determine; what
     it reports for every op, gradients' shape arithmetic and data-dependent ops included,
     is the shape the op produced."""
-    with tf.Graph().as_default(), tf.Session(config=AS_WRITTEN) as sess:
+    with tf.Graph().as_default(), tf.Session() as sess:
         x = tf.placeholder(tf.float32, [None, 3], name="x")
         t = x
         for k in layers:
@@ -456,7 +451,7 @@ def test_compiling_a_timed_straight_line_is_not_counted_in_the_run(monkeypatch):
     x = tf.placeholder(tf.float32, [None], name="x")
     y = tf.reduce_sum(tf.square(x), name="y")
     feed = {x: np.ones(3, np.float32)}
-    with tf.Session(config=AS_WRITTEN) as sess:
+    with tf.Session() as sess:
         sess.run(y, feed)  # the serial reference
         sess.run(y, feed)  # compiles the untimed straight line
         monkeypatch.setattr(compile_module, "_define", slow_define)

@@ -53,11 +53,14 @@ kept per signature on the written plan's path (``RunPath.optimized``, at most
 ``MAX_SHAPE_SIGNATURES`` of them).  Plans with branches or loops
 (``plan.control_flow``) are left as written (the frame scheduler runs them).
 
-**What observers see.**  Observers, timings, traces and the live widget see
-the optimised plan: its ops are the graph's written ops, so every name they
-show is one the user wrote; an op optimised away does not appear in the run's
-timings.  The Stepper steps the written plan (``Session.prepare`` builds it
-unoptimised), so every intermediate value, folded or not, is there to ask for.
+**Watched runs run as written.**  The session takes the optimised plan only
+for runs that no observer watches (training loops, scripts, benchmarks).  A
+run the live graph, ``tf.profile``, a trace or the NaN guard watches, and
+the Stepper (``Session.prepare``), run the plan as written, so what they show
+is the graph the user wrote, op for op: every op timed, every intermediate
+value there to ask for, one plan per fetch in the widget's history.  (The
+optimised plan holds only written ops, bound to the same kernels, so
+observers could watch it too: its removed ops would simply not appear.)
 
 **Turning it off** is TensorFlow 1's ``ConfigProto(graph_options=GraphOptions(
 optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))``, or

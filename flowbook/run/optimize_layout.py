@@ -91,11 +91,6 @@ class Rewrite:
 def relayout(plan: Plan, rw: Rewrite) -> Plan | None:
     """The Plan that runs ``plan`` as ``rw`` rewrote it; None if it drops nothing."""
     n = len(plan.ops)
-    producer: dict[int, int] = {}  # slot -> the op that writes it (written indices)
-    for i, outs in enumerate(plan.outputs):
-        for s in outs:
-            if s != DISCARD:
-                producer[s] = i
     inputs = [tuple(rw.resolve(s) for s in ins) for ins in plan.inputs]
     expanded: dict[int, frozenset[int]] = {}
 
@@ -108,28 +103,15 @@ def relayout(plan: Plan, rw: Rewrite) -> Plan | None:
         return got
 
     waits: list[set[int]] = [set() for _ in range(n)]
-    for i, op in enumerate(plan.ops):
-        if i in rw.removed:
-            continue
-        for s in inputs[i]:
-            if s in producer and s not in rw.consts:
-                waits[i].add(producer[s])
-        for c in op.control_inputs:
-            waits[i] |= through(_index(plan, i, c))
+    for i in range(n):
+        if i not in rw.removed:  # waiting for a removed op: for what it stands for now
+            waits[i] = set().union(*(through(j) for j in plan.producers[i]))
     # a removed root (a target NoOp) still asks for what it waited for
     asked = set().union(*(through(i) for i in rw.removed if not plan.consumers[i]))
     live = _live(plan, rw, waits, asked)
     if all(live):
         return None
     return _layout(plan, rw, inputs, waits, live)
-
-
-def _index(plan: Plan, i: int, c: Operation) -> int:
-    """The index of control input ``c`` of op ``i`` among the plan's ops."""
-    for j in plan.producers[i]:
-        if plan.ops[j] is c:
-            return j
-    raise KeyError(c.name)
 
 
 def _live(plan: Plan, rw: Rewrite, waits: list[set[int]], asked: set[int]) -> list[bool]:
