@@ -163,14 +163,8 @@ class BaseSession:
                 deadline = time.monotonic() + options.timeout_in_ms / 1000
         if self._passes and not observers and not plan.control_flow:  # watched: as written
             plan, path = optimized(plan, path, feed_values, self._passes)
-        values = execute(
-            plan,
-            path,
-            feed_values,
-            observers,
-            deadline,
-            self.config.inter_op_parallelism_threads,
-        )
+        threads = self.config.inter_op_parallelism_threads
+        values = execute(plan, path, feed_values, observers, deadline, threads)
         if structure == 0:
             return to_numpy(values[0])
         if structure == 1:
