@@ -208,6 +208,7 @@ class LiveGraph:
             "values": values,
             "placement": placement,
             "copies": copies,
+            "control_flow": stats.loops.state(plan, phase) if stats.loops else {},  # loops.py
         }
 
     def tick_state(self) -> dict[str, Any] | None:

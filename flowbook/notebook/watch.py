@@ -47,6 +47,7 @@ from typing import Any
 
 from flowbook import source
 from flowbook.devices import Device
+from flowbook.notebook.loops import follow
 from flowbook.notebook.snapshot import preview
 from flowbook.run.observers import Observer
 from flowbook.run.placement import CopyOp
@@ -76,6 +77,7 @@ class PlanStats:
         "fetched_names",
         "hub",
         "last_ns",
+        "loops",
         "n",
         "names",
         "newest",
@@ -101,7 +103,8 @@ class PlanStats:
         self.whole_until = 0
         self.names = [op.name for op in plan.ops]  # op names, plan order
         self.fed: list[str] = []  # ops whose outputs are fed (filled lazily by the record)
-        self.n = max(1, len(plan.ops))  # op count, for the mean time
+        self.n = max(1, len(plan.ops))  # op count, for the mean time (op runs: loops.py)
+        self.loops: Any = None  # a plan with branches or loops: its LoopStats (loops.py)
         self.runs = 0  # runs seen
         self.last_ns = 0  # wall time of the last run
         self.timed_at = 0  # perf_counter_ns of the last timed run
@@ -363,6 +366,9 @@ class Watcher(Observer):
             return None
         now = _clock()  # the run starts now (on_start is next): its start
         mode = stats.mode(plan, now)
+        if plan.control_flow:  # counted every run (no fast path), loops followed: loops.py
+            stats.whole_until = 0
+            return follow(stats.hub, stats, mode, now, lambda m: _Watch(stats.hub, stats, m))
         if mode is None:
             local.stats, local.start_ns = stats, now
             return None

@@ -58,14 +58,12 @@ memory, and the error is a ``ResourceExhaustedError`` naming the op.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -73,15 +71,14 @@ import numpy as np
 from flowbook import errors
 from flowbook.pending import Pending, parking
 from flowbook.run.compile import RunPath, feed_shapes
-from flowbook.run.frames import run_frames
+from flowbook.run.frame_entry import run_frames
 from flowbook.run.observers import Observer, hooks_of, split_for_run, timings_hooks
 from flowbook.run.op_errors import deadline_error, run_error
 from flowbook.run.plan import DISCARD, Plan, as_outputs
+from flowbook.run.pool import drain, large, pool
 from flowbook.run.timings import KernelTimer, RunTimings
 
 WAIT_SLICE_S = 0.05  # longest single block on the completion queue: keeps waits interruptible
-DRAIN_LIMIT_S = 600.0  # after an error, the longest wait for the run's pool kernels to finish
-POOL_MIN_ELEMENTS = 1 << 15  # a heavy op goes to the pool only with inputs at least this big
 
 
 # ---------------------------------------------------------------- front door
@@ -297,22 +294,6 @@ def run_compiled_timed(
 
 
 # ----------------------------------------------------------------- threaded
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def pool() -> ThreadPoolExecutor:
-    """The process-wide bounded pool heavy kernels run on (created on first use)."""
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(
-                    max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="flowbook"
-                )
-    return _pool
-
-
 def run_threaded(
     plan: Plan,
     feeds: Sequence[Any],
@@ -352,15 +333,6 @@ def run_threaded(
         for o in observers:
             o.on_finish(plan, error)
     return run.sched.fetched()
-
-
-def _large(args: list[Any]) -> bool:
-    """Whether a heavy op's inputs are big enough to be worth a pool thread's round trip.
-
-    Static shapes often leave the batch unknown, so the plan marks such ops
-    heavy; this decides with the actual arrays.
-    """
-    return sum(getattr(a, "size", 0) for a in args) >= POOL_MIN_ELEMENTS
 
 
 class _Threaded:
@@ -404,7 +376,7 @@ class _Threaded:
             args = [vals[s] for s in inputs[i]]
             for hook in before:
                 hook(plan.ops[i])
-            if heavy[i] and ready and self.in_flight < self.max_in_flight and _large(args):
+            if heavy[i] and ready and self.in_flight < self.max_in_flight and large(args):
                 self.futures.append(pool().submit(self._work, i, fns[i], args))
                 self.in_flight += 1
                 continue
@@ -465,10 +437,4 @@ class _Threaded:
         self.sched.ready.clear()
         for p in list(self.parked.values()):
             p.cancel()
-        give_up = time.monotonic() + DRAIN_LIMIT_S
-        pending = [f for f in self.futures if not f.done()]
-        while pending and time.monotonic() < give_up:
-            # a second Ctrl-C while draining still lets the kernels finish
-            with contextlib.suppress(KeyboardInterrupt):
-                wait(pending, timeout=WAIT_SLICE_S)
-            pending = [f for f in pending if not f.done()]
+        drain(self.futures)

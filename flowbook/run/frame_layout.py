@@ -38,7 +38,7 @@ class Layout:
     """
 
     __slots__ = ("constant", "edges", "expect", "fed_args", "frame_of", "kinds", "loops",
-                 "n_inputs", "producer_of")  # fmt: skip
+                 "n_inputs", "parallel", "producer_of")  # fmt: skip
 
     def __init__(self, plan: Plan) -> None:
         ops = plan.ops
@@ -46,6 +46,8 @@ class Layout:
         self.frame_of = [op.attrs.get("frame_name", "") if k == ENTER else "" for op, k in
                          zip(ops, self.kinds)]  # fmt: skip
         self.constant = [bool(op.attrs.get("is_constant")) for op in ops]
+        # an Enter's while_loop's parallel_iterations: its frame's bound on pool kernels
+        self.parallel = [int(op.attrs.get("parallel_iterations", 10) or 10) for op in ops]
         self.n_inputs = [len(ins) for ins in plan.inputs]
         feed_pos = {s: k for k, s in enumerate(plan.feed_slots)}
         self.producer_of: dict[int, tuple[int, int]] = {}  # slot -> (op, output index)

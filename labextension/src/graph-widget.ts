@@ -16,6 +16,7 @@ import { GraphView } from './view/graph-view';
 import '../style/graph-view.css';
 import '../style/present.css';
 import '../style/history.css';
+import '../style/loops.css';
 
 interface AnyModel {
   get(name: string): unknown;
