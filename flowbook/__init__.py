@@ -66,7 +66,14 @@ from flowbook.compat import (
     executing_eagerly_outside_functions,
     resource_variables_enabled,
 )
-from flowbook.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from flowbook.config import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+)
 from flowbook.custom_gradient import custom_gradient
 from flowbook.devices import DeviceSpec
 from flowbook.dtypes import (

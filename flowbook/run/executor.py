@@ -16,6 +16,9 @@ how a run goes (``_choose``); every path must give the same values:
 - **the serial reference** (``run_serial``): ops one by one in the static
   order; the differential tests hold the other two to it.
 
+Every path first puts the plan's ``constants`` (values the optimiser folded,
+``flowbook.run.optimize``; none in a plan as built) in their slots.
+
 **The scheduler state** (:class:`Schedule`) is one state machine, shared by
 threaded runs and the Stepper (``flowbook.debug.Stepper`` drives it one op at
 a time), so what a run can do is written once:
@@ -178,6 +181,8 @@ class Schedule:
         self.vals: list[Any] = [None] * plan.n_slots  # slot -> value
         for s, v in zip(plan.feed_slots, feeds):
             self.vals[s] = v
+        for s, v in plan.constants:  # values folded by the optimiser
+            self.vals[s] = v
         self.pending = list(plan.pending)  # op -> ops it still waits for; 0 means ready
         # slot -> reads still to come; 0 frees the value (None: values are kept)
         self.uses: list[int] | None = None if keep_values else list(plan.uses)
@@ -217,6 +222,8 @@ def run_serial(plan: Plan, feeds: Sequence[Any]) -> list[Any]:
     """Run the plan's ops one by one in its static order (the reference executor)."""
     vals: list[Any] = [None] * plan.n_slots
     for s, v in zip(plan.feed_slots, feeds):
+        vals[s] = v
+    for s, v in plan.constants:  # values folded by the optimiser
         vals[s] = v
     for i, fn in enumerate(plan.fns):
         try:
