@@ -63,7 +63,7 @@ from flowbook.run.observers import Observer, observers_for
 from flowbook.run.optimize import optimized, passes_for
 from flowbook.run.placement import Placer, log_placement
 from flowbook.run.plan import Plan, build_plan
-from flowbook.run.values import feed_target, feed_value, flatten, host_value, rebuild, to_numpy
+from flowbook.run.values import feed_items, flatten, host_value, rebuild, to_numpy
 from flowbook.tensor import Operation, Tensor
 from flowbook.var_state import VarState
 
@@ -264,14 +264,9 @@ class BaseSession:
         tensors: list[Tensor] = []
         values: list[Any] = []
         for key, value in feed_dict.items():
-            if hasattr(key, "_fields") and hasattr(key, "dense_shape"):  # a SparseTensor's parts
-                for part, part_value in zip(key, value, strict=True):
-                    tensors.append(feed_target(self.graph, part))
-                    values.append(feed_value(tensors[-1], part_value))
-                continue
-            t = feed_target(self.graph, key)
-            tensors.append(t)
-            values.append(feed_value(t, value))
+            for t, v in feed_items(self.graph, key, value):
+                tensors.append(t)
+                values.append(v)
         return tuple(tensors), tuple(values)
 
     # ------------------------------------------------------------ lifecycle
