@@ -188,26 +188,33 @@ class _Waits:
 
 
 class _WaitRun(Observer):
-    """A run watched whole whose ops may wait: recorded (shown "running") once one parks."""
+    """A run watched whole whose ops may wait: recorded (shown "running") once one parks.
+
+    A run that never waits costs this object and ``run_whole`` at its end, nothing else.
+    """
 
     def __init__(self, hub: Any, stats: Any, start_ns: int, view: QueueView) -> None:
-        self.hub, self.stats, self.start_ns = hub, stats, start_ns
-        self.waits = _Waits(view)
+        self.hub, self.stats, self.start_ns, self.view = hub, stats, start_ns, view
+        self.waits: _Waits | None = None  # made at the run's first wait
         self.rec: Any = None  # the run's Record, made at its first wait
-        self.on_wait_end = self.waits.on_wait_end  # instance hooks (hooks_of finds them)
 
     def on_wait(self, op: Operation, what: str) -> None:
-        if self.rec is None:
+        if self.waits is None:
+            self.waits = _Waits(self.view)
             self.rec = self.hub.run_started(self.stats.plan_ref(), self.stats, False)
             self.rec.start_ns = self.start_ns
         self.waits.on_wait(op, what)
 
+    def on_wait_end(self, op: Operation) -> None:
+        if self.waits is not None:
+            self.waits.on_wait_end(op)
+
     def on_finish(self, plan: Plan, error: BaseException | None) -> None:
-        self.waits.end()
-        if self.rec is not None:
-            self.hub.run_finished(self.rec, error)
-        else:
+        if self.waits is None:
             self.hub.run_whole(plan, self.stats, self.start_ns, error)
+            return
+        self.waits.end()
+        self.hub.run_finished(self.rec, error)
 
 
 def follow_waits(hub: Any, stats: Any, mode: str | None, start_ns: int,
