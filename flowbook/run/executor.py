@@ -36,7 +36,9 @@ independent ones run side by side.  Pool results come back through a queue
 read with a timeout, so the wait stays interruptible and bounded.
 A queue op that must wait returns a ``flowbook.pending.Pending`` (kernels run
 inside ``parking()``): it is ``parked`` (counted in ``in_flight``) and its
-callback posts the result into the same queue; a stopped run withdraws it.  The first
+callback posts the result into the same queue; a stopped run withdraws it.
+Observers hear of a wait only there: ``on_wait`` as it parks, ``on_wait_end``
+as its result is collected.  The first
 error (or a KeyboardInterrupt, or the deadline) stops scheduling, waits for
 the in-flight kernels (at most one kernel's time) and raises; the pool is
 shared by all sessions and bounded, so no thread outlives its use.
@@ -358,6 +360,8 @@ class _Threaded:
         self.parked: dict[int, Pending] = {}  # op -> its wait (counted in in_flight)
         self.before_hooks = hooks_of(observers, "before_op")  # called as each op starts
         self.after_hooks = hooks_of(observers, "after_op")  # given each op's outputs
+        self.wait_hooks = hooks_of(observers, "on_wait")  # told when an op parks
+        self.wait_end_hooks = hooks_of(observers, "on_wait_end")  # told when its wait ends
         self.deadline = deadline
         self.max_in_flight = max_in_flight
 
@@ -389,6 +393,8 @@ class _Threaded:
             if type(result) is Pending:  # it waits: its callback posts the result to done
                 self.parked[i] = result
                 self.in_flight += 1
+                for hook in self.wait_hooks:
+                    hook(plan.ops[i], result.what)
                 result.then(lambda r, e, i=i: self.done.put((i, r, e)))
                 continue
             self._finish(i, result)
@@ -414,7 +420,9 @@ class _Threaded:
                     continue
                 return
             self.in_flight -= 1
-            self.parked.pop(i, None)
+            if self.parked.pop(i, None) is not None and self.wait_end_hooks:
+                for hook in self.wait_end_hooks:
+                    hook(self.plan.ops[i])
             if exc is not None:
                 raise run_error(self.plan, i, exc) from exc
             self._finish(i, result)

@@ -24,7 +24,7 @@
  * The loop: setGraph / a click that opens a group -> requestLayout() -> (next
  * tick, latest request wins) layOut: visible part -> DOT -> Graphviz ->
  * scene.draw -> applyOverlay(). Run and stepper updates only call
- * applyOverlay() (badges, and the loops' counters: loops.ts), no layout.
+ * applyOverlay() (badges, loops' counters, queues' levels: queues.ts), no layout.
  */
 
 import type { Viz } from '@viz-js/viz';
@@ -45,7 +45,7 @@ import { Scene } from './scene';
 import { Presentation } from './present';
 import { normalizeTick, Updates } from './updates';
 import { CellFollower } from './follow';
-import { paintFrames } from './loops';
+import { paintRunMarks } from './queues';
 import {
   EMPTY_RUN,
   EMPTY_STEPPER,
@@ -385,7 +385,7 @@ export class GraphView {
     }
     const ov = this.overlay;
     const maxTime = this.scene.paint(v => ov.box(v, this.openings.leavesOf));
-    paintFrames(this.scene.el, this.h, ov.run);
+    paintRunMarks(this.scene.el, this.h, ov.run, n => this.boxFor(n)?.key);
     this.legend.update(maxTime, ov.placement);
     markChanged(this.root, this.history.changedOps, n => this.boxFor(n)?.key);
     this.updateSummary();

@@ -11,6 +11,7 @@ import {
   type ControlFlowGraph,
   type ControlFlowRun
 } from './loops';
+import { EMPTY_QUEUES, normalizeQueues, type QueuesRun } from './queues';
 
 export type NodeKind = 'op' | 'variable' | 'placeholder' | 'constant' | 'copy';
 
@@ -70,6 +71,7 @@ export interface RunState {
   placement: Record<string, string>; // op name -> "GPU:0"; empty for a CPU-only plan
   copies: CopySpec[];
   control_flow: ControlFlowRun; // where its loops are, what they and its conds did (loops.ts)
+  queues: QueuesRun; // the queues' levels and the ops waiting now (queues.ts)
 }
 
 export interface StepperState {
@@ -134,7 +136,8 @@ export const EMPTY_RUN: RunState = {
   values: {},
   placement: {},
   copies: [],
-  control_flow: EMPTY_CONTROL_FLOW
+  control_flow: EMPTY_CONTROL_FLOW,
+  queues: EMPTY_QUEUES
 };
 
 export const EMPTY_STEPPER: StepperState = {
@@ -195,7 +198,8 @@ export function normalizeRun(r: unknown): RunState {
     values: o.values && typeof o.values === 'object' ? o.values : {},
     placement: normalizePlacement(o.placement),
     copies: normalizeCopies(o.copies),
-    control_flow: normalizeControlFlowRun(o.control_flow)
+    control_flow: normalizeControlFlowRun(o.control_flow),
+    queues: normalizeQueues(o.queues)
   };
 }
 
