@@ -134,3 +134,29 @@ def test_a_loop_that_dequeues_is_not_compiled_and_waits_for_its_elements():
         later.join()
         (plan,) = [p for p in s._plans.values() if p.control_flow]
         assert not s._paths[plan].layout.loops
+
+
+def test_observers_hear_of_a_wait_inside_a_branch():
+    import threading
+
+    class Waits(tf.Observer):
+        def __init__(self):
+            self.events = []
+
+        def on_wait(self, op, what):
+            self.events.append(("wait", op.type, what))
+
+        def on_wait_end(self, op):
+            self.events.append(("end", op.type))
+
+    with tf.Graph().as_default(), tf.Session() as s:
+        q = tf.FIFOQueue(2, tf.float32, shapes=[[]], name="q")
+        got = tf.cond(tf.constant(True), lambda: q.dequeue(), lambda: tf.constant(-1.0))
+        enqueue = q.enqueue(3.0)
+        later = threading.Timer(0.2, lambda: s.run(enqueue))
+        later.start()
+        with tf.observe(Waits()) as seen:
+            assert s.run(got, options=tf.RunOptions(timeout_in_ms=10_000)) == 3.0
+        later.join()
+    assert seen.events == [("wait", "QueueDequeueV2", "an element of queue 'q'"),
+                           ("end", "QueueDequeueV2")]  # fmt: skip

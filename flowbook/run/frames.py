@@ -70,38 +70,13 @@ import numpy as np
 from flowbook import errors
 from flowbook.ops.control_flow_prims import DEAD
 from flowbook.pending import WAIT_SLICE_S, Pending
-from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, TRIGGER, Layout
+from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, ROOT, TRIGGER, Frame, Layout
 from flowbook.run.loops import CompiledLoop, LoopDeadline, clock
 from flowbook.run.op_errors import deadline_error, run_error
 from flowbook.run.plan import Plan, as_outputs
 from flowbook.run.pool import drain, large, pool
 
 DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
-
-
-class Frame:
-    """One instance of a loop's frame: started by an Enter in its parent's ``tag``."""
-
-    __slots__ = ("busy", "invariants", "iterations", "live", "name", "parallel", "parent")
-
-    def __init__(self, parent: tuple[Any, int], name: str, parallel: int = 10) -> None:
-        self.parent = parent  # the tag the frame's Enters ran in; its Exits deliver there
-        self.name = name  # the Enter ops' frame_name
-        self.iterations = 1  # iterations started so far (0 .. iterations - 1)
-        self.invariants: list[tuple[int, tuple[Any, ...], bool]] = []  # constant Enters' values
-        self.live = False  # whether a live value entered it (else its Exits pass deadness on)
-        self.parallel = max(1, parallel)  # its while_loop's parallel_iterations
-        self.busy = 0  # its kernels on the pool now: at most ``parallel``
-
-    def progress(self) -> int:
-        """How many times the body has run so far (iterations started, less the one running)."""
-        return max(self.iterations - 1, 0)
-
-    def __repr__(self) -> str:
-        return f"Frame({self.name!r})"
-
-
-ROOT: tuple[Any, int] = (None, 0)  # the tag of the run's top level
 
 
 class FrameRun:
@@ -123,7 +98,9 @@ class FrameRun:
         loops: dict[str, CompiledLoop] | None = None,
         on_loop: Sequence[Callable[..., Any]] = (),
         threads: int = 0,
+        waits: tuple[Sequence[Callable[..., Any]], Sequence[Callable[..., Any]]] = ((), ()),
     ) -> None:
+        self.wait_hooks, self.wait_end_hooks = waits  # the observers' on_wait, on_wait_end
         self.on_loop = on_loop  # the observers' on_loop hooks
         self.threads = threads  # most heavy kernels on the pool at once (0: all inline)
         self.in_flight = 0  # kernels on the pool or waiting (Pending), not yet collected
@@ -201,6 +178,8 @@ class FrameRun:
             if type(result) is Pending:  # it waits: its callback posts the result to done
                 self.parked[(i, tag)] = result
                 self.in_flight += 1
+                for hook in self.wait_hooks:
+                    hook(plan.ops[i], result.what)
                 result.then(lambda r, e, i=i, tag=tag: self.done.put((i, tag, r, e)))
                 continue
             if runs is not None:
@@ -236,8 +215,12 @@ class FrameRun:
                     continue
                 return
             self.in_flight -= 1
-            if self.parked.pop((i, tag), None) is None and tag[0] is not None:
-                tag[0].busy -= 1  # a pool kernel of a loop's iteration came back
+            if self.parked.pop((i, tag), None) is None:
+                if tag[0] is not None:
+                    tag[0].busy -= 1  # a pool kernel of a loop's iteration came back
+            else:
+                for hook in self.wait_end_hooks:
+                    hook(plan.ops[i])
             if exc is not None:
                 raise _run_error(plan, i, exc, tag) from exc
             if self.runs is not None:
