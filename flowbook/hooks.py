@@ -90,5 +90,6 @@ as_graph_def = Hook("as_graph_def", "flowbook.graph_def")
 import_graph_def = Hook("import_graph_def", "flowbook.graph_def_import")
 # () -> the GPUs CuPy finds in this process (found once; [] without CuPy or a GPU)
 find_gpus = Hook("find_gpus", "flowbook.run.gpu")
-# () -> the Session subclass that runs on a Dask cluster (tf.Session("dask://host:port"))
+# (cls, target) -> the class tf.Session(target) makes: cls, or for a Dask target
+# ("dask://host:port", a distributed.Client) the session that runs on the cluster
 cluster_session = Hook("cluster_session", "flowbook.distributed")

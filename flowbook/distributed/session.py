@@ -348,4 +348,13 @@ def _secondary(e: BaseException) -> bool:
     return isinstance(e, errors.AbortedError | errors.CancelledError)
 
 
-hooks.cluster_session.fill(lambda: DaskSession)
+def session_class(cls: type, target: Any) -> type:
+    """The class ``tf.Session(target)`` makes: a :class:`DaskSession` for a cluster target.
+
+    >>> session_class(Session, "dask://h:8786").__name__, session_class(Session, "").__name__
+    ('DaskSession', 'Session')
+    """
+    return DaskSession if cls is Session and is_cluster_target(target) else cls
+
+
+hooks.cluster_session.fill(session_class)

@@ -35,6 +35,7 @@
     (-0.29, 2)
 """
 
+import importlib
 from typing import Any
 
 from flowbook.distributed.cluster import ClusterSpec, replica_device_setter
@@ -134,6 +135,15 @@ from flowbook.train.training_util import (
     get_or_create_global_step,
     global_step,
 )
+from flowbook.train.warm_start import (
+    GlobalStepWaiterHook,
+    SessionCreator,
+    VocabInfo,
+    generate_checkpoint_state_proto,
+    init_from_checkpoint,
+    summary_iterator,
+    warm_start,
+)
 
 __all__ = [
     "AdadeltaOptimizer",
@@ -151,6 +161,7 @@ __all__ = [
     "FeedFnHook",
     "FinalOpsHook",
     "FtrlOptimizer",
+    "GlobalStepWaiterHook",
     "GradientDescentOptimizer",
     "LoggingTensorHook",
     "LooperThread",
@@ -168,6 +179,7 @@ __all__ = [
     "Saver",
     "Scaffold",
     "SecondOrStepTimer",
+    "SessionCreator",
     "SessionRunArgs",
     "SessionRunContext",
     "SessionRunHook",
@@ -177,6 +189,7 @@ __all__ = [
     "StopAtStepHook",
     "SummarySaverHook",
     "SummaryWriter",
+    "VocabInfo",
     "add_queue_runner",
     "assert_global_step",
     "basic_train_loop",
@@ -188,11 +201,13 @@ __all__ = [
     "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
+    "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "init_from_checkpoint",
     "input_producer",
     "inverse_time_decay",
     "latest_checkpoint",
@@ -215,7 +230,9 @@ __all__ = [
     "slice_input_producer",
     "start_queue_runners",
     "string_input_producer",
+    "summary_iterator",
     "update_checkpoint_state",
+    "warm_start",
     "write_graph",
 ]
 
@@ -227,4 +244,6 @@ _EXAMPLE_PROTOS = ("Example", "Features", "Feature", "BytesList", "FloatList", "
 def __getattr__(name: str) -> Any:
     if name in _EXAMPLE_PROTOS:
         return getattr(example_pb2(), name)
+    if name == "SaverDef":  # TensorFlow's message, from the tensorboard package (loaded on use)
+        return importlib.import_module("tensorboard.compat.proto.saver_pb2").SaverDef
     raise AttributeError(f"module 'flowbook.train' has no attribute {name!r}")
