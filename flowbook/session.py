@@ -48,6 +48,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from flowbook import hooks
@@ -104,8 +105,7 @@ class BaseSession:
         blas.apply(self.config.intra_op_parallelism_threads)  # BLAS threads (run/blas.py)
         self._plans: dict[tuple, Plan] = {}  # (fetches, feeds, graph version) -> plan
         self._paths: dict[Plan, RunPath] = {}  # plan -> what its runs here have learnt
-        # VariableV2 op -> its value here; random op -> its generator here.  Weak keys: an op
-        # removed from the graph (a re-run notebook cell) takes its state with it.
+        # VariableV2 op -> its value, random op -> its generator; weak: a removed op's state goes
         self._variables: weakref.WeakKeyDictionary[Operation, VarState] = (
             weakref.WeakKeyDictionary()
         )
@@ -161,10 +161,10 @@ class BaseSession:
             observers = [*observers, *observers_for(options, self.config, run_metadata)]
             if options is not None and options.timeout_in_ms:
                 deadline = time.monotonic() + options.timeout_in_ms / 1000
-        if self._passes and not observers and not plan.control_flow:  # watched: as written
-            plan, path = optimized(plan, path, feed_values, self._passes)
+        opt = self._passes and not plan.control_flow  # optimised unless watched op by op
+        faster = partial(optimized, plan, path, feed_values, self._passes) if opt else None
         threads = self.config.inter_op_parallelism_threads
-        values = execute(plan, path, feed_values, observers, deadline, threads)
+        values = execute(plan, path, feed_values, observers, deadline, threads, faster)
         if structure == 0:
             return to_numpy(values[0])
         if structure == 1:

@@ -294,3 +294,27 @@ def test_readers_of_a_removed_identity_still_wait_for_its_control_inputs():
     names = [op.name for op in plan.ops]
     assert "y" not in names
     assert names.index("CountUpTo") in plan.producers[names.index("z")]
+
+
+def test_runs_watched_whole_take_the_optimised_plan_and_the_watcher_sees_the_written_one():
+    class Whole(tf.Observer):
+        def __init__(self):
+            self.plans = []
+
+        def for_run(self, plan):
+            return None  # only on_start/on_finish: the run keeps its fast path
+
+        def on_start(self, plan):
+            self.plans.append(plan)
+
+    with tf.Graph().as_default(), tf.Session() as s:
+        x = tf.placeholder(tf.float32, [None, 3])
+        y = tf.reduce_sum(tf.identity(x * tf.ones([3])) + 0.0 * tf.cast(tf.size(x), tf.float32))
+        with tf.observe(Whole()) as whole:
+            for _ in range(3):
+                assert s.run(y, {x: np.ones((2, 3), np.float32)}) == 6.0
+        (written,) = set(whole.plans)
+        path = s._paths[written]
+        (entry,) = path.optimized.values()
+        assert type(entry) is tuple and len(entry[0].ops) < len(written.ops)
+        assert entry[1].compiled is not None  # the optimised plan ran, on its straight line
