@@ -61,8 +61,8 @@ def batches(
     return out
 
 
-def flowbook_step(hidden: int | None) -> tuple[Any, Any]:
-    """A session and a function running one SGD step of the model on (x, y)."""
+def flowbook_step(hidden: int | None, config: Any = None) -> tuple[Any, Any]:
+    """A session (made with ``config``) and a function running one SGD step of the model."""
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [None, 64], name="x")
@@ -82,7 +82,7 @@ def flowbook_step(hidden: int | None) -> tuple[Any, Any]:
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
         )
         train = tf.train.GradientDescentOptimizer(LR).minimize(loss)
-        sess = tf.Session(graph=g)
+        sess = tf.Session(graph=g, config=config)
         sess.run(tf.global_variables_initializer())
     return sess, lambda bx, by: sess.run(train, {x: bx, y: by})
 

@@ -14,7 +14,11 @@ Three measurements, all in one process, reported as figures and ratios:
 - **run**: the slowdown of runs with a live GraphWidget attached (the real
   widget and its trait serialisation; no browser needed) against the same
   runs without, interleaved round-robin, medians: the 2000-op add chain
-  (compiled straight-line plan) and one SGD step of the MLP 64-128-10.
+  (compiled straight-line plan), one SGD step of the MLP 64-128-10, and
+  runs with loops (issue 17): a ``while_loop`` of 1,000 trivial iterations,
+  a training step of a ``dynamic_rnn`` (an LSTM over 28 steps), and a loop
+  of 40,000 small matmuls, long enough to be shown as it goes (its counter
+  sent at the views' push rate).
 
 Goals (issue 4): first render of 1,000 ops < 2 s, of 10,000 ops with scopes
 collapsed < 3 s, a scope expanded < 0.5 s, a run with the widget ≤ 1.05x.
@@ -194,7 +198,60 @@ def bench_run(rounds: int, quick: bool) -> dict[str, Any]:
 
     results["mlp"] = _ratio(mlp, mg, rounds, GraphWidget, nb)
     msess.close()
+    results.update(bench_loops(rounds, quick, GraphWidget))
     return results
+
+
+def bench_loops(rounds: int, quick: bool, widget_cls: Any) -> dict[str, Any]:
+    """Runs with loops: a while_loop of 1,000 trivial iterations, a dynamic_rnn step, and a
+    loop long enough (40,000 iterations of a small matmul, over 0.1 s) to be shown as it goes."""
+    out = {}
+    g = fb.Graph()
+    with g.as_default():
+        _, acc = fb.while_loop(lambda i, a: i < 1000, lambda i, a: (i + 1, a + 1.0), [0, 0.0])
+    sess = fb.Session(graph=g)
+    block = 2 if quick else 5
+
+    def loop() -> None:
+        for _ in range(block):
+            sess.run(acc)
+
+    out["while_loop_1000"] = _ratio(loop, g, rounds, widget_cls, block)
+    sess.close()
+
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, [32, 28, 28], name="x")
+        cell = fb.nn.rnn_cell.BasicLSTMCell(64)
+        y, _ = fb.nn.dynamic_rnn(cell, x, dtype=fb.float32)
+        step = fb.train.GradientDescentOptimizer(0.1).minimize(fb.reduce_mean(y * y))
+        init = fb.global_variables_initializer()
+    sess = fb.Session(graph=g)
+    sess.run(init)
+    feed = {x: np.random.default_rng(0).random((32, 28, 28), np.float32)}
+
+    def rnn() -> None:
+        for _ in range(block):
+            sess.run(step, feed)
+
+    out["dynamic_rnn_step"] = _ratio(rnn, g, rounds, widget_cls, block)
+    sess.close()
+
+    g = fb.Graph()
+    with g.as_default():
+        w = fb.constant(np.eye(16, dtype=np.float32) * 0.5)
+        _, h = fb.while_loop(
+            lambda i, h: i < 40_000, lambda i, h: (i + 1, fb.matmul(h, w) + 1.0),
+            [0, fb.ones([16, 16])],
+        )  # fmt: skip
+    sess = fb.Session(graph=g)
+
+    def long_loop() -> None:
+        sess.run(h)
+
+    out["while_loop_live"] = _ratio(long_loop, g, max(5, rounds // 3), widget_cls, 1)
+    sess.close()
+    return out
 
 
 def _ratio(fn: Any, graph: fb.Graph, rounds: int, widget_cls: Any, per: int) -> dict[str, Any]:

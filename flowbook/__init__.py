@@ -33,16 +33,22 @@ from flowbook import (
     initializers,
     io,
     layers,
+    linalg,
     losses,
+    manip,
     math,
     nest,
     nn,
     profiling,
     random,
     session,
+    sparse,
+    spectral,
+    strings,
     summary,
     timeline,
     train,
+    version,
 )
 from flowbook import queues as queue
 from flowbook import test_util as test
@@ -60,8 +66,16 @@ from flowbook.compat import (
     executing_eagerly_outside_functions,
     resource_variables_enabled,
 )
-from flowbook.config import ConfigProto, GPUOptions, RunMetadata, RunOptions
+from flowbook.config import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+)
 from flowbook.custom_gradient import custom_gradient
+from flowbook.devices import DeviceSpec
 from flowbook.dtypes import (
     DType,
     as_dtype,
@@ -128,6 +142,8 @@ from flowbook.ops.counting_ops import *
 from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
 from flowbook.ops.einsum_ops import *
 from flowbook.ops.example_ops import *
+from flowbook.ops.fake_quant_ops import *
+from flowbook.ops.fft_ops import *
 from flowbook.ops.identity_more import *
 from flowbook.ops.linalg_decomp import *
 from flowbook.ops.linalg_more import *
@@ -143,6 +159,7 @@ from flowbook.ops.placeholder_ops import *
 from flowbook.ops.random_ops import *
 from flowbook.ops.reader_ops import *
 from flowbook.ops.scan_ops import *
+from flowbook.ops.scatter_more import *
 from flowbook.ops.scatter_ops import *
 from flowbook.ops.script_ops import *
 from flowbook.ops.segment_ops import *
@@ -158,6 +175,8 @@ from flowbook.ops.space_ops import (
     space_to_batch_nd,
     space_to_depth,
 )  # fmt: skip
+from flowbook.ops.sparse_more import *
+from flowbook.ops.sparse_ops import *
 from flowbook.ops.special_ops import (
     betainc,
     digamma,
@@ -171,6 +190,7 @@ from flowbook.ops.special_ops import (
     zeta,
 )
 from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from flowbook.ops.string_ops import *
 from flowbook.ops.tensor_array import TensorArray
 from flowbook.profiling import profile
 from flowbook.queues import (
@@ -197,6 +217,8 @@ from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_protos import make_ndarray, make_tensor_proto
 from flowbook.tensor_shape import Dimension, TensorShape
 from flowbook.tf_logging import get_logger
+from flowbook.tf_names import *
+from flowbook.tf_names import tables_initializer
 from flowbook.variable_scope import (
     AUTO_REUSE,
     VariableScope,
@@ -222,6 +244,17 @@ from flowbook.variables import (
     report_uninitialized_variables,
     trainable_variables,
     variables_initializer,
+)
+from flowbook.version import (
+    COMPILER_VERSION,
+    CXX11_ABI_FLAG,
+    CXX_VERSION,
+    GIT_VERSION,
+    GRAPH_DEF_VERSION,
+    GRAPH_DEF_VERSION_MIN_CONSUMER,
+    GRAPH_DEF_VERSION_MIN_PRODUCER,
+    MONOLITHIC_BUILD,
+    VERSION,
 )
 
 
@@ -255,6 +288,8 @@ def __getattr__(name: str) -> _typing.Any:
     raise AttributeError(f"module 'flowbook' has no attribute {name!r}")
 
 
+signal = spectral  # tf.signal's transforms are tf.spectral's
+initializers.tables_initializer = tables_initializer  # tf.initializers' name for it
 compat.v1 = _sys.modules[__name__]  # tf.compat.v1 is flowbook: TF1's API is all it has
 operators.attach(Tensor)
 operators.attach(Variable)

@@ -1,4 +1,5 @@
-"""Run and session options with TensorFlow 1's names: ConfigProto, RunOptions, RunMetadata.
+"""Run and session options with TensorFlow 1's names: ConfigProto (GraphOptions,
+OptimizerOptions), RunOptions, RunMetadata.
 
 >>> import flowbook as fb
 >>> fb.RunOptions(timeout_in_ms=500).timeout_in_ms
@@ -23,6 +24,44 @@ class GPUOptions:
 
 
 @dataclass
+class OptimizerOptions:
+    """Which graph-optimiser passes run (``flowbook.run.optimize``), with TensorFlow 1's names.
+
+    ``opt_level`` ``L1`` (the default) runs constant folding, common
+    subexpression elimination and the removal of identities; ``L0`` none.  A
+    ``do_*`` flag set to True turns its pass on at ``L0``; set to False, off at
+    ``L1`` (TensorFlow ignores False there).  ``global_jit_level`` is accepted
+    and ignored (flowbook has no XLA).
+
+    >>> OptimizerOptions(opt_level=OptimizerOptions.L0).opt_level
+    -1
+    """
+
+    L1 = 0  # the default level: every pass
+    L0 = -1  # no pass, unless a do_* flag asks for it
+    DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2  # global_jit_level values
+
+    do_common_subexpression_elimination: bool | None = None  # None: as opt_level says
+    do_constant_folding: bool | None = None  # None: as opt_level says
+    opt_level: int = 0
+    global_jit_level: int = 0
+
+
+@dataclass
+class GraphOptions:
+    """Graph options of a session; ``optimizer_options`` is the one flowbook reads.
+
+    >>> GraphOptions().optimizer_options.opt_level
+    0
+    """
+
+    optimizer_options: OptimizerOptions = field(default_factory=OptimizerOptions)
+    infer_shapes: bool = False
+    place_pruned_graph: bool = False
+    build_cost_model: int = 0
+
+
+@dataclass
 class ConfigProto:
     """Session configuration.
 
@@ -42,6 +81,7 @@ class ConfigProto:
     device_count: dict[str, int] = field(default_factory=dict)
     gpu_options: GPUOptions = field(default_factory=GPUOptions)
     check_numerics: bool = False  # flowbook: stop every run at the first op producing NaN/Inf
+    graph_options: GraphOptions = field(default_factory=GraphOptions)  # the optimiser's passes
 
 
 @dataclass

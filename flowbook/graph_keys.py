@@ -30,3 +30,4 @@ class GraphKeys:
     SUMMARY_OP = "summary_op"
     READY_OP = "ready_op"
     LOCAL_INIT_OP = "local_init_op"
+    TABLE_INITIALIZERS = "table_initializer"

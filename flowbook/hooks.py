@@ -13,7 +13,9 @@ named :class:`Hook` here, and nowhere else:
 - ``as_graph_def``: ``Graph.as_graph_def``; filled by ``flowbook.graph_def``;
 - ``import_graph_def``: ``flowbook.graph_def.import_graph_def``; filled by
   ``flowbook.graph_def_import``;
-- ``find_gpus``: the GPUs ``flowbook.devices`` lists; filled by ``flowbook.run.gpu``.
+- ``find_gpus``: the GPUs ``flowbook.devices`` lists; filled by ``flowbook.run.gpu``;
+- ``cluster_session``: the session class ``tf.Session("dask://...")`` makes; filled by
+  ``flowbook.distributed``.
 
 One more reach has a registry of its own, beside the protocol it serves:
 ``flowbook.run.observers.observer_factory``, through which ``flowbook.debug`` and
@@ -88,3 +90,6 @@ as_graph_def = Hook("as_graph_def", "flowbook.graph_def")
 import_graph_def = Hook("import_graph_def", "flowbook.graph_def_import")
 # () -> the GPUs CuPy finds in this process (found once; [] without CuPy or a GPU)
 find_gpus = Hook("find_gpus", "flowbook.run.gpu")
+# (cls, target) -> the class tf.Session(target) makes: cls, or for a Dask target
+# ("dask://host:port", a distributed.Client) the session that runs on the cluster
+cluster_session = Hook("cluster_session", "flowbook.distributed")

@@ -37,6 +37,8 @@ from flowbook.ops.loss_ops import (
     sparse_softmax_cross_entropy_with_logits,
 )
 from flowbook.ops.math_ops import sigmoid, tanh  # type: ignore[attr-defined]
+from flowbook.ops.nn_3d import *
+from flowbook.ops.nn_3d import __all__ as _3d
 from flowbook.ops.nn_conv import *
 from flowbook.ops.nn_conv import __all__ as _conv
 from flowbook.ops.nn_ops import (
@@ -55,6 +57,8 @@ from flowbook.ops.nn_ops import (
 )
 from flowbook.ops.nn_pool import *
 from flowbook.ops.nn_pool import __all__ as _pool
+from flowbook.ops.nn_sparse import *
+from flowbook.ops.nn_sparse import __all__ as _sparse
 from flowbook.ops.nn_stats import *
 from flowbook.ops.nn_stats import __all__ as _stats
 from flowbook.ops.norm_ops import (
@@ -116,7 +120,7 @@ __all__ = [
     "weighted_cross_entropy_with_logits",
     "xw_plus_b",
     # issue 16: the conv/pool/spatial tail
-    *_depthwise, *_conv, *_pool, *_stats,
+    *_depthwise, *_conv, *_pool, *_stats, *_sparse, *_3d,
     "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input",
     "depth_to_space", "max_pool_with_argmax", "space_to_batch", "space_to_depth",
     # issue 17: recurrent cells and static RNNs

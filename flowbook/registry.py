@@ -80,7 +80,8 @@ class OpDef:
     bind: Callable[..., Callable[..., Any]] | None = None  # (xp, **attrs) -> fn(*arrays)
     heavy: bool | Callable[[Any], bool] = False  # may go to the thread pool; fn(op) decides
     stateful: bool = False  # results change between runs, or it changes session state
-    # session state bound in: "variable" | "rng" | "iterator" | "container" (flowbook.resources)
+    # session state bound in: "variable" | "rng" | "iterator" | "container" (flowbook.resources);
+    # "rendezvous": a cluster task's Send/Recv table, bound by flowbook.distributed.server
     resource: str | None = None
     blocking: bool = False  # may wait (a queue op): may return a flowbook.pending.Pending
     ref_inputs: tuple[int, ...] = ()  # inputs that take a variable itself (its VarState), unread

@@ -1,6 +1,6 @@
 """Session: run (parts of) a graph, TF1 style, and hold the variables' values.
 
-``Session.run(fetches, feed_dict)`` in four steps:
+``Session.run(fetches, feed_dict)`` in five steps:
 
 1. **fetches** (a tensor, op, name like ``"c:0"``/``"c"``, variable, or any
    nesting of list, tuple, dict) are flattened into unique graph elements and
@@ -11,7 +11,13 @@
    built once (``flowbook.run.plan``): a repeated run does no graph work.  Beside
    each plan the session keeps its ``RunPath`` (``flowbook.run.compile``): what
    its runs have learnt, such as its compiled straight line.
-4. ``flowbook.run.executor.execute`` runs it, on the path it chooses, with the
+4. the **optimiser** (``flowbook.run.optimize.optimized``) may swap in the
+   plan rewritten for the fed values' shapes (from the second run of a
+   signature on; ``ConfigProto.graph_options.optimizer_options`` picks its
+   passes) -- for runs no observer watches: a watched run (the live graph,
+   ``tf.profile``, traces, the NaN guard) and ``prepare`` (the Stepper) run
+   the plan as written, op for op.
+5. ``flowbook.run.executor.execute`` runs it, on the path it chooses, with the
    observers attached (``observe``, ``Session.observers``) and those the
    run's options and the session's config ask for
    (``flowbook.run.observers.observers_for``: traces, the NaN guard).
@@ -42,6 +48,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from flowbook import hooks
@@ -54,9 +61,10 @@ from flowbook.run import blas
 from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
 from flowbook.run.observers import Observer, observers_for
+from flowbook.run.optimize import optimized, passes_for
 from flowbook.run.placement import Placer, log_placement
 from flowbook.run.plan import Plan, build_plan
-from flowbook.run.values import feed_target, feed_value, flatten, host_value, rebuild, to_numpy
+from flowbook.run.values import feed_items, flatten, host_value, rebuild, to_numpy
 from flowbook.tensor import Operation, Tensor
 from flowbook.var_state import VarState
 
@@ -97,8 +105,7 @@ class BaseSession:
         blas.apply(self.config.intra_op_parallelism_threads)  # BLAS threads (run/blas.py)
         self._plans: dict[tuple, Plan] = {}  # (fetches, feeds, graph version) -> plan
         self._paths: dict[Plan, RunPath] = {}  # plan -> what its runs here have learnt
-        # VariableV2 op -> its value here; random op -> its generator here.  Weak keys: an op
-        # removed from the graph (a re-run notebook cell) takes its state with it.
+        # VariableV2 op -> its value, random op -> its generator; weak: a removed op's state goes
         self._variables: weakref.WeakKeyDictionary[Operation, VarState] = (
             weakref.WeakKeyDictionary()
         )
@@ -110,6 +117,7 @@ class BaseSession:
         self.observers: list[Observer] = []  # observers of this session's runs
         self._placer: Placer | None = None  # op -> device; made on the first plan
         self._logged_mapping = False  # log_device_placement printed the device mapping
+        self._passes = passes_for(self.config)  # the optimiser's passes (flowbook.run.optimize)
         _open.add(self)
 
     # ------------------------------------------------------------------ run
@@ -146,20 +154,17 @@ class BaseSession:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plan(elements, feed_tensors, key)
+        path = self._paths[plan]
         observers = self.observers + _observers if (self.observers or _observers) else ()
         deadline = None
         if options is not None or self.config.check_numerics:
             observers = [*observers, *observers_for(options, self.config, run_metadata)]
             if options is not None and options.timeout_in_ms:
                 deadline = time.monotonic() + options.timeout_in_ms / 1000
-        values = execute(
-            plan,
-            self._paths[plan],
-            feed_values,
-            observers,
-            deadline,
-            self.config.inter_op_parallelism_threads,
-        )
+        opt = self._passes and not plan.control_flow  # optimised unless watched op by op
+        faster = partial(optimized, plan, path, feed_values, self._passes) if opt else None
+        threads = self.config.inter_op_parallelism_threads
+        values = execute(plan, path, feed_values, observers, deadline, threads, faster)
         if structure == 0:
             return to_numpy(values[0])
         if structure == 1:
@@ -259,9 +264,9 @@ class BaseSession:
         tensors: list[Tensor] = []
         values: list[Any] = []
         for key, value in feed_dict.items():
-            t = feed_target(self.graph, key)
-            tensors.append(t)
-            values.append(feed_value(t, value))
+            for t, v in feed_items(self.graph, key, value):
+                tensors.append(t)
+                values.append(v)
         return tuple(tensors), tuple(values)
 
     # ------------------------------------------------------------ lifecycle
@@ -359,6 +364,9 @@ class Session(BaseSession):
     ...     int(c.eval())
     5
     """
+
+    def __new__(cls, target: Any = "", *args: Any, **kwargs: Any) -> Session:  # "dask://..."
+        return super().__new__(hooks.cluster_session(cls, target))  # a DaskSession, or cls
 
     def __enter__(self) -> Session:
         self._contexts = [self.graph.as_default(), self.as_default()]

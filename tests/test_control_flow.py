@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 import flowbook as tf
 from flowbook.errors import InvalidArgumentError
+from flowbook.run import pool as pool_module
 from flowbook.run.executor import run_frames
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -24,13 +26,17 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 def _both_orders(sess, fetches, feed=None):
     """The run's values (innermost loops compiled), and the same plan with every loop
-    interpreted, oldest-ready-first and newest-ready-first: they must agree."""
+    interpreted, oldest-ready-first, newest-ready-first and with heavy ops on the thread
+    pool: they must agree."""
     want = sess.run(fetches, feed)
     tensors, values = sess._feeds(feed) if feed else ((), ())
     plan = sess._plans[(fetches, None, *tensors, sess.graph._version)]
     for order in ("fifo", "lifo"):
         (got,) = run_frames(plan, sess._paths[plan], values, order=order, compiled=False)
         np.testing.assert_allclose(np.asarray(got, float), np.asarray(want, float), rtol=1e-12)
+    with mock.patch.object(pool_module, "POOL_MIN_ELEMENTS", 0):  # every heavy op: the pool
+        (got,) = run_frames(plan, sess._paths[plan], values, compiled=False, max_in_flight=4)
+    np.testing.assert_allclose(np.asarray(got, float), np.asarray(want, float), rtol=1e-12)
     return want
 
 
@@ -291,7 +297,7 @@ def test_deadline_in_a_loop():
     n=st.integers(0, 6),
     k=st.integers(1, 4),
     threshold=st.floats(-2.0, 2.0),
-    ops=st.lists(st.sampled_from(["add", "mul", "sin", "cond"]), min_size=1, max_size=4),
+    ops=st.lists(st.sampled_from(["add", "mul", "sin", "cond", "mat"]), min_size=1, max_size=4),
 )
 def test_random_loops_agree_in_every_order_and_with_python(n, k, threshold, ops):
     def step(a, x, i):
@@ -302,6 +308,9 @@ def test_random_loops_agree_in_every_order_and_with_python(n, k, threshold, ops)
                 a = a * 0.5
             elif op == "sin":
                 a = tf.sin(a) if isinstance(a, tf.Tensor) else np.sin(a)
+            elif op == "mat":  # a heavy op: the threaded run sends it to the pool
+                m = np.eye(k) * 0.5 + 0.1
+                a = tf.reshape(tf.matmul(a[None], m), [k]) if isinstance(a, tf.Tensor) else a @ m
             elif isinstance(a, tf.Tensor):
                 a = tf.cond(tf.reduce_sum(a) > threshold, lambda a=a: a - x, lambda a=a: a + 1.0)
             else:

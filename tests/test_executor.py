@@ -18,6 +18,11 @@ from flowbook.run import executor
 from flowbook.run.compile import RunPath
 from flowbook.run.plan import build_plan
 
+# these tests watch the executor's paths over the plan as written: no optimiser passes
+AS_WRITTEN = fb.ConfigProto(
+    graph_options=fb.GraphOptions(optimizer_options=fb.OptimizerOptions(opt_level=-1))
+)
+
 BINARY = [fb.add, fb.subtract, fb.multiply, fb.maximum, fb.minimum]
 UNARY = [fb.negative, fb.abs, fb.square, fb.tanh, fb.sigmoid]
 
@@ -108,7 +113,7 @@ def test_compiled_plan_reuses_locals_and_frees_values():
     y = x
     for _ in range(50):
         y = y + 1.0
-    with fb.Session() as s:
+    with fb.Session(config=AS_WRITTEN) as s:
         s.run(y, {x: 0.0})
         assert s.run(y, {x: 0.0}) == 50.0
         path = next(iter(s._paths.values()))
@@ -254,7 +259,7 @@ def test_heavy_plans_whose_kernels_ran_inline_take_the_straight_line(monkeypatch
     y = fb.matmul(x, w, name="left") + fb.matmul(x * 2.0, w, name="right")
     small, big = np.ones((2, 300), np.float32), np.ones((300, 300), np.float32)
     taken = _paths(monkeypatch)
-    with fb.Session() as s:
+    with fb.Session(config=AS_WRITTEN) as s:
         plan_value = s.run(y, {x: small})
         assert taken == ["run_threaded"]  # heavy: the scheduler decides, kernels inline
         for _ in range(2):

@@ -345,6 +345,7 @@ def every_op():
     tf.nn.log_uniform_candidate_sampler([[1]], 1, 2, True, 5, seed=1)
     tf.nn.uniform_candidate_sampler([[1, 2]], 2, 3, False, 5)
     data_ops()
+    compat_tail_ops(x, v)
     feed = {
         "x:0": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
         "n:0": np.ones((2, 3), np.int32),
@@ -385,6 +386,49 @@ def queue_ops():
         r.read(names), r.num_records_produced(), r.num_work_units_completed(), r.reset()
     readers[0].read_up_to(names, 3)
     tf.count_up_to(tf.Variable(0, name="counter"), 3)
+    sendrecv_ops()
+
+
+def sendrecv_ops():
+    """Issue 20's Send/Recv pair, as a partition of a cluster run holds them (never run here)."""
+    g = tf.get_default_graph()
+    where = {"tensor_name": "edge_1_c", "send_device": "/job:ps/replica:0/task:0/device:CPU:0",
+             "send_device_incarnation": 1, "client_terminated": False,
+             "recv_device": "/job:worker/replica:0/task:0/device:CPU:0"}  # fmt: skip
+    g.create_op("_Send", [tf.constant(1.0)], dict(where), name="send")
+    g.create_op("_Recv", [], {**where, "tensor_type": tf.float32, "shape": (2, None)}, name="recv")
+
+
+def compat_tail_ops(x, v):
+    """Issue 16's compatibility tail: scatters, FFTs (and their gradients), strings, sparse."""
+    for f in (tf.scatter_mul, tf.scatter_div, tf.scatter_min, tf.scatter_max):
+        f(v, [1, 0], tf.ones([2, 3]))
+    for f in (tf.scatter_nd_update, tf.scatter_nd_add, tf.scatter_nd_sub):
+        f(v, [[0, 1]], [2.0])
+    parts = [f(x, [[0, 1]], [2.0]) for f in (tf.tensor_scatter_nd_update, tf.tensor_scatter_nd_add,
+             tf.tensor_scatter_nd_sub, tf.tensor_scatter_nd_min, tf.tensor_scatter_nd_max)]  # fmt: skip
+    z = tf.complex(x, x)
+    for f in (tf.fft, tf.ifft, tf.fft2d, tf.ifft2d, tf.fft3d, tf.ifft3d):
+        parts.append(tf.real(f(tf.reshape(z, [1, 2, 3]))))
+    tf.gradients(tf.add_n([tf.reduce_sum(p) for p in parts]), x)
+    words = tf.string_strip(tf.string_join([["a b", " c"], "d"], separator="-"))
+    words = tf.regex_replace(tf.decode_base64(tf.encode_base64(words, pad=True)), "a", "b")
+    n = tf.string_to_number(tf.substr(tf.as_string([1.5, 2.0], precision=2), 0, 3))
+    tf.reduce_join(tf.strings.upper(tf.strings.lower(words)), 0, separator=",")
+    tf.strings.length(words)
+    for f in (tf.string_to_hash_bucket_fast, tf.string_to_hash_bucket):
+        f(words, 5)
+    tf.string_to_hash_bucket_strong(words, 5, [1, 2])
+    split = tf.string_split(words)
+    tf.edit_distance(split, split)
+    q = tf.fake_quant_with_min_max_args(x, -1.0, 1.0, 4, True) + tf.fake_quant_with_min_max_vars(
+        x, -1.0, 1.0
+    )
+    q += tf.fake_quant_with_min_max_vars_per_channel(x, [-1.0] * 3, [1.0] * 3)
+    tf.gradients(q, x)
+    tf.timestamp()
+    tf.nn.ctc_greedy_decoder(tf.reshape(x, [2, 1, 3]), [2])
+    return n
 
 
 def _built():

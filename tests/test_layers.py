@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
               "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
-              "tfrecord", "nest", "pending", "queue_state", "resources", "record_files"}),
+              "tfrecord", "nest", "pending", "queue_state", "resources", "record_files",
+              "version"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices", "grad_overrides"}),
     # the op library, and what builds or reads graphs with it
@@ -40,11 +41,14 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
              "variable_scope", "layers", "contrib", "loss_reduction",
              "regression_losses", "custom_gradient", "tensor_protos", "iterator_state",
              "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn", "rnn_dynamic",
-             "functional_ops", "queues"}),
+             "functional_ops", "queues", "tf_names", "spectral", "strings", "sparse", "linalg",
+             "manip"}),
     # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
     ("run", {"run", "gpu_sim"}),
     ("session", {"session"}),
+    # running on a Dask cluster: partitions, Send/Recv, task servers, the cluster session
+    ("distributed", {"distributed"}),
     # tf.data: datasets, their traced functions (run on the executor), the iterator ops
     ("data", {"data"}),
     # training: gradients, optimizers, checkpoints, summaries

@@ -86,7 +86,12 @@ def test_preview(value, expected):
     assert preview(value) == expected
 
 
-def test_runs_first_timed_then_watched_whole_on_the_compiled_path(view):
+def test_runs_first_timed_then_watched_whole_on_the_compiled_path(view, monkeypatch):
+    from flowbook.notebook import watch
+
+    # a loaded machine can make the first run look slow enough to time again soon: not here
+    monkeypatch.setattr(watch, "RETIME_FAST_NS", 10**12)
+    monkeypatch.setattr(watch, "RETIME_NS", 10**12)
     g = fb.Graph()
     with g.as_default():
         x = fb.placeholder(fb.float32, name="x")
@@ -104,7 +109,9 @@ def test_runs_first_timed_then_watched_whole_on_the_compiled_path(view):
         for _ in range(5):
             assert float(s.run(y, {x: 2.0})) == 22.0
         path = next(iter(s._paths.values()))
-        assert path.compiled is not None  # watched whole: still the straight line
+        # watched whole: still the straight line (of the optimised plan, once there is one)
+        paths = [path, *(e[1] for e in path.optimized.values() if type(e) is tuple)]
+        assert paths[-1].compiled is not None
     _flush()
     last = view.last("run")
     assert last["seq"] == 6 and last["done"] == last["pruned"]

@@ -21,8 +21,8 @@ def test_every_op_is_fully_declared(opdef):
     assert all(isinstance(n, str) and n for n in opdef.inputs)
     lists = sum(n.startswith("*") for n in opdef.inputs)
     assert lists <= 1 or "N" in opdef.attrs  # several lists share one count N (DynamicStitch)
-    assert opdef.resource in (None, "variable", "rng", "iterator", "container")
-    if opdef.resource in ("rng", "iterator"):
+    assert opdef.resource in (None, "variable", "rng", "iterator", "container", "rendezvous")
+    if opdef.resource in ("rng", "iterator", "rendezvous"):
         assert opdef.stateful
 
 

@@ -44,7 +44,7 @@ import numpy as np
 from flowbook.debug.stepper import _LOOP_STEPPER, Stepper, StepperError
 from flowbook.run.frame_layout import Layout
 from flowbook.run.frames import FrameRun
-from flowbook.run.observers import Observer, hooks_of
+from flowbook.run.observers import hooks_of
 from flowbook.session import host_value
 from flowbook.tensor import Operation
 
@@ -56,21 +56,11 @@ Where = tuple[tuple[str, int], ...]
 class LoopStepper(Stepper):
     """Step a run with branches and loops.  See the module docstring."""
 
-    def __init__(
-        self,
-        sess: Any,
-        fetches: Any,
-        feed_dict: dict | None = None,
-        observers: Sequence[Observer] = (),
-    ) -> None:
-        self._layout: Layout | None = None
-        super().__init__(sess, fetches, feed_dict, observers)
-
     # ------------------------------------------------------------- progress
     def reset(self) -> None:
         """Start again with the same feeds (variables are not rolled back; see Stepper.reset)."""
         plan = self.plan
-        if self._layout is None:
+        if getattr(self, "_layout", None) is None:  # made once: reset keeps it
             self._layout = Layout(plan)
         obs = self.observers
         self._frun = FrameRun(

@@ -36,14 +36,24 @@ from flowbook.layers.separable import (
     separable_conv1d,
     separable_conv2d,
 )
+from flowbook.layers.three_d import (
+    AveragePooling3D,
+    Conv3D,
+    MaxPooling3D,
+    average_pooling3d,
+    max_pooling3d,
+)
+from flowbook.layers.three_d import conv3d_layer as conv3d
 
 __all__ = [
     "AveragePooling1D",
     "AveragePooling2D",
+    "AveragePooling3D",
     "BatchNormalization",
     "Conv1D",
     "Conv2D",
     "Conv2DTranspose",
+    "Conv3D",
     "Dense",
     "Dropout",
     "Flatten",
@@ -51,19 +61,23 @@ __all__ = [
     "Layer",
     "MaxPooling1D",
     "MaxPooling2D",
+    "MaxPooling3D",
     "SeparableConv1D",
     "SeparableConv2D",
     "average_pooling1d",
     "average_pooling2d",
+    "average_pooling3d",
     "batch_normalization",
     "conv1d",
     "conv2d",
     "conv2d_transpose",
+    "conv3d",
     "dense",
     "dropout",
     "flatten",
     "max_pooling1d",
     "max_pooling2d",
+    "max_pooling3d",
     "separable_conv1d",
     "separable_conv2d",
 ]

@@ -59,7 +59,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from flowbook.notebook import watch
+from flowbook.notebook import queues, watch
 from flowbook.notebook.flusher import Flusher
 from flowbook.notebook.history import History, error_state
 from flowbook.notebook.snapshot import graph_state, preview
@@ -208,6 +208,8 @@ class LiveGraph:
             "values": values,
             "placement": placement,
             "copies": copies,
+            "control_flow": stats.loops.state(plan, phase) if stats.loops else {},  # loops.py
+            "queues": queues.queues_state(self),  # levels and waits, read now (queues.py)
         }
 
     def tick_state(self) -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from flowbook.notebook.loops import frames_state
 from flowbook.tensor import Operation
 
 KINDS = {  # op type -> how the front end draws it (anything else: "op")
@@ -65,6 +66,7 @@ def graph_state(graph: Any) -> dict[str, Any]:
         "id": graph_id(graph),
         "version": version,
         "nodes": [node(op, op in stale) for op in ops],
+        "control_flow": frames_state(ops),  # loop frames and conds (loops.py)
     }
 
 

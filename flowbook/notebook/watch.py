@@ -18,6 +18,9 @@ looks up the plan's graph among the shown ones and chooses, from the plan's
 - every other run is watched *whole* (``for_run`` returns None): only the
   start and the end, and the run keeps its fast path (the compiled straight
   line for all-cheap plans); nodes show the times of the last timed run.
+  Runs of plans with branches or loops (:mod:`flowbook.notebook.loops`) and
+  of plans whose ops may wait on a queue (:mod:`flowbook.notebook.queues`)
+  always get an observer of their own, told of their loops or their waits.
 
 Values are kept by reference (up to ``KEEP_VALUE_BYTES`` each) and turned
 into previews only when a view asks, once per value.
@@ -47,6 +50,8 @@ from typing import Any
 
 from flowbook import source
 from flowbook.devices import Device
+from flowbook.notebook.loops import follow
+from flowbook.notebook.queues import follow_waits
 from flowbook.notebook.snapshot import preview
 from flowbook.run.observers import Observer
 from flowbook.run.placement import CopyOp
@@ -76,6 +81,7 @@ class PlanStats:
         "fetched_names",
         "hub",
         "last_ns",
+        "loops",
         "n",
         "names",
         "newest",
@@ -101,7 +107,8 @@ class PlanStats:
         self.whole_until = 0
         self.names = [op.name for op in plan.ops]  # op names, plan order
         self.fed: list[str] = []  # ops whose outputs are fed (filled lazily by the record)
-        self.n = max(1, len(plan.ops))  # op count, for the mean time
+        self.n = max(1, len(plan.ops))  # op count, for the mean time (op runs: loops.py)
+        self.loops: Any = None  # a plan with branches or loops: its LoopStats (loops.py)
         self.runs = 0  # runs seen
         self.last_ns = 0  # wall time of the last run
         self.timed_at = 0  # perf_counter_ns of the last timed run
@@ -363,6 +370,12 @@ class Watcher(Observer):
             return None
         now = _clock()  # the run starts now (on_start is next): its start
         mode = stats.mode(plan, now)
+        if plan.control_flow:  # counted every run (no fast path), loops followed: loops.py
+            stats.whole_until = 0
+            return follow(stats.hub, stats, mode, now, lambda m: _Watch(stats.hub, stats, m))
+        if plan.blocking:  # ops that may wait: every run told of its waits (queues.py)
+            stats.whole_until = 0
+            return follow_waits(stats.hub, stats, mode, now, lambda m: _Watch(stats.hub, stats, m))
         if mode is None:
             local.stats, local.start_ns = stats, now
             return None

@@ -24,7 +24,11 @@ Everything a session learns by running it lives here, in one
   (``tf.where``, a reshape to fed values) are recorded by the run;
 - ``inline_feeds``: the feed shapes of the last threaded run of a plan with
   heavy ops if it sent no kernel to the pool: runs with feeds of those shapes
-  take the straight line too.
+  take the straight line too;
+- ``optimized``: per feed-shape signature, the plan ``flowbook.run.optimize``
+  rewrote for it and that plan's own RunPath (so each signature has its own
+  straight line).  A plan's ``constants`` (folded values) are bound into its
+  straight line as ``c<slot>`` names, read once at its start.
 
     >>> import numpy as np, flowbook as fb
     >>> from flowbook.run.plan import build_plan
@@ -61,8 +65,8 @@ __all__ = ["COMPILE_AFTER_RUNS", "MAX_SHAPE_SIGNATURES", "RunPath", "shapes_give
 class RunPath:
     """What the runs of one plan in one session have learnt.  See the module docstring."""
 
-    __slots__ = ("compiled", "given_feeds", "inline_feeds", "layout", "line_to_op", "plan", "runs",
-                 "timed")  # fmt: skip
+    __slots__ = ("compiled", "given_feeds", "inline_feeds", "layout", "line_to_op", "optimized",
+                 "plan", "runs", "timed")  # fmt: skip
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan  # the fixed layout this path runs
@@ -76,6 +80,9 @@ class RunPath:
         # to the pool (then runs with feeds of those shapes may take the straight line)
         self.inline_feeds: tuple[Any, ...] | None = None
         self.layout: Any = None  # for a plan with branches or loops: its flowbook.run.frames.Layout
+        # feed shapes -> (optimised plan, its RunPath), None (nothing to gain) or a marker
+        # (seen once); kept by flowbook.run.optimize.optimized
+        self.optimized: dict[tuple[Any, ...], Any] = {}
 
     def straight(self) -> bool:
         """Count a run that wants the straight line; whether ``compiled`` is ready for it."""
@@ -155,6 +162,7 @@ def feed_shapes(feeds: Any) -> tuple[Any, ...]:
 def _define(plan: Plan, source: str, name: str) -> Callable[..., list[Any]]:
     """The function ``name`` that ``source`` defines, with the plan's kernels as ``f0, f1...``."""
     namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
+    namespace.update((f"c{s}", v) for s, v in plan.constants)
     exec(compile(source, PLAN_FILENAME, "exec"), namespace)
     return namespace[name]
 
@@ -178,6 +186,9 @@ def _straight_line(
     for k, s in enumerate(plan.feed_slots):
         names[s] = new_name()
         lines.append(f"    {names[s]} = feeds[{k}]")
+    for s, _ in plan.constants:  # folded values (flowbook.run.optimize): never freed
+        names[s] = new_name()
+        lines.append(f"    {names[s]} = c{s}")
     line_to_op: dict[int, int] = {}
     if timed:
         lines.append("    st[0] = clock()")

@@ -16,6 +16,9 @@ how a run goes (``_choose``); every path must give the same values:
 - **the serial reference** (``run_serial``): ops one by one in the static
   order; the differential tests hold the other two to it.
 
+Every path first puts the plan's ``constants`` (values the optimiser folded,
+``flowbook.run.optimize``; none in a plan as built) in their slots.
+
 **The scheduler state** (:class:`Schedule`) is one state machine, shared by
 threaded runs and the Stepper (``flowbook.debug.Stepper`` drives it one op at
 a time), so what a run can do is written once:
@@ -33,7 +36,9 @@ independent ones run side by side.  Pool results come back through a queue
 read with a timeout, so the wait stays interruptible and bounded.
 A queue op that must wait returns a ``flowbook.pending.Pending`` (kernels run
 inside ``parking()``): it is ``parked`` (counted in ``in_flight``) and its
-callback posts the result into the same queue; a stopped run withdraws it.  The first
+callback posts the result into the same queue; a stopped run withdraws it.
+Observers hear of a wait only there: ``on_wait`` as it parks, ``on_wait_end``
+as its result is collected.  The first
 error (or a KeyboardInterrupt, or the deadline) stops scheduling, waits for
 the in-flight kernels (at most one kernel's time) and raises; the pool is
 shared by all sessions and bounded, so no thread outlives its use.
@@ -55,14 +60,12 @@ memory, and the error is a ``ResourceExhaustedError`` naming the op.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -70,15 +73,14 @@ import numpy as np
 from flowbook import errors
 from flowbook.pending import Pending, parking
 from flowbook.run.compile import RunPath, feed_shapes
-from flowbook.run.frames import run_frames
+from flowbook.run.frame_entry import run_frames
 from flowbook.run.observers import Observer, hooks_of, split_for_run, timings_hooks
 from flowbook.run.op_errors import deadline_error, run_error
 from flowbook.run.plan import DISCARD, Plan, as_outputs
+from flowbook.run.pool import drain, large, pool
 from flowbook.run.timings import KernelTimer, RunTimings
 
 WAIT_SLICE_S = 0.05  # longest single block on the completion queue: keeps waits interruptible
-DRAIN_LIMIT_S = 600.0  # after an error, the longest wait for the run's pool kernels to finish
-POOL_MIN_ELEMENTS = 1 << 15  # a heavy op goes to the pool only with inputs at least this big
 
 
 # ---------------------------------------------------------------- front door
@@ -89,6 +91,7 @@ def execute(
     observers: Sequence[Observer] = (),
     deadline: float | None = None,
     max_in_flight: int = 0,
+    faster: Callable[[], tuple[Plan, RunPath]] | None = None,
 ) -> list[Any]:
     """Run ``plan`` on the path that serves the run; returns the fetched values, plan order.
 
@@ -96,18 +99,24 @@ def execute(
     ``deadline`` a ``time.monotonic()`` value (DeadlineExceededError past
     it); ``max_in_flight`` bounds concurrent pool kernels (0: the pool's size).
     Observers that watch this run whole (``Observer.for_run`` gives None) see
-    only its start and end, and leave the run on its fast path.
+    only its start and end, and leave the run on its fast path.  ``faster``
+    (the session's optimiser, ``flowbook.run.optimize``) gives the plan to
+    run instead when nobody watches op by op; whole watchers still see the
+    written plan start and end.
     """
     if not observers:  # the common case: nobody watches
+        if faster is not None:
+            plan, path = faster()
         with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
             return _choose(plan, path, feeds, (), deadline, max_in_flight)
     whole, watchers = split_for_run(observers, plan)
     for o in whole:
         o.on_start(plan)
+    run_plan, run_path = faster() if faster is not None and not watchers else (plan, path)
     error: BaseException | None = None
     try:
         with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            return _choose(plan, path, feeds, watchers, deadline, max_in_flight)
+            return _choose(run_plan, run_path, feeds, watchers, deadline, max_in_flight)
     except BaseException as e:
         error = e
         raise
@@ -181,6 +190,8 @@ class Schedule:
         self.vals: list[Any] = [None] * plan.n_slots  # slot -> value
         for s, v in zip(plan.feed_slots, feeds):
             self.vals[s] = v
+        for s, v in plan.constants:  # values folded by the optimiser
+            self.vals[s] = v
         self.pending = list(plan.pending)  # op -> ops it still waits for; 0 means ready
         # slot -> reads still to come; 0 frees the value (None: values are kept)
         self.uses: list[int] | None = None if keep_values else list(plan.uses)
@@ -220,6 +231,8 @@ def run_serial(plan: Plan, feeds: Sequence[Any]) -> list[Any]:
     """Run the plan's ops one by one in its static order (the reference executor)."""
     vals: list[Any] = [None] * plan.n_slots
     for s, v in zip(plan.feed_slots, feeds):
+        vals[s] = v
+    for s, v in plan.constants:  # values folded by the optimiser
         vals[s] = v
     for i, fn in enumerate(plan.fns):
         try:
@@ -290,22 +303,6 @@ def run_compiled_timed(
 
 
 # ----------------------------------------------------------------- threaded
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def pool() -> ThreadPoolExecutor:
-    """The process-wide bounded pool heavy kernels run on (created on first use)."""
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(
-                    max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="flowbook"
-                )
-    return _pool
-
-
 def run_threaded(
     plan: Plan,
     feeds: Sequence[Any],
@@ -347,15 +344,6 @@ def run_threaded(
     return run.sched.fetched()
 
 
-def _large(args: list[Any]) -> bool:
-    """Whether a heavy op's inputs are big enough to be worth a pool thread's round trip.
-
-    Static shapes often leave the batch unknown, so the plan marks such ops
-    heavy; this decides with the actual arrays.
-    """
-    return sum(getattr(a, "size", 0) for a in args) >= POOL_MIN_ELEMENTS
-
-
 class _Threaded:
     """One threaded run: the Schedule, the pool kernels in flight.  Only the calling thread
     touches it."""
@@ -379,6 +367,8 @@ class _Threaded:
         self.parked: dict[int, Pending] = {}  # op -> its wait (counted in in_flight)
         self.before_hooks = hooks_of(observers, "before_op")  # called as each op starts
         self.after_hooks = hooks_of(observers, "after_op")  # given each op's outputs
+        self.wait_hooks = hooks_of(observers, "on_wait")  # told when an op parks
+        self.wait_end_hooks = hooks_of(observers, "on_wait_end")  # told when its wait ends
         self.deadline = deadline
         self.max_in_flight = max_in_flight
 
@@ -397,7 +387,7 @@ class _Threaded:
             args = [vals[s] for s in inputs[i]]
             for hook in before:
                 hook(plan.ops[i])
-            if heavy[i] and ready and self.in_flight < self.max_in_flight and _large(args):
+            if heavy[i] and ready and self.in_flight < self.max_in_flight and large(args):
                 self.futures.append(pool().submit(self._work, i, fns[i], args))
                 self.in_flight += 1
                 continue
@@ -410,6 +400,8 @@ class _Threaded:
             if type(result) is Pending:  # it waits: its callback posts the result to done
                 self.parked[i] = result
                 self.in_flight += 1
+                for hook in self.wait_hooks:
+                    hook(plan.ops[i], result.what)
                 result.then(lambda r, e, i=i: self.done.put((i, r, e)))
                 continue
             self._finish(i, result)
@@ -435,7 +427,9 @@ class _Threaded:
                     continue
                 return
             self.in_flight -= 1
-            self.parked.pop(i, None)
+            if self.parked.pop(i, None) is not None and self.wait_end_hooks:
+                for hook in self.wait_end_hooks:
+                    hook(self.plan.ops[i])
             if exc is not None:
                 raise run_error(self.plan, i, exc) from exc
             self._finish(i, result)
@@ -458,10 +452,4 @@ class _Threaded:
         self.sched.ready.clear()
         for p in list(self.parked.values()):
             p.cancel()
-        give_up = time.monotonic() + DRAIN_LIMIT_S
-        pending = [f for f in self.futures if not f.done()]
-        while pending and time.monotonic() < give_up:
-            # a second Ctrl-C while draining still lets the kernels finish
-            with contextlib.suppress(KeyboardInterrupt):
-                wait(pending, timeout=WAIT_SLICE_S)
-            pending = [f for f in pending if not f.done()]
+        drain(self.futures)

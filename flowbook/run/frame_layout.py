@@ -4,7 +4,8 @@
 below; 0 for every other op), the frame an Enter starts, and the edges
 each op's outputs travel along, worked out once and kept in the session's
 ``RunPath``, with the frames that run compiled (``loops``, filled by
-``flowbook.run.frames`` on first use).  ``flowbook.run.frames``
+``flowbook.run.frames`` on first use).  :class:`Frame` is one instance of a
+loop's frame in a run, and ``ROOT`` the tag of a run's top level.  ``flowbook.run.frames``
 runs plans on it; the Stepper steps them.
 
     >>> import numpy as np, flowbook as fb
@@ -38,7 +39,7 @@ class Layout:
     """
 
     __slots__ = ("constant", "edges", "expect", "fed_args", "frame_of", "kinds", "loops",
-                 "n_inputs", "producer_of")  # fmt: skip
+                 "n_inputs", "parallel", "producer_of")  # fmt: skip
 
     def __init__(self, plan: Plan) -> None:
         ops = plan.ops
@@ -46,6 +47,8 @@ class Layout:
         self.frame_of = [op.attrs.get("frame_name", "") if k == ENTER else "" for op, k in
                          zip(ops, self.kinds)]  # fmt: skip
         self.constant = [bool(op.attrs.get("is_constant")) for op in ops]
+        # an Enter's while_loop's parallel_iterations: its frame's bound on pool kernels
+        self.parallel = [int(op.attrs.get("parallel_iterations", 10) or 10) for op in ops]
         self.n_inputs = [len(ins) for ins in plan.inputs]
         feed_pos = {s: k for k, s in enumerate(plan.feed_slots)}
         self.producer_of: dict[int, tuple[int, int]] = {}  # slot -> (op, output index)
@@ -76,3 +79,28 @@ class Layout:
             for i, k in enumerate(self.kinds)
         ]
         self.loops: dict[str, Any] | None = None  # compiled frames (flowbook.run.loops), by name
+
+
+class Frame:
+    """One instance of a loop's frame: started by an Enter in its parent's ``tag``."""
+
+    __slots__ = ("busy", "invariants", "iterations", "live", "name", "parallel", "parent")
+
+    def __init__(self, parent: tuple[Any, int], name: str, parallel: int = 10) -> None:
+        self.parent = parent  # the tag the frame's Enters ran in; its Exits deliver there
+        self.name = name  # the Enter ops' frame_name
+        self.iterations = 1  # iterations started so far (0 .. iterations - 1)
+        self.invariants: list[tuple[int, tuple[Any, ...], bool]] = []  # constant Enters' values
+        self.live = False  # whether a live value entered it (else its Exits pass deadness on)
+        self.parallel = max(1, parallel)  # its while_loop's parallel_iterations
+        self.busy = 0  # its kernels on the pool now: at most ``parallel``
+
+    def progress(self) -> int:
+        """How many times the body has run so far (iterations started, less the one running)."""
+        return max(self.iterations - 1, 0)
+
+    def __repr__(self) -> str:
+        return f"Frame({self.name!r})"
+
+
+ROOT: tuple[Any, int] = (None, 0)  # the tag of the run's top level

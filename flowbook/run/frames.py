@@ -34,7 +34,15 @@ trivial iteration costs about what the same Python loop over numpy does.
 :func:`run_frames` is the front door; ``compiled=False`` keeps every loop
 interpreted (the differential tests' reference).
 
-Every op runs on the calling thread in a FIFO ready order; ``order="lifo"``
+**The pool and waits.**  A heavy kernel (``Plan.heavy``) with big enough
+inputs goes to the thread pool (``flowbook.run.pool``) while the calling
+thread goes on with other ready ops, of the same iteration or of the next
+ones, so independent heavy work of a branch or of overlapping iterations
+runs side by side, at most ``threads`` kernels at once, and at most a
+loop's ``parallel_iterations`` of each loop frame's; a kernel that
+must wait (a queue's dequeue: ``flowbook.pending``) is parked until its
+queue answers.  Their results come back through ``done``.  Every other
+op runs on the calling thread in a FIFO ready order; ``order="lifo"``
 (the serial reference of the differential tests) runs the newest ready op
 first, a different legal order that must give the same values.  Deadlines,
 KeyboardInterrupt (between any two ops, so within one iteration's time) and
@@ -50,47 +58,25 @@ the observers' ``before_op``/``after_op`` hooks work as in the scheduler of
 
 from __future__ import annotations
 
+import queue
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
 from flowbook import errors
 from flowbook.ops.control_flow_prims import DEAD
-from flowbook.run.compile import RunPath
-from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, TRIGGER, Layout
-from flowbook.run.loops import CompiledLoop, LoopDeadline, clock, compile_loops
-from flowbook.run.observers import Observer, hooks_of
-from flowbook.run.op_errors import run_error
+from flowbook.pending import WAIT_SLICE_S, Pending
+from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, ROOT, TRIGGER, Frame, Layout
+from flowbook.run.loops import CompiledLoop, LoopDeadline, clock
+from flowbook.run.op_errors import deadline_error, run_error
 from flowbook.run.plan import Plan, as_outputs
-from flowbook.run.timings import KernelTimer
+from flowbook.run.pool import drain, large, pool
 
 DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
-
-
-class Frame:
-    """One instance of a loop's frame: started by an Enter in its parent's ``tag``."""
-
-    __slots__ = ("invariants", "iterations", "live", "name", "parent")
-
-    def __init__(self, parent: tuple[Any, int], name: str) -> None:
-        self.parent = parent  # the tag the frame's Enters ran in; its Exits deliver there
-        self.name = name  # the Enter ops' frame_name
-        self.iterations = 1  # iterations started so far (0 .. iterations - 1)
-        self.invariants: list[tuple[int, tuple[Any, ...], bool]] = []  # constant Enters' values
-        self.live = False  # whether a live value entered it (else its Exits pass deadness on)
-
-    def progress(self) -> int:
-        """How many times the body has run so far (iterations started, less the one running)."""
-        return max(self.iterations - 1, 0)
-
-    def __repr__(self) -> str:
-        return f"Frame({self.name!r})"
-
-
-ROOT: tuple[Any, int] = (None, 0)  # the tag of the run's top level
 
 
 class FrameRun:
@@ -111,8 +97,18 @@ class FrameRun:
         logging: bool = False,
         loops: dict[str, CompiledLoop] | None = None,
         on_loop: Sequence[Callable[..., Any]] = (),
+        threads: int = 0,
+        waits: tuple[Sequence[Callable[..., Any]], Sequence[Callable[..., Any]]] = ((), ()),
     ) -> None:
+        self.wait_hooks, self.wait_end_hooks = waits  # the observers' on_wait, on_wait_end
         self.on_loop = on_loop  # the observers' on_loop hooks
+        self.threads = threads  # most heavy kernels on the pool at once (0: all inline)
+        self.in_flight = 0  # kernels on the pool or waiting (Pending), not yet collected
+        self.done: queue.SimpleQueue[tuple[int, Any, Any, BaseException | None]] = (
+            queue.SimpleQueue()
+        )  # (op, tag, result, error) from pool threads and settled waits
+        self.futures: list[Future] = []  # this run's pool kernels (drain waits on them)
+        self.parked: dict[tuple[int, tuple[Any, int]], Pending] = {}  # (op, tag) -> its wait
         self.current: tuple[Any, int] = ROOT  # the tag of the op being stepped (run_one)
         self.plan, self.layout, self.feeds = plan, layout, list(feeds)
         self.loops = loops or None  # frames that run compiled, by name
@@ -140,9 +136,13 @@ class FrameRun:
         before, after, deadline = self.before, self.after, self.deadline
         pop = ready.pop if self.lifo else ready.popleft
         iteration, runs, tags = self.iteration, self.runs, self.tags
+        threads, heavy = self.threads, plan.heavy
         last: tuple[Any, int] = ROOT
         count = 0
-        while ready:
+        while ready or self.in_flight:
+            if not ready:
+                self._collect(block=True)
+                continue
             i, tag, args = pop()
             count += 1
             if deadline is not None and not count % DEADLINE_EVERY and time.monotonic() > deadline:
@@ -159,21 +159,85 @@ class FrameRun:
                     hook(where)
             for hook in before:
                 hook(plan.ops[i])
+            if threads and heavy[i] and ready and self.in_flight < threads and large(args):
+                frame = tag[0]
+                if frame is None or frame.busy < frame.parallel:
+                    self.futures.append(pool().submit(self._work, i, tag, fns[i], args))
+                    self.in_flight += 1
+                    if frame is not None:
+                        frame.busy += 1
+                    continue
             try:
                 result = fns[i](*args)
             except Exception as e:
                 args = None
                 from_op = _run_error(plan, i, e, tag)
                 raise from_op from e
-            if runs is not None:
-                runs[i] += 1
             if tags is not None:
                 tags.append(tag)
+            if type(result) is Pending:  # it waits: its callback posts the result to done
+                self.parked[(i, tag)] = result
+                self.in_flight += 1
+                for hook in self.wait_hooks:
+                    hook(plan.ops[i], result.what)
+                result.then(lambda r, e, i=i, tag=tag: self.done.put((i, tag, r, e)))
+                continue
+            if runs is not None:
+                runs[i] += 1
             outs = as_outputs(plan.outputs[i], result)
             for hook in after:
                 hook(plan.ops[i], outs)
             self._deliver(i, tag, outs, False)
+            if self.in_flight:
+                self._collect(block=False)
         return self._results()
+
+    # ---------------------------------------------------------- the pool
+    def _work(self, i: int, tag: tuple[Any, int], fn: Callable[..., Any], args: list[Any]) -> None:
+        try:
+            self.done.put((i, tag, fn(*args), None))
+        except BaseException as e:
+            self.done.put((i, tag, None, e))
+
+    def _collect(self, block: bool) -> None:
+        """Deliver the kernels that came back from the pool and the waits that ended."""
+        plan = self.plan
+        while self.in_flight:
+            try:
+                i, tag, result, exc = (
+                    self.done.get(timeout=WAIT_SLICE_S) if block else self.done.get_nowait()
+                )
+            except queue.Empty:
+                if block and self.deadline is not None and time.monotonic() > self.deadline:
+                    parked = {i: p for (i, _), p in self.parked.items()}
+                    raise deadline_error(plan, parked) from None
+                if block:
+                    continue
+                return
+            self.in_flight -= 1
+            if self.parked.pop((i, tag), None) is None:
+                if tag[0] is not None:
+                    tag[0].busy -= 1  # a pool kernel of a loop's iteration came back
+            else:
+                for hook in self.wait_end_hooks:
+                    hook(plan.ops[i])
+            if exc is not None:
+                raise _run_error(plan, i, exc, tag) from exc
+            if self.runs is not None:
+                self.runs[i] += 1
+            outs = as_outputs(plan.outputs[i], result)
+            for hook in self.after:
+                hook(plan.ops[i], outs)
+            self._deliver(i, tag, outs, False)
+            block = False
+
+    def stop(self) -> None:
+        """After an error: withdraw the waits, let the pool kernels finish, drop the buffers."""
+        self.ready.clear()
+        for p in list(self.parked.values()):
+            p.cancel()
+        drain(self.futures)
+        self.records.clear()
 
     # ------------------------------------------------------------ stepping
     def head(self) -> tuple[int, tuple[Any, int], list[Any]] | None:
@@ -280,7 +344,7 @@ class FrameRun:
             key = (tag, layout.frame_of[i])
             frame = self.frames.get(key)
             if frame is None:
-                frame = self.frames[key] = Frame(tag, layout.frame_of[i])
+                frame = self.frames[key] = Frame(tag, layout.frame_of[i], layout.parallel[i])
                 for hook in self.on_loop:
                     hook(frame.name, frame.progress)
             if not dead:
@@ -410,64 +474,3 @@ def _run_error(plan: Plan, i: int, exc: BaseException, tag: tuple[Any, int]) -> 
         error.message += f" (in loop frame '{frame.name}', iteration {it})"
         error.args = (error.message,)
     return error
-
-
-def run_frames(
-    plan: Plan,
-    path: RunPath,
-    feeds: Sequence[Any],
-    observers: Sequence[Observer] = (),
-    deadline: float | None = None,
-    order: str = "fifo",
-    compiled: bool = True,
-) -> list[Any]:
-    """Run a plan with branches or loops on the frame scheduler (``flowbook.run.frames``).
-
-    ``order`` "lifo" runs the newest ready op first: the serial reference the
-    differential tests hold the FIFO run to.  ``compiled`` False keeps every
-    loop on the scheduler (else innermost loops run compiled when nobody
-    watches op by op: ``flowbook.run.loops``).
-    """
-    if path.layout is None:
-        path.layout = Layout(plan)
-    for o in observers:
-        o.on_start(plan)
-    hooks = hooks_of(observers, "on_timings")
-    timer = KernelTimer(plan, hooks, any(o.keeps_shapes for o in observers)) if hooks else None
-    counted = hooks_of(observers, "on_control_flow")
-    before, after = hooks_of(observers, "before_op"), hooks_of(observers, "after_op")
-    iteration = hooks_of(observers, "on_iteration")
-    # nobody watches op by op: innermost loops run as compiled Python loops
-    loops = None
-    if compiled and not (before or after or iteration or timer):
-        if path.layout.loops is None:
-            path.layout.loops = compile_loops(plan)
-        loops = path.layout.loops
-    run = FrameRun(
-        plan, path.layout, feeds, timer.fns if timer is not None else None, order,
-        before, after, deadline, iteration, bool(counted), timer is not None, loops,
-        hooks_of(observers, "on_loop"),
-    )  # fmt: skip
-    error: BaseException | None = None
-    try:
-        return run.run()
-    except BaseException as e:
-        error = e
-        run.records.clear()  # the run is over: its buffers go now
-        run.ready.clear()
-        raise
-    finally:
-        if counted:
-            assert run.runs is not None
-            iterations = run.iterations()
-            for hook in counted:
-                hook(plan, run.runs, iterations)
-        if timer is not None:
-            assert run.tags is not None
-            wheres: dict[tuple[Any, int], tuple[tuple[str, int], ...]] = {}
-            timer.where = [
-                wheres[t] if t in wheres else wheres.setdefault(t, run.where(t)) for t in run.tags
-            ]
-            timer.finish()
-        for o in observers:
-            o.on_finish(plan, error)

@@ -159,6 +159,8 @@ def _compile(plan: Plan, kinds: list[int], name: str, enters: list[int]) -> Comp
     exits = [i for i in frame if kinds[i] == EXIT]
     if len(conds) != 1 or any(kinds[i] == TRIGGER for i in frame):
         return None
+    if any(getattr(getattr(ops[i], "_opdef", None), "blocking", False) for i in frame):
+        return None  # a queue op may wait: the scheduler parks it (flowbook.pending)
     if any(s in fed for i in frame if kinds[i] != ENTER for s in plan.inputs[i]):
         return None  # a value fed inside the loop: the scheduler handles it
     (loop_cond,) = conds

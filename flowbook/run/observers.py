@@ -6,8 +6,9 @@ subclasses :class:`Observer` and overrides the hooks it needs: ``on_start``,
 at once, as flat lists), for runs with branches and loops ``on_iteration``
 (the loop iteration the next ops run in), ``on_loop`` (a loop starts: a
 live count of its iterations) and ``on_control_flow`` (how many
-times each op ran, how many iterations each loop did), and ``on_finish``,
-all called on the calling thread.  Which hooks a class overrides is looked up once per class
+times each op ran, how many iterations each loop did), for runs with ops that may wait (queues)
+``on_wait`` and ``on_wait_end`` (an op parks, and its wait ends: called only
+then, never per element), and ``on_finish``, all called on the calling thread.  Which hooks a class overrides is looked up once per class
 (``_overridden``); the executor calls only those, so an observed run stays
 close to an unobserved one, and an observer that wants nothing per op
 (``timings_hooks``) leaves a run on its compiled straight line
@@ -99,6 +100,18 @@ class Observer:
         starts once per outer iteration).
         """
 
+    def on_wait(self, op: Operation, what: str) -> None:
+        """``op`` waits for ``what`` ("an element of queue 'q'"): its kernel returned a Pending.
+
+        The threaded scheduler calls it when it parks the op (other ready ops
+        go on); ``on_wait_end`` follows when the wait's result is collected.
+        A run that stops while ops wait (an error, the deadline, an interrupt)
+        withdraws them without ``on_wait_end``: ``on_finish`` ends every wait.
+        """
+
+    def on_wait_end(self, op: Operation) -> None:
+        """``op``'s wait is over (its result or error arrived); its outputs come next."""
+
     def on_finish(self, plan: Plan, error: BaseException | None) -> None:
         """The run ended, with ``error`` if it failed."""
 
@@ -119,7 +132,7 @@ def hooks_of(observers: Sequence[Observer], name: str) -> list[Callable[..., Any
 
 _HOOKS = (
     "on_start", "before_op", "after_op", "on_timings", "on_iteration", "on_loop",
-    "on_control_flow", "on_finish",
+    "on_control_flow", "on_wait", "on_wait_end", "on_finish",
 )  # fmt: skip
 
 

@@ -27,6 +27,11 @@ are slots; nothing is cached on it later).  What runs learn about it (the
 compiled straight line, timed twins, shapes given feeds, inline decisions)
 lives in the session's ``flowbook.run.compile.RunPath`` beside it.
 
+**Optimised plans.**  ``flowbook.run.optimize`` lays out a second Plan per
+feed-shape signature: a subset of the same ops, some inputs rewired, and
+``constants``, the (slot, value) pairs its folded ops left, which every
+executor puts in place before the first op runs (a built plan has none).
+
 **Devices.**  ``place(op)`` (the session's ``flowbook.run.placement.Placer``)
 says where each op runs; ``plan.devices`` holds the answer per op.  Where an
 edge crosses devices, ``flowbook.run.placement.insert_copies`` adds a copy node
@@ -69,7 +74,8 @@ class Plan:
 
     # fixed fields; __weakref__: the live views key their stats by plan, weakly
     __slots__ = (
-        "__weakref__", "any_heavy", "blocking", "consumers", "control_flow", "copies", "devices", "dynamic",
+        "__weakref__", "any_heavy", "blocking", "constants", "consumers", "control_flow", "copies",
+        "devices", "dynamic",
         "feed_slots", "fetch_slots", "fns", "frees", "heavy", "inputs", "n_slots", "off_host", "ops",
         "outputs", "pending", "producers", "ready", "uses",
     )  # fmt: skip
@@ -100,6 +106,9 @@ class Plan:
         self.blocking = (
             False  # whether some op may wait (a queue op): the threaded scheduler runs it
         )
+        # (slot, value) known before the run starts: values the optimiser folded
+        # (flowbook.run.optimize); a built plan has none.  Never freed.
+        self.constants: tuple[tuple[int, Any], ...] = ()
 
 
 def build_plan(
@@ -315,6 +324,7 @@ def _deps(op: Operation, fed: set[Tensor], back: list[Operation]) -> Any:
 def _static_frees(plan: Plan) -> list[tuple[int, ...]]:
     last: dict[int, int] = {}
     keep = {s for s in plan.fetch_slots if s is not None} | set(plan.feed_slots) | {DISCARD}
+    keep.update(s for s, _ in plan.constants)
     for i, ins in enumerate(plan.inputs):
         for s in ins:
             last[s] = i

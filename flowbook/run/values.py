@@ -152,6 +152,22 @@ def feed_target(graph: Graph, key: Any) -> Tensor:
     return t  # type: ignore[return-value]
 
 
+def feed_items(graph: Graph, key: Any, value: Any) -> list[tuple[Tensor, Any]]:
+    """The (tensor, checked value) pairs one ``feed_dict`` entry feeds.
+
+    A SparseTensor key (a ``sparse_placeholder``) feeds its three parts from
+    a ``SparseTensorValue``; any other key feeds its one tensor.
+    """
+    if hasattr(key, "_fields") and hasattr(key, "dense_shape"):  # a SparseTensor's parts
+        out = []
+        for part, part_value in zip(key, value, strict=True):
+            t = feed_target(graph, part)
+            out.append((t, feed_value(t, part_value)))
+        return out
+    t = feed_target(graph, key)
+    return [(t, feed_value(t, value))]
+
+
 def feed_value(t: Tensor, value: Any) -> Any:
     """``value`` as the array fed to ``t``, checked as TensorFlow checks feeds.
 

@@ -35,8 +35,10 @@
     (-0.29, 2)
 """
 
+import importlib
 from typing import Any
 
+from flowbook.distributed.cluster import ClusterSpec, replica_device_setter
 from flowbook.graph_def import write_graph
 from flowbook.ops.example_ops import example_pb2
 from flowbook.summary import FileWriter as SummaryWriter
@@ -133,6 +135,15 @@ from flowbook.train.training_util import (
     get_or_create_global_step,
     global_step,
 )
+from flowbook.train.warm_start import (
+    GlobalStepWaiterHook,
+    SessionCreator,
+    VocabInfo,
+    generate_checkpoint_state_proto,
+    init_from_checkpoint,
+    summary_iterator,
+    warm_start,
+)
 
 __all__ = [
     "AdadeltaOptimizer",
@@ -144,11 +155,13 @@ __all__ = [
     "CheckpointSaverListener",
     "CheckpointState",
     "ChiefSessionCreator",
+    "ClusterSpec",
     "Coordinator",
     "ExponentialMovingAverage",
     "FeedFnHook",
     "FinalOpsHook",
     "FtrlOptimizer",
+    "GlobalStepWaiterHook",
     "GradientDescentOptimizer",
     "LoggingTensorHook",
     "LooperThread",
@@ -166,6 +179,7 @@ __all__ = [
     "Saver",
     "Scaffold",
     "SecondOrStepTimer",
+    "SessionCreator",
     "SessionRunArgs",
     "SessionRunContext",
     "SessionRunHook",
@@ -175,6 +189,7 @@ __all__ = [
     "StopAtStepHook",
     "SummarySaverHook",
     "SummaryWriter",
+    "VocabInfo",
     "add_queue_runner",
     "assert_global_step",
     "basic_train_loop",
@@ -186,11 +201,13 @@ __all__ = [
     "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
+    "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "init_from_checkpoint",
     "input_producer",
     "inverse_time_decay",
     "latest_checkpoint",
@@ -207,12 +224,15 @@ __all__ = [
     "polynomial_decay",
     "range_input_producer",
     "remove_checkpoint",
+    "replica_device_setter",
     "shuffle_batch",
     "shuffle_batch_join",
     "slice_input_producer",
     "start_queue_runners",
     "string_input_producer",
+    "summary_iterator",
     "update_checkpoint_state",
+    "warm_start",
     "write_graph",
 ]
 
@@ -224,4 +244,6 @@ _EXAMPLE_PROTOS = ("Example", "Features", "Feature", "BytesList", "FloatList", "
 def __getattr__(name: str) -> Any:
     if name in _EXAMPLE_PROTOS:
         return getattr(example_pb2(), name)
+    if name == "SaverDef":  # TensorFlow's message, from the tensorboard package (loaded on use)
+        return importlib.import_module("tensorboard.compat.proto.saver_pb2").SaverDef
     raise AttributeError(f"module 'flowbook.train' has no attribute {name!r}")

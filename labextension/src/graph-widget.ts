@@ -16,6 +16,8 @@ import { GraphView } from './view/graph-view';
 import '../style/graph-view.css';
 import '../style/present.css';
 import '../style/history.css';
+import '../style/loops.css';
+import '../style/queues.css';
 
 interface AnyModel {
   get(name: string): unknown;

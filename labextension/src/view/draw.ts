@@ -7,6 +7,7 @@
 import type { Group, Visible } from './hierarchy';
 import type { ClusterBox, Edge, Placed, Point, Size } from './layout';
 import { LINE, NORMAL, clip, clipTo, measure, wrapName, type TextStyle } from './text';
+import { counterRoom } from './loops';
 
 export const SVG_NS = 'http://www.w3.org/2000/svg';
 
@@ -72,7 +73,7 @@ export function boxText(v: Visible, st: TextStyle = NORMAL): BoxText {
   }
   const { lines, cut } = wrapName(v.short, px, st.lineMax, st.lines, bold);
   if (v.type === 'group') {
-    return { title: lines, sub: `${v.opCount} op${v.opCount === 1 ? '' : 's'}`, cut };
+    return { title: lines, sub: `${frameWord(v)}${v.opCount} op${v.opCount === 1 ? '' : 's'}`, cut };
   }
   if (v.node.kind === 'constant' || !st.opSub) {
     return { title: lines, sub: '', cut };
@@ -82,13 +83,24 @@ export function boxText(v: Visible, st: TextStyle = NORMAL): BoxText {
   return { title: lines, sub: redundant ? '' : v.node.op, cut };
 }
 
+/** "while loop · " for a loop's frame, "cond · " for a cond, else "" (loops.ts). */
+function frameWord(g: Group): string {
+  return g.frame === 'while' ? 'while loop \u00B7 ' : g.frame === 'cond' ? 'cond \u00B7 ' : '';
+}
+
 /** The size of a box: its text with room around it, at least the kind's usual size. */
 export function sizeOf(v: Visible, st: TextStyle = NORMAL): Size {
   const t = boxText(v, st);
   const px = titleSize(v, st);
   const bold = v.type === 'group' || (v.type === 'leaf' && v.node.kind === 'copy');
-  const textW = Math.max(0, ...t.title.map(l => measure(l, px, bold)), t.sub ? measure(t.sub, st.sub) : 0);
-  const textH = t.title.length * px * LINE + (t.sub ? st.sub * LINE : 0) + 2 * st.padTop;
+  const room = v.type === 'group' && v.frame ? counterRoom(v) : ''; // a frame's counter line
+  const textW = Math.max(
+    0,
+    ...t.title.map(l => measure(l, px, bold)),
+    t.sub ? measure(t.sub, st.sub) : 0,
+    room ? measure(room, st.sub, true) : 0
+  );
+  const textH = t.title.length * px * LINE + (t.sub ? st.sub * LINE : 0) + (room ? st.sub * LINE : 0) + 2 * st.padTop;
   const grow = st.present ? 1.25 : 1; // present boxes keep their proportions at the bigger size
   if (v.type === 'more') {
     return { w: Math.max(112 * grow, textW + 24), h: Math.max(34 * grow, textH + 10) };
@@ -120,6 +132,10 @@ export function kindOf(v: Visible): string {
 export function drawBox(v: Visible, p: Placed, parent: Element, st: TextStyle = NORMAL): SVGGElement {
   const kind = kindOf(v);
   const g = svg('g', { class: 'fb-node', 'data-name': v.key, 'data-kind': kind, 'data-status': 'idle' });
+  const frame = v.type === 'group' ? v.frame : undefined;
+  if (frame) {
+    g.setAttribute('data-frame', frame);
+  }
   g.setAttribute('transform', `translate(${(p.x - p.w / 2).toFixed(1)},${(p.y - p.h / 2).toFixed(1)})`);
   const { w, h } = p;
   if (kind === 'scope' || kind === 'series') {
@@ -145,7 +161,7 @@ export function drawBox(v: Visible, p: Placed, parent: Element, st: TextStyle = 
   // the name's lines, then the sub line, centred as a block
   const px = titleSize(v, st);
   const lineH = px * LINE;
-  const block = t.title.length * lineH + (t.sub ? st.sub * LINE : 0);
+  const block = t.title.length * lineH + (t.sub ? st.sub * LINE : 0) + (frame ? st.sub * LINE : 0);
   const top = st.padTop + (innerH - 2 * st.padTop - block) / 2; // below the run's pills
   const a = svg('text', { class: 'fb-label', x: inner / 2, y: top, style: `font-size:${px}px` }, g);
   t.title.forEach((line, i) => {
@@ -160,18 +176,29 @@ export function drawBox(v: Visible, p: Placed, parent: Element, st: TextStyle = 
     const b = svg('text', { class: 'fb-sub', x: inner / 2, y: y.toFixed(1), style: `font-size:${st.sub}px` }, g);
     b.textContent = t.sub;
   }
+  if (frame) {
+    // the loop's counter or the cond's branch (loops.ts sets it), the block's last line
+    const y = top + block - (st.sub * LINE) / 2;
+    const attrs = { class: 'fb-frame-count', 'data-name': v.key, x: inner / 2, y: y.toFixed(1) };
+    svg('text', { ...attrs, style: `font-size:${st.sub}px` }, g);
+  }
   parent.appendChild(g);
   return g;
 }
 
 /** The title of an expanded group: "▾ block2 · 30 ops". */
 export function clusterTitle(g: Group): string {
-  return `\u25BE ${g.short}  \u00B7 ${g.opCount} ops`;
+  return `\u25BE ${g.short}  \u00B7 ${frameWord(g)}${g.opCount} ops`;
+}
+
+/** A frame's counter room in its title band, right of the title (0 for other groups). */
+function counterWidth(g: Group, st: TextStyle): number {
+  return g.frame ? measure(counterRoom(g), st.cluster, true) + 16 : 0;
 }
 
 /** How wide an expanded group must be for its whole title (at most 360 px; 520 presenting). */
 export function clusterTitleWidth(g: Group, st: TextStyle = NORMAL): number {
-  return Math.min(st.present ? 520 : 360, measure(clusterTitle(g), st.cluster, true) + 24);
+  return Math.min(st.present ? 520 : 360, measure(clusterTitle(g), st.cluster, true) + 24) + counterWidth(g, st);
 }
 
 /**
@@ -190,7 +217,8 @@ export function drawCluster(
   const attrs = {
     'data-name': g.key,
     'data-kind': g.kind === 'series' ? 'series' : 'scope',
-    'data-depth': depth % 4
+    'data-depth': depth % 4,
+    ...(g.frame ? { 'data-frame': g.frame } : {})
   };
   const el = svg('g', { class: 'fb-cluster', ...attrs });
   svg('rect', { class: 'fb-cluster-frame', x: b.x1, y: b.y1, width: b.x2 - b.x1, height: b.y2 - b.y1, rx: 10 }, el);
@@ -201,7 +229,11 @@ export function drawCluster(
     { class: 'fb-cluster-label', x: b.x1 + 10, y: b.y1 + st.headH / 2, style: `font-size:${st.cluster}px` },
     head
   );
-  label.textContent = clipTo(clusterTitle(g), b.x2 - b.x1 - 20, st.cluster, true);
+  label.textContent = clipTo(clusterTitle(g), b.x2 - b.x1 - 20 - counterWidth(g, st), st.cluster, true);
+  if (g.frame) {
+    const at = { class: 'fb-frame-count', 'data-name': g.key, x: b.x2 - 10, y: b.y1 + st.headH / 2 };
+    svg('text', { ...at, style: `font-size:${st.cluster}px` }, head);
+  }
   const tip = svg('title', {}, head);
   tip.textContent = `${g.key} \u2014 click to collapse`;
   parent.appendChild(el);

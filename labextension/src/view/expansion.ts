@@ -7,7 +7,8 @@
  *
  * A group the user has not opened or closed is open when the graph is
  * small (unless `compact`: present mode starts from the scopes' structure),
- * or when it is one of the single scopes wrapping the whole graph.
+ * or when it is one of the single scopes wrapping the whole graph; a while
+ * loop's frame (loops.ts) starts closed, save as such a wrapping scope.
  */
 
 import { PAGE, Hierarchy, type Expansion, type Group, type Leaf, type Visible } from './hierarchy';
@@ -36,6 +37,9 @@ export class Openings implements Expansion {
     const user = this.expanded.get(g.key);
     if (user !== undefined) {
       return user;
+    }
+    if (g.frame === 'while' && !this.autoOpen.has(g.key)) {
+      return false; // a loop's frame starts collapsed: its counter on one box
     }
     return (!this.compact && this.h.root.opCount <= SMALL_GRAPH) || this.autoOpen.has(g.key);
   }

@@ -21,11 +21,10 @@
  * shows a kept run, live runs wait in `liveRun`), the scene, the hover
  * tooltip (tooltip.ts), the details pane and the legend (badges.ts).
  *
- * The loop: setGraph / a click that opens a group -> requestLayout() ->
- * (next tick, latest request wins) layOut: visible part -> DOT -> Graphviz
- * -> scene.draw -> applyOverlay(). Run and stepper updates only call
- * applyOverlay(), which changes attributes on the boxes already drawn; no
- * layout.
+ * The loop: setGraph / a click that opens a group -> requestLayout() -> (next
+ * tick, latest request wins) layOut: visible part -> DOT -> Graphviz ->
+ * scene.draw -> applyOverlay(). Run and stepper updates only call
+ * applyOverlay() (badges, loops' counters, queues' levels: queues.ts), no layout.
  */
 
 import type { Viz } from '@viz-js/viz';
@@ -46,6 +45,7 @@ import { Scene } from './scene';
 import { Presentation } from './present';
 import { normalizeTick, Updates } from './updates';
 import { CellFollower } from './follow';
+import { paintRunMarks } from './queues';
 import {
   EMPTY_RUN,
   EMPTY_STEPPER,
@@ -157,7 +157,7 @@ export class GraphView {
     const graph = normalizeGraph(g);
     const newId = graph.id !== this.graph.id;
     this.graph = graph;
-    this.h = new Hierarchy(graph.nodes);
+    this.h = new Hierarchy(graph.nodes, graph.control_flow);
     this.openings.setHierarchy(this.h);
     if (newId) {
       this.focus.fitNext();
@@ -385,6 +385,7 @@ export class GraphView {
     }
     const ov = this.overlay;
     const maxTime = this.scene.paint(v => ov.box(v, this.openings.leavesOf));
+    paintRunMarks(this.scene.el, this.h, ov.run, n => this.boxFor(n)?.key);
     this.legend.update(maxTime, ov.placement);
     markChanged(this.root, this.history.changedOps, n => this.boxFor(n)?.key);
     this.updateSummary();

@@ -15,6 +15,7 @@
  */
 
 import type { CopySpec, NodeSpec } from './types';
+import { markFrames, type ControlFlowGraph } from './loops';
 
 export const SERIES_MIN = 8; // a series forms from more than this many siblings
 export const PAGE = 150; // children an expanded group shows before a "more" box
@@ -40,6 +41,9 @@ export interface Group {
   index: number;
   opCount: number; // ops inside, at any depth
   leaves: Leaf[]; // ops inside, at any depth (filled on build)
+  frame?: 'while' | 'cond'; // a scope that is a while loop's frame or a cond (loops.ts)
+  loop?: string; // a loop's frame name ("loop/while_context")
+  nested?: boolean; // a loop inside another loop
 }
 
 export interface More {
@@ -59,7 +63,8 @@ export class Hierarchy {
   readonly leaves = new Map<string, Leaf>(); // op name -> leaf
   readonly groups = new Map<string, Group>(); // group key -> group
 
-  constructor(nodes: NodeSpec[]) {
+  /** The hierarchy of `nodes`; the scopes `cf` names are marked as loop frames and conds. */
+  constructor(nodes: NodeSpec[], cf?: ControlFlowGraph) {
     this.root = newGroup('root', '', '', null);
     for (const node of nodes) {
       if (this.leaves.has(node.name)) {
@@ -90,6 +95,9 @@ export class Hierarchy {
     }
     this.mergeOpsIntoScopes();
     this.finish(this.root);
+    if (cf) {
+      markFrames(this, cf);
+    }
   }
 
   /** A variable `w` beside its scope `w/...`: move the op into the scope. */

@@ -24,7 +24,8 @@ const STEP_RANK: Record<StepMark, number> = { '': 0, done: 1, ready: 2, current:
 
 export interface BoxState {
   status: Status;
-  dim: boolean; // outside the last run's subgraph
+  dim: boolean; // outside the last run's subgraph, or in it but ran 0 times
+  untaken: boolean; // in the run's subgraph but never ran: a branch not taken (loops.ts)
   timeUs: number | null;
   step: StepMark;
   stale: boolean;
@@ -39,6 +40,7 @@ export class Overlay {
   private fed = new Set<string>();
   private done = new Set<string>();
   private running = new Set<string>();
+  private notRun = new Set<string>(); // ops of the run that ran 0 times (an untaken branch)
   private stepDone = new Set<string>();
   private stepReady = new Set<string>();
   private stepPruned = new Set<string>();
@@ -56,6 +58,7 @@ export class Overlay {
     this.fed = new Set(run.fed);
     this.done = new Set(run.done);
     this.running = new Set(run.running);
+    this.notRun = new Set(run.control_flow.not_run);
   }
 
   setStepper(s: StepperState): void {
@@ -83,6 +86,9 @@ export class Overlay {
     }
     if (this.running.has(name)) {
       return 'running';
+    }
+    if (this.notRun.has(name)) {
+      return 'outside';
     }
     if (this.done.has(name)) {
       return 'done';
@@ -121,7 +127,7 @@ export class Overlay {
     if (this.stepper.active && this.stepPruned.size > 0) {
       return !this.stepPruned.has(name);
     }
-    return this.run.seq > 0 && this.pruned.size > 0 && !this.pruned.has(name);
+    return this.run.seq > 0 && ((this.pruned.size > 0 && !this.pruned.has(name)) || this.notRun.has(name));
   }
 
   /** Op name -> the device it ran on ("GPU:0"), from the stepper's plan or the run's. */
@@ -154,6 +160,7 @@ export class Overlay {
     let stale = false;
     let errorMessage = '';
     let anyInRun = false;
+    let untaken = leaves.length > 0 && this.notRun.size > 0 && !this.stepper.active;
     const placement = this.placement;
     let device = '';
     let devices = 0;
@@ -169,6 +176,9 @@ export class Overlay {
       }
       if (allDim && !this.leafDim(n)) {
         allDim = false;
+      }
+      if (untaken && !this.notRun.has(n)) {
+        untaken = false;
       }
       const t = this.run.times_us[n];
       if (typeof t === 'number') {
@@ -196,7 +206,7 @@ export class Overlay {
     if (devices > 1) {
       device = 'mixed';
     }
-    return { status, dim: allDim, timeUs: time, step, stale, errorMessage, device };
+    return { status, dim: allDim, untaken, timeUs: time, step, stale, errorMessage, device };
   }
 }
 

@@ -182,6 +182,7 @@ export class Scene {
       const st = states.get(v)!;
       el.setAttribute('data-status', st.status);
       setFlag(el, 'fb-dim', st.dim);
+      setFlag(el, 'fb-untaken', st.untaken);
       setFlag(el, 'fb-stale', st.stale);
       if (st.dim) {
         dimmed.add(v);

@@ -4,6 +4,15 @@
  * stay the same when a notebook cell is re-run.
  */
 
+import {
+  EMPTY_CONTROL_FLOW,
+  normalizeControlFlowGraph,
+  normalizeControlFlowRun,
+  type ControlFlowGraph,
+  type ControlFlowRun
+} from './loops';
+import { EMPTY_QUEUES, normalizeQueues, type QueuesRun } from './queues';
+
 export type NodeKind = 'op' | 'variable' | 'placeholder' | 'constant' | 'copy';
 
 export interface NodeSpec {
@@ -25,6 +34,7 @@ export interface GraphState {
   id: string;
   version: number;
   nodes: NodeSpec[];
+  control_flow: ControlFlowGraph; // the scopes that are loop frames and conds (loops.ts)
 }
 
 export type RunPhase = 'idle' | 'running' | 'done' | 'error';
@@ -60,6 +70,8 @@ export interface RunState {
   values: Record<string, string>;
   placement: Record<string, string>; // op name -> "GPU:0"; empty for a CPU-only plan
   copies: CopySpec[];
+  control_flow: ControlFlowRun; // where its loops are, what they and its conds did (loops.ts)
+  queues: QueuesRun; // the queues' levels and the ops waiting now (queues.ts)
 }
 
 export interface StepperState {
@@ -123,7 +135,9 @@ export const EMPTY_RUN: RunState = {
   total_us: 0,
   values: {},
   placement: {},
-  copies: []
+  copies: [],
+  control_flow: EMPTY_CONTROL_FLOW,
+  queues: EMPTY_QUEUES
 };
 
 export const EMPTY_STEPPER: StepperState = {
@@ -164,7 +178,8 @@ export function normalizeGraph(g: unknown): GraphState {
         line: typeof n.line === 'number' ? n.line : null,
         code: n.code == null ? null : String(n.code),
         stale: Boolean(n.stale)
-      }))
+      })),
+    control_flow: normalizeControlFlowGraph(o.control_flow)
   };
 }
 
@@ -182,7 +197,9 @@ export function normalizeRun(r: unknown): RunState {
     total_us: typeof o.total_us === 'number' ? o.total_us : 0,
     values: o.values && typeof o.values === 'object' ? o.values : {},
     placement: normalizePlacement(o.placement),
-    copies: normalizeCopies(o.copies)
+    copies: normalizeCopies(o.copies),
+    control_flow: normalizeControlFlowRun(o.control_flow),
+    queues: normalizeQueues(o.queues)
   };
 }
 

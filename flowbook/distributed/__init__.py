@@ -1,0 +1,31 @@
+"""Running on a Dask cluster: the whitepaper's distributed execution (§3.3), on Dask distributed.
+
+- ``cluster``: ``tf.train.ClusterSpec`` and ``tf.train.replica_device_setter``;
+- ``sendrecv``: the ``_Send``/``_Recv`` ops and the rendezvous where they meet;
+- ``partition``: a run's pruned ops split into one GraphDef per task, with a
+  Send/Recv pair on every edge between tasks;
+- ``server``: the task server, a Dask actor per task holding its variables,
+  queues and imported partitions across runs and sessions;
+- ``session``: ``tf.Session("dask://host:port")`` (or a ``distributed.Client``):
+  one Dask call per task per step, values moving worker to worker.
+
+Dask itself (the ``dask`` extra, ``pip install "flowbook[dask]"``) is imported
+only when a cluster session starts, so ``import flowbook`` stays fast.
+
+    >>> from flowbook.distributed import ClusterSpec
+    >>> ClusterSpec({"ps": ["h:1"]}).num_tasks("ps")
+    1
+"""
+
+from flowbook.distributed import sendrecv
+from flowbook.distributed.cluster import ClusterSpec, replica_device_setter
+from flowbook.distributed.session import DaskSession, is_cluster_target, map_workers
+
+__all__ = [
+    "ClusterSpec",
+    "DaskSession",
+    "is_cluster_target",
+    "map_workers",
+    "replica_device_setter",
+    "sendrecv",
+]

@@ -1,0 +1,360 @@
+"""A session on a Dask cluster: ``tf.Session("dask://host:8786")`` or ``tf.Session(client)``.
+
+``tf.Session(target)`` with a Dask target makes a :class:`DaskSession`
+(``flowbook.session.Session`` asks ``hooks.cluster_session`` for the class).
+Connecting, it:
+
+1. finds the cluster's tasks in its workers' names (:func:`map_workers`):
+   a worker named ``ps-0``, ``worker-1``, ``ps:0`` or ``/job:ps/task:0`` is
+   that task; workers with other names (a plain ``LocalCluster``'s 0, 1, 2)
+   become ``worker`` tasks in name order.  ``session.cluster`` is the
+   resulting ``ClusterSpec`` (job -> Dask worker addresses);
+2. finds or starts one ``TaskServer`` actor per task, on its worker,
+   published on the scheduler so later sessions and other clients reach
+   the same servers (and the same variables).
+
+**A run** flattens fetches and checks feeds as a local session does, then
+looks up its distributed plan, built once per (fetches, feeds, graph
+version): the pruned ops (``flowbook.run.plan.build_plan``) split over the
+tasks with Send/Recv pairs (``flowbook.distributed.partition``).  The step
+is one actor call per task that has work in it, all sent at once:
+``run(step, key, feeds)``, carrying the partition's GraphDef and the peer
+table only the first time a task sees that plan.  Each task gets only the
+fed values its partition reads and returns only the fetched values it
+makes; intermediate values move between tasks, worker to worker.  If a
+task fails, the others are told to abort the step (their waiting Recvs
+fail at once) and the error is raised as TensorFlow's class, naming the
+client's op, its line and the task.
+
+The client's Dask calls go straight to the workers: a session that makes
+its own ``Client`` asks for ``direct_to_workers``, and a ``Client`` passed
+in with that left unset (None) is switched to it.
+
+    >>> map_workers({"tcp://a:1": {"name": "ps-0"}, "tcp://b:1": {"name": 0}}).as_dict()
+    {'ps': ['tcp://a:1'], 'worker': ['tcp://b:1']}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import secrets
+import sys
+import threading
+from typing import Any
+
+from flowbook import errors, hooks
+from flowbook.config import ConfigProto, RunOptions
+from flowbook.distributed.cluster import ClusterSpec, task_name
+from flowbook.distributed.partition import Partitioned, partition
+from flowbook.distributed.server import RemoteOpError, TaskServer
+from flowbook.graph import Graph
+from flowbook.run.plan import build_plan
+from flowbook.run.values import flatten, rebuild, to_numpy
+from flowbook.session import Session, _DeviceAttributes
+
+__all__ = ["DaskSession", "is_cluster_target", "map_workers"]
+
+_NAME = re.compile(r"^(?:/job:)?([A-Za-z_]\w*?)(?:/replica:\d+)?(?:/task:|[-:_/])(\d+)$")
+ABORT_WAIT_S = 10.0  # after a task failed, the longest wait for the others to stop
+MAX_PLANS = 256  # distributed plans kept per session
+SERVER_START_S = 60.0  # longest wait for the task servers to start
+
+
+def is_cluster_target(target: Any) -> bool:
+    """Whether ``tf.Session(target)`` means a Dask cluster: ``"dask://..."`` or a Client.
+
+    >>> is_cluster_target("dask://127.0.0.1:8786"), is_cluster_target(""), is_cluster_target(None)
+    (True, False, False)
+    """
+    if isinstance(target, str | bytes):
+        return (target.decode() if isinstance(target, bytes) else target).startswith("dask://")
+    return target is not None
+
+
+def map_workers(workers: dict[str, dict[str, Any]]) -> ClusterSpec:
+    """The cluster's tasks from Dask's worker table (address -> info with a ``name``).
+
+    >>> map_workers({"tcp://a:1": {"name": "/job:ps/task:1"}}).as_dict()
+    {'ps': {1: 'tcp://a:1'}}
+    """
+    tasks: dict[tuple[str, int], str] = {}
+    others: list[tuple[str, str]] = []
+    for address, info in workers.items():
+        name = str(info.get("name", address))
+        m = _NAME.match(name)
+        if m is None:
+            others.append((name, address))
+            continue
+        key = (m.group(1), int(m.group(2)))
+        if key in tasks:
+            raise ValueError(
+                f"Two Dask workers are task {task_name(*key)}: {tasks[key]}, {address}"
+            )
+        tasks[key] = address
+    k = max((t for j, t in tasks if j == "worker"), default=-1) + 1
+    for _, address in sorted(others, key=lambda o: (len(o[0]), o[0])):
+        tasks[("worker", k)] = address
+        k += 1
+    if not tasks:
+        raise errors.UnavailableError(None, None, "The Dask cluster has no workers")
+    spec: dict[str, dict[int, str]] = {}
+    for (job, t), address in tasks.items():
+        spec.setdefault(job, {})[t] = address
+    return ClusterSpec(spec)
+
+
+def _client_for(target: Any) -> tuple[Any, bool]:
+    """A Dask Client for ``target`` and whether this session made it (and closes it)."""
+    from distributed import Client  # lazy: dask is an optional extra
+
+    if isinstance(target, bytes):
+        target = target.decode()
+    if isinstance(target, str):  # "dask://host:port", or "dask://" + a full Dask address
+        address = target[len("dask://") :]
+        address = address if "://" in address else "tcp://" + address
+        return Client(address, direct_to_workers=True, set_as_default=False), True
+    if isinstance(target, Client):
+        if target.direct_to_workers is None:
+            target.direct_to_workers = True
+        return target, False
+    if hasattr(target, "scheduler_address"):  # a LocalCluster, SpecCluster...
+        return Client(target, direct_to_workers=True, set_as_default=False), True
+    raise TypeError(
+        f"A cluster target is 'dask://host:port' or a distributed.Client, not {target!r}"
+    )
+
+
+def _servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], list[Any]]:
+    """Task name -> its TaskServer actor, found on the scheduler or started on its worker;
+    and the futures that keep the actors alive while the session holds them.
+
+    The actor handle is made from its worker address and key (a second client cannot
+    gather an actor another client made), bound to ``client``.
+    """
+    from distributed import Actor, wait  # lazy: dask is an optional extra
+
+    futures, servers = [], {}
+    for job, k in cluster.tasks():
+        name = f"flowbook-task-{job}-{k}"
+        address = cluster.task_address(job, k)
+        future = client.get_dataset(name, default=None)
+        if future is None:
+            future = client.submit(TaskServer, job, k, actor=True, key=name,
+                                   workers=[address], allow_other_workers=False)  # fmt: skip
+            client.publish_dataset(future, name=name, override=True)
+        futures.append(future)
+        servers[task_name(job, k)] = (address, name)
+    with client.as_current():
+        wait(futures, timeout=SERVER_START_S)
+        for f in futures:
+            if f.status != "finished":
+                raise errors.UnavailableError(None, None, f"Task server {f.key}: {f.exception()}")
+        return {t: Actor(TaskServer, a, name) for t, (a, name) in servers.items()}, futures
+
+
+class _DistPlan:
+    """A run signature split over tasks: its partitions, their keys and what to send first."""
+
+    __slots__ = ("keys", "n_fetches", "parted", "payloads")
+
+    def __init__(self, parted: Partitioned, prefix: str, n_fetches: int) -> None:
+        self.parted = parted
+        self.n_fetches = n_fetches
+        self.keys = {t: f"{prefix}{t}" for t in parted.parts}  # task -> partition key
+        self.payloads = {  # task -> what registers the partition there
+            t: (p.graph_def.SerializeToString(), p.feed_names, p.fetch_names, p.sends)
+            for t, p in parted.parts.items()
+        }
+
+
+class DaskSession(Session):
+    """A TF1 session whose graph runs on the tasks of a Dask cluster.  See the module docstring."""
+
+    def __init__(
+        self, target: Any = "", graph: Graph | None = None, config: ConfigProto | None = None
+    ) -> None:
+        super().__init__("", graph, config)
+        self.target = target
+        self._client, self._owns_client = _client_for(target)
+        workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        self.cluster = map_workers(workers)  # job -> the Dask worker address of each task
+        # task name -> its TaskServer actor; the futures keep the actors alive meanwhile
+        self._servers, self._server_futures = _servers(self._client, self.cluster)
+        self._peers = {t: (a._address, a.key) for t, a in self._servers.items()}
+        self._dplans: dict[tuple, _DistPlan] = {}  # run signature -> its distributed plan
+        self._registered: set[tuple[str, str]] = set()  # (task, key) known there
+        self._lock = threading.Lock()  # guards the two above and the counters
+        self._prefix = f"{secrets.token_hex(6)}/"  # this session's partition keys begin so
+        self._plan_ids = itertools.count()
+        self._steps = itertools.count(secrets.randbits(40) << 20)  # unique step ids
+        self.last_step: dict[str, Any] = {}  # the last step: tasks called, values per task
+
+    # ---------------------------------------------------------------- run
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: RunOptions | None = None,
+        run_metadata: Any = None,
+    ) -> Any:
+        """Compute ``fetches`` on the cluster, feeding ``feed_dict``; values as a local run."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        elements, structure = flatten(self.graph, fetches)
+        tensors, values = self._feeds(feed_dict) if feed_dict else ((), ())
+        key = (*elements, None, *tensors, self.graph._version)
+        dplan = self._dplans.get(key)
+        if dplan is None:
+            dplan = self._dist_plan(elements, tensors, key)
+        got = self._step(dplan, values, options)
+        return rebuild(structure, [None if v is None else to_numpy(v) for v in got])
+
+    def _dist_plan(self, elements: list, feeds: Any, key: tuple) -> _DistPlan:
+        plan = build_plan(self.graph, elements, (), feeds, lambda op: None)
+        parted = partition(self.graph, plan.ops, elements, feeds, self.cluster.tasks())
+        if self.config.log_device_placement:
+            lines = [
+                f"{op.name}: ({op.type}): {parted.where[op.name]}/device:CPU:0" for op in plan.ops
+            ]
+            sys.stdout.write("\n".join(lines) + "\n")
+        with self._lock:
+            dplan = _DistPlan(parted, f"{self._prefix}{next(self._plan_ids)}", len(elements))
+            if len(self._dplans) >= MAX_PLANS or any(
+                k[-1] != key[-1] for k in list(self._dplans)[:1]
+            ):
+                self._forget(list(self._dplans.values()))  # the graph changed: old plans go
+                self._dplans.clear()
+            self._dplans[key] = dplan
+        return dplan
+
+    def _forget(self, dplans: list[_DistPlan]) -> None:
+        """Release ``dplans``' partitions on their tasks (not waited for; variables stay)."""
+        keys: dict[str, list[str]] = {}
+        for d in dplans:
+            for task, key in d.keys.items():
+                if (task, key) in self._registered:
+                    self._registered.discard((task, key))
+                    keys.setdefault(task, []).append(key)
+        for task, mine in keys.items():
+            self._servers[task].release(mine)  # an ActorFuture nobody waits for
+
+    def _step(self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None) -> list:
+        timeout_ms = int(options.timeout_in_ms) if options is not None else 0
+        step = next(self._steps)
+        calls = []
+        for task, part in dplan.parted.parts.items():
+            known = (task, dplan.keys[task]) in self._registered
+            first = None if known else dplan.payloads[task]
+            args = (step, dplan.keys[task], [feeds[k] for k in part.feeds], first,
+                    None if known else self._peers, timeout_ms)  # fmt: skip
+            calls.append((task, args))
+        results = self._client.sync(self._gather, step, calls, timeout_ms)
+        with self._lock:
+            self._registered.update((t, dplan.keys[t]) for t, _ in calls)
+        values: list[Any] = [None] * dplan.n_fetches
+        for (task, _), out in zip(calls, results):
+            for i, v in zip(dplan.parted.parts[task].fetches, out):
+                values[i] = v
+        for i, k in dplan.parted.fed_fetches.items():
+            values[i] = feeds[k]
+        self.last_step = {"step": step, "tasks": [t for t, _ in calls],
+                          "returned": {t: list(out) for (t, _), out in zip(calls, results)}}  # fmt: skip
+        return values
+
+    async def _gather(self, step: int, calls: list, timeout_ms: int) -> list:
+        """All tasks' calls of one step; on the first failure the others abort the step."""
+        runs = [asyncio.ensure_future(self._call(t, "run", *args)) for t, args in calls]
+        if not runs:
+            return []
+        limit = timeout_ms / 1000 + ABORT_WAIT_S if timeout_ms else None
+        done, rest = await asyncio.wait(runs, timeout=limit, return_when=asyncio.FIRST_EXCEPTION)
+        failed = [r.exception() for r in runs if r in done and r.exception() is not None]
+        if not failed and not rest:
+            return [r.result() for r in runs]
+        if not failed:
+            failed = [errors.DeadlineExceededError(None, None, f"Step {step} timed out")]
+        why = f"a task failed: {failed[0]}"
+        await asyncio.gather(*(self._call(t, "abort", step, why) for t, _ in calls),
+                             return_exceptions=True)  # fmt: skip
+        if rest:
+            await asyncio.wait(rest, timeout=ABORT_WAIT_S)
+        found = [self._error(e) for e in failed]
+        found += [self._error(r.exception()) for r in rest if r.done() and r.exception()]
+        raise next((e for e in found if not _secondary(e)), found[0])
+
+    async def _call(self, task: str, method: str, *args: Any) -> Any:
+        return await getattr(self._servers[task], method)(*args)
+
+    def _error(self, e: BaseException) -> BaseException:
+        """A task's error as the client's: TF's class, naming the client's op and line."""
+        if isinstance(e, RemoteOpError):
+            op = self.graph._ops.get(e.op_name) if e.op_name else None
+            cls = errors.exception_type_from_error_code(e.code)
+            where = op.describe() if op is not None else f"'{e.op_name}'"
+            return cls(None, op, f"{where} on {e.task}: {e.message}")
+        if isinstance(e, OSError | RuntimeError):
+            return errors.UnavailableError(None, None, f"A task of the cluster is unreachable: {e}")
+        return e
+
+    # ---------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        """Forget this session's partitions on the tasks (variables stay there); close."""
+        if self._closed:
+            return
+        with self._lock:
+            keys: dict[str, list[str]] = {}
+            for task, key in self._registered:
+                keys.setdefault(task, []).append(key)
+            self._registered.clear()
+            self._dplans.clear()
+        try:
+            for task, mine in keys.items():
+                self._servers[task].release(mine).result(ABORT_WAIT_S)
+        except Exception:  # a cluster already gone has nothing left to forget
+            pass
+        finally:
+            super().close()
+            if self._owns_client:
+                self._client.close()
+
+    def reset_cluster(self) -> None:
+        """Drop every variable, queue and reader on every task (TF's ``Session.reset``)."""
+        for server in self._servers.values():
+            server.reset().result(ABORT_WAIT_S)
+
+    def task_stats(self) -> dict[str, dict[str, int]]:
+        """Per task: steps run, bytes sent to other tasks, bytes returned to clients."""
+        return {t: s.stats().result(ABORT_WAIT_S) for t, s in self._servers.items()}
+
+    def variables_on(self, task: str) -> dict[str, Any]:
+        """The variables living on ``task`` (``/job:ps/replica:0/task:0``), by name."""
+        return self._servers[task].variable_values().result(ABORT_WAIT_S)
+
+    def list_devices(self) -> list[Any]:
+        """The CPU of every task of the cluster."""
+        return [_DeviceAttributes(f"{task_name(j, k)}/device:CPU:0", "CPU")
+                for j, k in self.cluster.tasks()]  # fmt: skip
+
+    def prepare(self, fetches: Any, feed_dict: dict | None = None) -> Any:
+        raise errors.UnimplementedError(
+            None, None, "The Stepper runs a local session; a cluster session cannot step yet"
+        )
+
+
+def _secondary(e: BaseException) -> bool:
+    """An error caused by another task's failure (an aborted or cancelled Recv)."""
+    return isinstance(e, errors.AbortedError | errors.CancelledError)
+
+
+def session_class(cls: type, target: Any) -> type:
+    """The class ``tf.Session(target)`` makes: a :class:`DaskSession` for a cluster target.
+
+    >>> session_class(Session, "dask://h:8786").__name__, session_class(Session, "").__name__
+    ('DaskSession', 'Session')
+    """
+    return DaskSession if cls is Session and is_cluster_target(target) else cls
+
+
+hooks.cluster_session.fill(session_class)
