@@ -143,8 +143,10 @@ class _Recorder:
             return [(op, t, ()) for op, t in self.timings.items()]
         self.timings  # noqa: B018 (builds the device maps)
         ops = self._raw[0].ops  # type: ignore[index]
+        waited = raw.waited_runs or {}  # position -> ns that kernel run waited on a queue
         return [
-            (ops[i], KernelTiming(a, a, b, th), w) for (i, a, b, th), w in zip(raw.runs, raw.where)
+            (ops[i], KernelTiming(a - waited.get(k, 0), a, b, th, waited.get(k, 0)), w)
+            for k, ((i, a, b, th), w) in enumerate(zip(raw.runs, raw.where))
         ]
 
     def device_of(self, op: Any) -> str:

@@ -120,3 +120,24 @@ def test_a_wait_ended_by_the_deadline_is_traced_to_its_end():
     assert n.op_start_rel_micros >= WAIT_S * 1e6 * 0.75
     (row,) = (r for r in prof.table().rows if r["op"] == "deq")
     assert row["waited_ms"] >= WAIT_S * 1e3 * 0.75
+
+
+def test_a_wait_in_a_run_with_a_loop_is_counted_apart_too():
+    """Runs with branches and loops go through the frame scheduler, which parks waits too."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        q = tf.FIFOQueue(4, tf.float32, shapes=[[]], name="q")
+        body = lambda k, s: (k + 1, s + q.dequeue(name="deq"))
+        total = tf.while_loop(lambda k, s: k < 3, body, [0, 0.0])[1]
+        enq = q.enqueue_many([[1.0, 2.0, 3.0]])
+        other = _later(lambda: sess.run(enq))
+        opts, md = _traced()
+        with tf.profile() as prof:
+            assert sess.run(total, options=opts, run_metadata=md) == 6.0
+        other.join()
+    n = _node(md, "while/deq")  # the first iteration's: it waited
+    assert n.op_start_rel_micros >= WAIT_S * 1e6 * 0.75
+    assert n.op_end_rel_micros - n.op_start_rel_micros < 0.05e6
+    (row,) = (r for r in prof.table().rows if r["op"] == "while/deq")
+    assert row["count"] == 3 and row["waited_ms"] >= WAIT_S * 1e3 * 0.75 and row["total_ms"] < 50
+    labels = [m.timeline_label for d in md.step_stats.dev_stats for m in d.node_stats]
+    assert sum("[loop" in label for label in labels) >= 3  # the loop's ops, once per iteration

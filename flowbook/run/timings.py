@@ -7,11 +7,13 @@ kernel off the CPU through its device's timer, and records the output
 shapes the graph leaves open); on the straight line the plan's timed twin
 stores one clock read per op (``flowbook.run.compile``).  A queue op that
 waits (its kernel returns a ``flowbook.pending.Pending``, which the scheduler
-parks) is logged when it settles: its kernel runs from the end of the wait
+parks) keeps its place in the log (where it was called) and is filled in
+when the run ends: its kernel runs from the end of the wait
 (``Pending.woke_ns``: the queue begins handing its result over, e.g.
 stacking a batch) to the settling, on the thread that settled it, and the
 time from its first call to the end of the wait is its ``waited_ns``, apart
-from kernel time.  Either way the
+from kernel time (``RunTimings.waited_ns`` per op; ``waited_runs`` per
+logged kernel run, for runs with loops).  Either way the
 observers that asked get a :class:`RunTimings` at the end; its per-op lists,
 the scheduled times (from the plan's edges) and the output dtypes are built
 only when someone reads them (the profiler, the live widget).
@@ -62,7 +64,8 @@ class RunTimings:
     """
 
     __slots__ = (
-        "_lists", "_log", "_shapes", "_shapes_of", "device_ns", "runs", "waited_ns", "where",
+        "_lists", "_log", "_shapes", "_shapes_of", "device_ns", "runs", "waited_ns",
+        "waited_runs", "where",
     )  # fmt: skip
 
     def __init__(
@@ -91,6 +94,8 @@ class RunTimings:
         self.where: list[tuple[tuple[str, int], ...]] | None = None
         # op index -> ns it waited on a queue before its kernel started; None when none did
         self.waited_ns: dict[int, int] | None = None
+        # runs with loops: position in ``runs`` -> ns that kernel run waited; None when none did
+        self.waited_runs: dict[int, int] | None = None
 
     @classmethod
     def from_log(
@@ -104,7 +109,8 @@ class RunTimings:
         """Timings to be built from a run's log of (op, start, end, thread), in finish order."""
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, None, device_ns
-        t._log, t.where, t.runs, t.waited_ns = (plan, log, start_ns, None), None, None, None
+        t._log, t.where, t.runs = (plan, log, start_ns, None), None, None
+        t.waited_ns = t.waited_runs = None
         return t
 
     @classmethod
@@ -119,7 +125,8 @@ class RunTimings:
         """
         t = cls.__new__(cls)
         t._lists, t._shapes, t._shapes_of, t.device_ns = None, shapes, plan, None
-        t._log, t.where, t.runs, t.waited_ns = (plan, stamps, 0, thread), None, None, None
+        t._log, t.where, t.runs = (plan, stamps, 0, thread), None, None
+        t.waited_ns = t.waited_runs = None
         return t
 
     def _built(self) -> tuple[list[int], ...]:
@@ -205,12 +212,14 @@ class KernelTimer:
     def __init__(self, plan: Plan, hooks: Sequence[Callable[..., Any]], keep_shapes: bool) -> None:
         self.plan = plan
         self.hooks = hooks  # the observers' on_timings
-        self.log: list[tuple[int, int, int, int]] = []  # (op, start, end, thread), finish order
+        # (op, start, end, thread), finish order (an op that waited: where it was called)
+        self.log: list[Any] = []
         # per op: (dtype, shape) of outputs the graph leaves open, when an observer keeps shapes
         self.shapes: list[Any] | None = [None] * len(plan.ops) if keep_shapes else None
         timers = {d: d.timer() for d in set(plan.devices)} if plan.off_host else {}
         self.timers = [t for t in timers.values() if t is not None]  # device timers (CUDA events)
-        self.waits: list[tuple[int, int, Pending]] = []  # (op, first call ns, its Pending)
+        # ops that waited: (their log entry, filled in by finish; first call ns; the Pending)
+        self.waits: list[tuple[list[int], int, Pending]] = []
         self.fns = [
             self._timed(i, fn, timers.get(d) if timers else None)
             for i, (fn, d) in enumerate(zip(plan.fns, plan.devices))
@@ -227,8 +236,10 @@ class KernelTimer:
         def timed(*args: Any) -> Any:
             start = clock()
             result = fn(*args) if timer is None else timer.call(i, fn, args)
-            if type(result) is Pending:  # it waits: logged once settled (finish)
-                wait((i, start, result))
+            if type(result) is Pending:  # it waits: its entry is filled in once settled (finish)
+                entry = [i, start, start, thread()]
+                log(entry)
+                wait((entry, start, result))
                 return result
             log((i, start, clock(), thread()))
             if shapes is not None:  # the shapes, not the arrays (those are freed)
@@ -251,25 +262,31 @@ class KernelTimer:
                 device_ns = None
         waited = self._settled_waits() if self.waits else None
         timings = RunTimings.from_log(self.plan, self.log, self.t0, self.shapes, device_ns)
-        timings.waited_ns = waited
+        if waited:
+            timings.waited_ns = {e[0]: ns for e, ns in waited}
         if self.where is not None:
-            timings.where, timings.runs = self.where, list(self.log)
+            timings.where, timings.runs = self.where, [tuple(e) for e in self.log]
+            if waited:
+                at = {id(e): k for k, e in enumerate(self.log)}
+                timings.waited_runs = {at[id(e)]: ns for e, ns in waited}
         for hook in self.hooks:
             hook(self.plan, timings)
 
-    def _settled_waits(self) -> dict[int, int]:
-        """Log the ops that waited (kernel: from the wait's end to the settling); op -> ns
-        waited.  A wait the run withdrew ends, settled by CancelledError, when it stopped."""
-        waited, several = {}, [len(self.plan.outputs[i]) != 1 for i, _, _ in self.waits]
-        for (i, called, p), more in zip(self.waits, several):
+    def _settled_waits(self) -> list[tuple[list[int], int]]:
+        """Fill in the entries of the ops that waited (kernel: from the wait's end to the
+        settling); (entry, ns waited) each.  A wait the run withdrew ends, settled by
+        CancelledError, when it stopped."""
+        waited = []
+        for entry, called, p in self.waits:
             if not p.done:  # withdrawn too late: the queue is settling it now
                 continue
-            self.log.append((i, p.woke_ns, p.settled_ns, p.settled_by))
-            waited[i] = max(p.woke_ns - called, 0)
+            i = entry[0]
+            entry[1:] = p.woke_ns, p.settled_ns, p.settled_by
+            waited.append((entry, max(p.woke_ns - called, 0)))
             if self.shapes is not None and self.plan.dynamic[i] and p.error is None:
                 r = p.result
-                self.shapes[i] = [_dtype_shape(o) for o in r or ()] if more else _dtype_shape(r)
-        self.log.sort(key=lambda e: e[2])  # finish order
+                several = len(self.plan.outputs[i]) != 1
+                self.shapes[i] = [_dtype_shape(o) for o in r or ()] if several else _dtype_shape(r)
         return waited
 
 
