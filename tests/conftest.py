@@ -37,3 +37,27 @@ def _mixed_device_model():
 def mixed_devices():
     """The builder of a small model split between the GPU and the CPU (for copy-node tests)."""
     return _mixed_device_model
+
+
+@pytest.fixture
+def view():
+    """A FakeView (tests/live_fakes.py); ``view.attach(graph)`` shows ``graph`` in it."""
+    from live_fakes import FakeView
+
+    from flowbook import session as session_module
+    from flowbook.notebook import live  # the live graph loads only where a test needs it
+
+    hubs: list = []
+    v = FakeView()
+
+    def attach(graph):
+        hub = live.live_graph(graph)
+        hub.add_view(v)
+        hubs.append(hub)
+        return hub
+
+    v.attach = attach
+    yield v
+    for hub in hubs:
+        hub.remove_view(v)
+    assert live.WATCHER not in session_module._observers

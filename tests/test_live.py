@@ -7,44 +7,13 @@ import time
 
 import numpy as np
 import pytest
+from live_fakes import FakeView
 
 import flowbook as fb
 from flowbook import session as session_module
 from flowbook import source
 from flowbook.notebook import flusher, history, live, panel, watch
 from flowbook.notebook.snapshot import graph_state, preview
-
-
-class FakeView:
-    """Records what a LiveGraph pushes."""
-
-    def __init__(self) -> None:
-        self.got: list[dict] = []
-
-    def push(self, state: dict) -> None:
-        json.dumps(state)  # every state must be JSON-able as is
-        self.got.append(state)
-
-    def last(self, key: str) -> dict:
-        return next(s[key] for s in reversed(self.got) if key in s)
-
-
-@pytest.fixture
-def view():
-    hubs: list[live.LiveGraph] = []
-    v = FakeView()
-
-    def attach(graph):
-        hub = live.live_graph(graph)
-        hub.add_view(v)
-        hubs.append(hub)
-        return hub
-
-    v.attach = attach
-    yield v
-    for hub in hubs:
-        hub.remove_view(v)
-    assert live.WATCHER not in session_module._observers
 
 
 def _flush():

@@ -2,53 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import session as session_module
 from flowbook.notebook import live, loops
 from flowbook.notebook.snapshot import graph_state
 from flowbook.run.observers import hooks_of
 
 FRAME = "loop/while_context"
-
-
-class FakeView:
-    """Records what a LiveGraph pushes (as JSON would carry it)."""
-
-    def __init__(self) -> None:
-        self.got: list[dict] = []
-
-    def push(self, state: dict) -> None:
-        self.got.append(json.loads(json.dumps(state)))
-
-    def last(self, key: str) -> dict:
-        return next(s[key] for s in reversed(self.got) if key in s)
-
-    def runs(self) -> list[dict]:
-        return [s["run"] for s in self.got if "run" in s]
-
-
-@pytest.fixture
-def view():
-    hubs: list[live.LiveGraph] = []
-    v = FakeView()
-
-    def attach(graph):
-        hub = live.live_graph(graph)
-        hub.add_view(v)
-        hubs.append(hub)
-        return hub
-
-    v.attach = attach
-    yield v
-    for hub in hubs:
-        hub.remove_view(v)
-    assert live.WATCHER not in session_module._observers
 
 
 def _loop_and_cond(n=None):

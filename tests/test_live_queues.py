@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
 import pytest
+from live_fakes import FakeView
 
 import flowbook as fb
 from flowbook import session as session_module
@@ -17,38 +17,12 @@ from flowbook.run.observers import Observer
 WAIT_S = 10.0  # the longest a test waits for a state it expects
 
 
-class FakeView:
-    """Records what a LiveGraph pushes (as JSON would carry it)."""
-
-    def __init__(self) -> None:
-        self.got: list[dict] = []
-
-    def push(self, state: dict) -> None:
-        self.got.append(json.loads(json.dumps(state)))
-
-    def last(self, key: str) -> dict:
-        return next(s[key] for s in reversed(self.got) if key in s)
-
-
 @pytest.fixture
-def view(monkeypatch):
+def view(view, monkeypatch):
     # runs of a plan are timed again only when these say: never, in these tests
     monkeypatch.setattr(watch, "RETIME_FAST_NS", 10**12)
     monkeypatch.setattr(watch, "RETIME_NS", 10**12)
-    hubs: list[live.LiveGraph] = []
-    v = FakeView()
-
-    def attach(graph):
-        hub = live.live_graph(graph)
-        hub.add_view(v)
-        hubs.append(hub)
-        return hub
-
-    v.attach = attach
-    yield v
-    for hub in hubs:
-        hub.remove_view(v)
-    assert live.WATCHER not in session_module._observers
+    return view
 
 
 def _queue_graph():
