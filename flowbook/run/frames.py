@@ -71,7 +71,7 @@ from flowbook import errors
 from flowbook.ops.control_flow_prims import DEAD
 from flowbook.pending import WAIT_SLICE_S, Pending
 from flowbook.run.frame_layout import ENTER, EXIT, MERGE, NEXT, ROOT, TRIGGER, Frame, Layout
-from flowbook.run.loops import CompiledLoop, LoopDeadline, clock
+from flowbook.run.loops import CompiledLoop, LoopDeadline
 from flowbook.run.op_errors import deadline_error, run_error
 from flowbook.run.plan import Plan, as_outputs
 from flowbook.run.pool import drain, large, pool
@@ -223,12 +223,7 @@ class FrameRun:
                     hook(plan.ops[i])
             if exc is not None:
                 raise _run_error(plan, i, exc, tag) from exc
-            if self.runs is not None:
-                self.runs[i] += 1
-            outs = as_outputs(plan.outputs[i], result)
-            for hook in self.after:
-                hook(plan.ops[i], outs)
-            self._deliver(i, tag, outs, False)
+            self._finish(i, tag, result)
             block = False
 
     def stop(self) -> None:
@@ -267,6 +262,13 @@ class FrameRun:
             if other is entry:
                 del ready[k]
                 break
+        return self._finish(i, tag, result)
+
+    def _finish(self, i: int, tag: tuple[Any, int], result: Any) -> tuple[Any, ...]:
+        """Op ``i`` ran in ``tag`` off the inline path (pool, wait, step): count, tell, deliver.
+
+        ``run`` does the same inline for the kernels it calls itself (its hot path).
+        """
         if self.runs is not None:
             self.runs[i] += 1
         outs = as_outputs(self.plan.outputs[i], result)
@@ -386,7 +388,7 @@ class FrameRun:
         for hook in self.on_loop:
             hook(loop.name, lambda: cell[0])
         try:
-            values, n = loop.fn(*got[0], self.deadline, clock, cell)
+            values, n = loop.fn(*got[0], self.deadline, time.monotonic, cell)
         except LoopDeadline:
             raise errors.DeadlineExceededError(
                 None, self.plan.ops[loop.exits[0]], "Timed out waiting for the run to finish"

@@ -51,7 +51,6 @@ two ops.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -74,7 +73,8 @@ class CompiledLoop:
 
     ``enters``: the frame's Enter ops (plan indices), in argument order;
     ``exits``: its Exit ops, in the order the function returns their values;
-    ``fn(*values, deadline, clock, cell)`` (``cell[0]``: iterations so far) returns ``(exit values, iterations)``;
+    ``fn(*values, deadline, clock, cell)`` (``clock``: ``time.monotonic``; ``cell[0]``:
+    iterations so far) returns ``(exit values, iterations)``;
     ``line_to_op`` maps a line of ``fn`` to the op it calls;
     ``once``/``per_check``/``per_body``: the ops that ran once (the Exits), once per
     condition check (n + 1 times for n iterations) and once per body run.
@@ -196,11 +196,12 @@ def _compile(plan: Plan, kinds: list[int], name: str, enters: list[int]) -> Comp
     for e in constant:
         if any(kinds[c] == MERGE for c in consumers[e]):
             return None
-    checks = [i for i in _order(plan, frame) if i not in body and kinds[i] == 0]
+    ordered = sorted(frame)  # the plan's order: topological, without the back edges
+    checks = [i for i in ordered if i not in body and kinds[i] == 0]
     if loop_cond not in checks or any(p in body for i in checks for p in plan.producers[i]):
         return None  # the condition reads the body: not a loop while_loop builds
-    bodies = [i for i in _order(plan, frame) if i in body and kinds[i] == 0]
-    loop.enters = [enter for m in sorted(merge_of) for enter in (merge_of[m][0],)] + constant
+    bodies = [i for i in ordered if i in body and kinds[i] == 0]
+    loop.enters = [merge_of[m][0] for m in sorted(merge_of)] + constant
     loop.position = {e: k for k, e in enumerate(loop.enters)}
     loop.exits = sorted(exits)
     loop.once = sorted(loop.exits)  # (the Enters ran as ops of the frame around)
@@ -212,11 +213,6 @@ def _compile(plan: Plan, kinds: list[int], name: str, enters: list[int]) -> Comp
     exec(compile(source, LOOP_FILENAME, "exec"), namespace)
     loop.fn = namespace["loop"]
     return loop
-
-
-def _order(plan: Plan, frame: set[int]) -> list[int]:
-    """The frame's ops in the plan's order (a topological order without the back edges)."""
-    return sorted(frame)
 
 
 def _source(
@@ -276,8 +272,3 @@ def _source(
         exits.append(f"s{plan.inputs[sw][0]}")
     lines.append(f"    return ({''.join(x + ', ' for x in exits)}), it")
     return "\n".join(lines)
-
-
-def clock() -> float:
-    """The clock a compiled loop checks its deadline against (``time.monotonic``)."""
-    return time.monotonic()
