@@ -89,15 +89,28 @@ def _apply_rounds(xp: Any, target: Any, coords: Any, rows: Any, how: str) -> Any
 
 
 # --------------------------------------------------------- variable scatters
-def _rows_kernel(op_type: str, how: str) -> Any:
+def _nd_apply(xp: Any, old: Any, indices: Any, updates: Any, how: str, op_type: str) -> Any:
+    k = indices.shape[-1]
+    coords = indices.reshape((-1, k)).astype(np.int64)
+    _check_range(coords, old.shape[:k], op_type)
+    rows = updates.reshape((coords.shape[0], *old.shape[k:]))
+    return _apply_rounds(xp, xp.array(old, copy=True), coords, rows, how)
+
+
+def _nd_var_kernel(op_type: str, how: str) -> Any:
     def kernel(xp: Any, ref: VarState, indices: Any, updates: Any, *, use_locking: bool) -> Any:
         with ref.lock:
-            old = ref.read()
-            idx = indices.ravel().astype(np.int64)
-            _check_range(idx[:, None], old.shape[:1], op_type)
-            rows = updates.reshape((idx.size, *old.shape[1:]))
-            new = _apply_rounds(xp, xp.array(old, copy=True), idx[:, None], rows, how)
-            return ref.store(xp, new)
+            return ref.store(xp, _nd_apply(xp, ref.read(), indices, updates, how, op_type))
+
+    return kernel
+
+
+def _rows_kernel(op_type: str, how: str) -> Any:
+    """A row scatter (``ScatterMul``...): the nd scatter, each index a one-element coordinate."""
+    nd = _nd_var_kernel(op_type, how)
+
+    def kernel(xp: Any, ref: VarState, indices: Any, updates: Any, *, use_locking: bool) -> Any:
+        return nd(xp, ref, indices[..., None], updates, use_locking=use_locking)
 
     return kernel
 
@@ -123,22 +136,6 @@ def _nd_infer(op_type: str) -> Any:
         return Out(ref.dtype, ref._shape)
 
     return infer
-
-
-def _nd_apply(xp: Any, old: Any, indices: Any, updates: Any, how: str, op_type: str) -> Any:
-    k = indices.shape[-1]
-    coords = indices.reshape((-1, k)).astype(np.int64)
-    _check_range(coords, old.shape[:k], op_type)
-    rows = updates.reshape((coords.shape[0], *old.shape[k:]))
-    return _apply_rounds(xp, xp.array(old, copy=True), coords, rows, how)
-
-
-def _nd_var_kernel(op_type: str, how: str) -> Any:
-    def kernel(xp: Any, ref: VarState, indices: Any, updates: Any, *, use_locking: bool) -> Any:
-        with ref.lock:
-            return ref.store(xp, _nd_apply(xp, ref.read(), indices, updates, how, op_type))
-
-    return kernel
 
 
 for _op, _how in (("ScatterNdUpdate", "update"), ("ScatterNdAdd", "add"), ("ScatterNdSub", "sub")):
