@@ -17,8 +17,8 @@
  *   cell whose new ops are centred; `updates` (updates.ts): the newest state shown
  *
  * The parts: the toolbar (toolbar.ts, with search.ts), the stepper's bar
- * (stepbar.ts), the run list with replay and compare (history.ts: while it
- * shows a kept run, live runs wait in `liveRun`), the scene, the hover
+ * (stepbar.ts), the run list with replay and compare (history.ts; the runs
+ * the host sends, and which is shown: run-feed.ts), the scene, the hover
  * tooltip (tooltip.ts), the details pane and the legend (badges.ts).
  *
  * The loop: setGraph / a click that opens a group -> requestLayout() -> (next
@@ -43,15 +43,14 @@ import { Openings } from './expansion';
 import { LayoutQueue, layOut, passTiming, type Frame } from './frame';
 import { Scene } from './scene';
 import { Presentation } from './present';
-import { normalizeTick, Updates } from './updates';
+import { Updates } from './updates';
+import { RunFeed } from './run-feed';
 import { CellFollower } from './follow';
 import { paintRunMarks } from './queues';
 import {
   EMPTY_RUN,
   EMPTY_STEPPER,
   normalizeGraph,
-  normalizeHistory,
-  normalizeRun,
   normalizeStepper,
   type GraphState,
   type RunState,
@@ -68,8 +67,7 @@ export class GraphView {
   private readonly toolbar: Toolbar;
   private readonly stepBar: StepBar;
   private readonly history: RunHistory;
-  private liveRun: RunState = EMPTY_RUN; // the newest run the host sent (drawn when following)
-  private liveBase = 0; // seq of the last whole `run` state the host sent (ticks amend it)
+  private readonly feed: RunFeed; // the runs the host sends, and the one shown (run-feed.ts)
   private readonly scene: Scene;
   private readonly details: HTMLDivElement;
   private readonly tooltip: Tooltip;
@@ -116,8 +114,9 @@ export class GraphView {
     this.stepBar = new StepBar(root, action => this.act(action));
     this.history = new RunHistory(root, {
       request: seq => this.cb.onHistory?.(seq),
-      show: run => this.showRun(run ?? this.liveRun)
+      show: run => this.showRun(run ?? this.feed.live)
     });
+    this.feed = new RunFeed(this.updates, this.history, run => this.showRun(run));
 
     // the canvas
     const vp = html('div', 'fb-viewport', root);
@@ -182,43 +181,21 @@ export class GraphView {
     this.follower.follow(cellId);
   }
 
+  /** Runs from the host (run-feed.ts): a whole run state, a tick, the run list, a message. */
   setRun(r: unknown): void {
-    if (!this.updates.fresh('run', r)) {
-      return;
-    }
-    this.liveRun = normalizeRun(r);
-    this.liveBase = this.liveRun.seq;
-    if (this.history.following) {
-      this.showRun(this.liveRun);
-    }
+    this.feed.setRun(r);
   }
 
-  /** A tick from the host: later runs of the plan shown, watched whole (their number and time). */
   setTick(t: unknown): void {
-    const tick = normalizeTick(t);
-    if (!tick || tick.base !== this.liveBase || !this.updates.fresh('run', t)) {
-      return;
-    }
-    this.liveRun = { ...this.liveRun, seq: tick.seq, total_us: tick.total_us };
-    if (this.history.following) {
-      this.showRun(this.liveRun);
-    }
+    this.feed.setTick(t);
   }
 
-  /** The run list (the kernel's `history` state). */
   setHistory(h: unknown): void {
-    if (this.updates.fresh('history', h)) {
-      this.history.setIndex(normalizeHistory(h));
-    }
+    this.feed.setHistory(h);
   }
 
-  /** A message from the host: a tick ({tick}), a kept run asked for ({history_run}) or one to replay ({replay}). */
   receive(msg: unknown): void {
-    if (msg && typeof msg === 'object' && 'tick' in msg) {
-      this.setTick((msg as { tick: unknown }).tick);
-      return;
-    }
-    this.history.message(msg);
+    this.feed.receive(msg);
   }
 
   private showRun(run: RunState): void {
