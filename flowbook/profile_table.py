@@ -62,8 +62,9 @@ def profile_table(recs: Sequence[Any], run_us: float, by: str, sort: str) -> Pro
                 row[4] = ", ".join(names)
         busy += max(kernels, rec.end_ns - rec.start_ns)
     rows = _rows(acc, by, busy)
-    key = {"total": "total_ms", "mean": "mean_us", "name": by}.get(sort, sort)
-    rows.sort(key=lambda r: r[key], reverse=key != by)
+    col = "type" if by == "type" else "op"  # the rows' first column
+    key = {"total": "total_ms", "mean": "mean_us", "name": col}.get(sort, sort)
+    rows.sort(key=lambda r: r[key], reverse=key != col)
     waits = rows and "waited_ms" in rows[0]
     caption = (
         f"{len(recs)} run(s), {run_us / 1e3:.3f} ms; "
@@ -97,7 +98,7 @@ def _rows(acc: dict[str, list[Any]], by: str, busy: float) -> list[dict[str, Any
     label = "stands_for" if by == "op" else "via"
     return [
         {
-            by: key,
+            ("type" if by == "type" else "op"): key,
             **({"type": typ} if by != "type" else {}),
             "count": n,
             "total_ms": ns / 1e6,
