@@ -64,7 +64,7 @@ def test_origin_covers_every_written_op_once():
 
 def test_merged_duplicates_map_the_kept_op_to_both():
     g, x, out = _dupes()
-    with g.as_default(), tf.Session() as sess:
+    with g.as_default(), tf.Session():
         rw = tf.optimized_plan(out, {x: np.ones((2, 3), np.float32)})
     kinds = {c.op: (c.kind, c.into) for c in rw.changes}
     assert kinds["r2"] == ("merged", "r1")
@@ -80,7 +80,7 @@ def test_merged_duplicates_map_the_kept_op_to_both():
 
 def test_diff_is_json_and_names_the_plan():
     g, x, out = _dupes()
-    with g.as_default(), tf.Session() as sess:
+    with g.as_default(), tf.Session():
         rw = tf.optimized_plan(out, {x: np.ones((2, 3), np.float32)})
     d = json.loads(json.dumps(rw.diff()))
     assert d["written"] == rw.written and d["executed"] == rw.executed
@@ -93,7 +93,7 @@ def test_turned_off_leaves_the_plan_as_written():
     g, x, out = _dupes()
     opts = tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0)
     config = tf.ConfigProto(graph_options=tf.GraphOptions(optimizer_options=opts))
-    with g.as_default(), tf.Session(config=config) as sess:
+    with g.as_default(), tf.Session(config=config):
         rw = tf.optimized_plan(out, {x: np.ones((2, 3), np.float32)})
     assert rw.optimized is None and rw.executed == rw.written and rw.changes == []
     assert rw.summary().endswith("the optimiser left this plan as written")
@@ -160,7 +160,7 @@ class _View:
 
 def test_send_rewrite_reaches_every_view_and_later_ones():
     g, x, out = _dupes()
-    with g.as_default(), tf.Session() as sess:
+    with g.as_default(), tf.Session():
         rw = tf.optimized_plan(out, {x: np.ones((2, 3), np.float32)})
     hub = live.live_graph(g)
     first, later = _View(), _View()
