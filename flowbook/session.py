@@ -96,6 +96,8 @@ def observe(observer: Observer) -> Iterator[Observer]:
 class BaseSession:
     """The machinery shared by Session and InteractiveSession."""
 
+    watched_globally = True  # False: observe()'s process-wide observers skip its runs
+
     def __init__(
         self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
     ) -> None:
@@ -155,7 +157,8 @@ class BaseSession:
         if plan is None:
             plan = self._plan(elements, feed_tensors, key)
         path = self._paths[plan]
-        observers = self.observers + _observers if (self.observers or _observers) else ()
+        shared = _observers if self.watched_globally else ()
+        observers = self.observers + shared if (self.observers or shared) else ()
         deadline = None
         if options is not None or self.config.check_numerics:
             observers = [*observers, *observers_for(options, self.config, run_metadata)]
