@@ -22,10 +22,13 @@ reply arrives (``t3``), the task stamps ``t_in`` and ``t_out``; then
 
 and of a task's last ``SAMPLES`` steps the one with the least time on the
 wire is kept (the best bound).  A task time ``t`` is ``t - offset`` on the
-client's clock, within ``bound_ns`` of the truth whatever the two clocks
-are (assuming the two legs of the round trip took about the same time:
-the bound is what the estimate guarantees, the real error is usually far
-smaller).
+client's clock.  The estimate is exact when the two legs of the round trip
+took equally long; however unequal they were, the true offset lies within
+``bound_ns`` of it.  On loopback the legs are far from equal (the call
+waits in the worker's event loop, the reply does not), so the estimate
+alone may put a Recv's end before its Send's start on another task: a
+step's Send/Recv pairs then nudge the offsets, each within its bound,
+until every value arrives after it was sent (:func:`causal_offsets`).
 
 :func:`merged_timings` turns the reports into one ``RunTimings`` of the
 client's plan (:class:`TaskTimings`): each op's kernel on the client's
@@ -206,6 +209,43 @@ def _stand_ins(dplan: Any) -> dict[str, tuple[StandIn, str]]:
     return found
 
 
+def causal_offsets(
+    clock: ClockSync, reports: dict[str, Any], pairs: list[tuple[str, int, str, int]]
+) -> dict[str, int]:
+    """Each task's offset: the NTP estimate, nudged (within its bound) so no value arrives
+    before it was sent.
+
+    ``pairs``: ``(send task, Send start, recv task, Recv end)`` in the tasks' own
+    clocks.  A pair that arrives too early moves its receiver later (up to the
+    receiver's bound), then its sender earlier (up to the sender's), for as many
+    passes as there are tasks.  The true offsets lie within the bounds and satisfy
+    every pair, so where the bounds hold this always succeeds.
+
+    >>> c = ClockSync()
+    >>> c.sample("a", 0, 50, 50, 100); c.sample("b", 0, 50, 50, 100)  # 0 ± 50 ns each
+    >>> causal_offsets(c, {"a": 0, "b": 0}, [("a", 1_000, "b", 970)])  # b moves 30 ns later
+    {'a': 0, 'b': -30}
+    """
+    est = {t: clock.offset(t) for t in reports}
+    off = {t: o for t, (o, _) in est.items()}
+    for _ in range(len(off)):
+        moved = False
+        for src, a, dst, b in pairs:
+            early = (a - off[src]) - (b - off[dst])  # > 0: arrived before it was sent
+            if early <= 0:
+                continue
+            room = off[dst] - (est[dst][0] - est[dst][1])  # how much later dst may go
+            step = min(early, max(room, 0))
+            off[dst] -= step
+            early -= step
+            room = (est[src][0] + est[src][1]) - off[src]  # how much earlier src may go
+            off[src] += min(early, max(room, 0))
+            moved = True
+        if not moved:
+            break
+    return off
+
+
 def merged_timings(
     dplan: Any, reports: dict[str, tuple[int, int, TaskReport]], clock: ClockSync
 ) -> TaskTimings:
@@ -213,31 +253,40 @@ def merged_timings(
     plan = dplan.plan
     n = len(plan.ops)
     index = {op.name: i for i, op in enumerate(plan.ops)}
+    where = dplan.parted.where
+    stand_ins = _stand_ins(dplan)
+    sends: dict[Any, tuple[str, int]] = {}  # Send stand-in -> (task, start)
+    recvs: list[tuple[Any, str, int]] = []  # (Recv stand-in, task, end)
+    for task, (_, _, rep) in reports.items():
+        for name, _type, a, b, _th, _w in rep.ops or ():
+            s = stand_ins.get(name)
+            if s is not None and s[0].type == "_Send":
+                sends[s[0]] = (task, a)
+            elif s is not None and s[0].type == "_Recv" and s[0].inputs:
+                recvs.append((s[0], task, b))
+    pairs = [(*sends[r.inputs[0].op], task, b) for r, task, b in recvs if r.inputs[0].op in sends]
+    offsets = causal_offsets(clock, reports, pairs)
     starts, ends, threads = [0] * n, [0] * n, [0] * n
     order: list[tuple[int, int]] = []  # (end, op index)
     waited: dict[int, int] = {}
-    devices = {op: f"{dplan.parted.where[op.name]}/device:CPU:0" for op in plan.ops}
+    devices: dict[Any, str] = {op: f"{where[op.name]}/device:CPU:0" for op in plan.ops}
     extra: list[tuple[Any, KernelTiming]] = []
     spans: dict[str, tuple[int, int]] = {}
-    stand_ins = None
     for task, (_, _, rep) in reports.items():
-        off = clock.offset(task)[0]
+        off = offsets[task]
         spans[task] = (rep.start_ns - off, rep.end_ns - off)
         for name, _type, a, b, th, w in rep.ops or ():
             a, b = a - off, b - off
             i = index.get(name)
-            if i is not None and dplan.parted.where[name] == task:
+            if i is not None and where[name] == task:
                 starts[i], ends[i], threads[i] = a, b, th
                 order.append((b, i))
                 if w:
                     waited[i] = w
-                continue
-            if stand_ins is None:
-                stand_ins = _stand_ins(dplan)
-            s = stand_ins.get(name)
-            if s is not None:
-                devices[s[0]] = f"{task}/device:CPU:0"
-                extra.append((s[0], KernelTiming(a - w, a, b, th, w)))
+            elif name in stand_ins:
+                s = stand_ins[name][0]
+                devices[s] = f"{task}/device:CPU:0"
+                extra.append((s, KernelTiming(a - w, a, b, th, w)))
     order.sort()
     ids = [i for _, i in order]
     t0 = min((s for s, _ in spans.values()), default=0)
