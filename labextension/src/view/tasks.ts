@@ -88,3 +88,17 @@ export function sendRecvLabel(spec: CopySpec, n = 1): string | null {
   }
   return `${n === 1 ? 'send' : `${n} sends`} \u2192 ${spec.dst_device || '?'}`;
 }
+
+/** "2 copies between devices", or for a cluster run "3 Send/Recv pairs between tasks". */
+export function copiesPhrase(copies: CopySpec[]): string {
+  const pairs = copies.filter(c => c.op === SEND_RECV).length;
+  const rest = copies.length - pairs;
+  const parts: string[] = [];
+  if (rest > 0) {
+    parts.push(`${rest} cop${rest === 1 ? 'y' : 'ies'} between devices`);
+  }
+  if (pairs > 0) {
+    parts.push(`${pairs} Send/Recv pair${pairs === 1 ? '' : 's'} between tasks`);
+  }
+  return parts.join(' \u00B7 ');
+}
