@@ -58,6 +58,7 @@ from flowbook.graph import Graph, get_default_graph
 from flowbook.iterator_state import IteratorState
 from flowbook.resources import ResourceCell, cell_key
 from flowbook.run import blas
+from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
 from flowbook.run.observers import Observer, observers_for
 from flowbook.run.optimize import optimized, passes_for
@@ -153,12 +154,8 @@ class BaseSession:
         key = (*elements, None, *feed_tensors)
         if self.graph._edit_log.count != self._cache.seen:  # existing ops were edited
             self._cache.sweep(self._placer)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plan(elements, feed_tensors, key)
-        else:
-            self._plans.move_to_end(key)
-        path = self._paths[plan]
+        found = self._cache.get(key)
+        plan, path = found if found is not None else self._plan(elements, feed_tensors, key)
         observers = self.observers + _observers if (self.observers or _observers) else ()
         deadline = None
         if options is not None or self.config.check_numerics:
@@ -175,14 +172,13 @@ class BaseSession:
             return tuple([to_numpy(v) for v in values])
         return rebuild(structure, [None if v is None else to_numpy(v) for v in values])
 
-    def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> Plan:
+    def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> tuple[Plan, RunPath]:
         plan = build_plan(self.graph, elements, (), feed_tensors, self._bind)
         if self.config.log_device_placement:
             devices = None if self._logged_mapping else self.placer.devices
             self._logged_mapping = True
             log_placement(plan, devices)
-        self._cache.add(key, plan)
-        return plan
+        return plan, self._cache.add(key, plan)
 
     def prepare(self, fetches: Any, feed_dict: dict | None = None) -> Prepared:
         """What ``run(fetches, feed_dict)`` would execute, without running it (for the Stepper).

@@ -133,7 +133,9 @@ class Operation:
         new = [op for op in ops if op not in self.control_inputs]
         for op in new:
             if not isinstance(op, Operation) or op.graph is not self.graph:
-                raise ValueError(f"{self.describe()}: control input {op!r} is not an op of its graph")
+                raise ValueError(
+                    f"{self.describe()}: control input {op!r} is not an op of its graph"
+                )
         if new:
             self.control_inputs = [*self.control_inputs, *new]
             self.graph._changed([self])

@@ -56,6 +56,7 @@ cell; the training step's plan stays).
 from __future__ import annotations
 
 from collections import OrderedDict
+from contextlib import suppress
 from typing import Any
 
 from flowbook.run.compile import RunPath
@@ -79,12 +80,22 @@ class PlanCache:
         self.held: dict[Plan, frozenset[int]] = {}  # plan -> ids of its ops and fed ops (lazy)
         self.seen = graph._edit_log.count  # edits of the graph accounted for
 
+    def get(self, key: tuple) -> tuple[Plan, RunPath] | None:
+        """The plan kept for the run signature ``key`` and its path (now the most recently
+        used), or None.  Safe while another thread's run adds or drops plans."""
+        plan = self.plans.get(key)
+        path = None if plan is None else self.paths.get(plan)
+        if path is None:
+            return None
+        with suppress(KeyError):  # dropped by another thread meanwhile: this run still has it
+            self.plans.move_to_end(key)
+        return plan, path
+
     def add(self, key: tuple, plan: Plan) -> RunPath:
         """Keep ``plan`` for the run signature ``key``; returns its new RunPath."""
         while len(self.plans) >= MAX_PLANS:
-            _, old = self.plans.popitem(last=False)
-            self.paths.pop(old, None)
-            self.held.pop(old, None)
+            oldest = next(iter(self.plans), None)
+            self._drop(oldest, self.plans.get(oldest))
         self.plans[key] = plan
         path = self.paths[plan] = RunPath(plan)
         return path
@@ -114,10 +125,13 @@ class PlanCache:
             if held is None:
                 held = self.held[plan] = _held(key, plan)
             if not ids.isdisjoint(held):
-                del self.plans[key]
-                del self.paths[plan]
-                del self.held[plan]
+                self._drop(key, plan)
         return None
+
+    def _drop(self, key: Any, plan: Plan | None) -> None:
+        self.plans.pop(key, None)  # (pops: another thread may have dropped it already)
+        self.paths.pop(plan, None)  # type: ignore[arg-type]
+        self.held.pop(plan, None)  # type: ignore[arg-type]
 
     def clear(self) -> None:
         """Forget every plan."""
