@@ -224,10 +224,13 @@ def _prefixes(name: str) -> Iterable[str]:
 def _free_names(graph: Any, names: list[str]) -> None:
     """Release the removed names and the scopes that no remaining op lives in."""
     free = {p for n in names for p in _prefixes(n.lower())}
+    tops = {p.partition("/")[0] for p in free}  # only names under these can share a prefix
     for name in graph._ops:
         if not free:
             break
-        free.difference_update(_prefixes(name.lower()))
+        low = name.lower()
+        if low.partition("/")[0] in tops:
+            free.difference_update(_prefixes(low))
     in_use = graph._names_in_use
     for key in free:
         in_use.pop(key, None)
