@@ -2,14 +2,14 @@
 
 State a Graph owns:
 
-- ``_ops``: name -> Operation, in creation order.  Ops are immutable; the graph
-  only grows (the notebook extension may replace the ops a re-run cell made).
+- ``_ops``: name -> Operation, in creation order.  The graph grows; edits of
+  existing ops (a re-run cell's ops replaced, TF1's ``_update_input``...) go
+  through ``flowbook.graph_edit``, which records them in ``_edit_log``.
 - ``_names_in_use``: lower-cased name -> next suffix, TensorFlow's uniquifier:
   a second ``Mul`` in ``layer1/`` is ``layer1/Mul_1``, a second scope
   ``layer1`` becomes ``layer1_1``.
-- ``version``: bumped on every change (the live graph resends on it);
-  ``_edit_log``: the edits of existing ops (``flowbook.graph_edit``), which
-  a Session's cached plans are checked against: adding ops keeps them.
+- ``version``: bumped on every change (the live graph resends on it); the
+  sessions' plans are checked against ``_edit_log`` only: adding ops keeps them.
 - the builder scopes, per thread: name scope, control-dependency controllers,
   device stack and the cond/while context (``flowbook.ops.cf_context``, which
   rewires a new op's inputs).  They only affect ops created inside them.

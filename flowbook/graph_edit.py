@@ -16,6 +16,10 @@ the plans holding an edited op:
   edits, in ``flowbook.tensor``), and :func:`reroute_ts` (the graph editor's
   rewiring: the readers of one tensor read another).
 
+(A loop's ``Merge``, closed by its own ``while_loop``, gradient loop or
+``import_graph_def`` once the back edge exists, is rewired in place with only
+a version bump: no run can have planned it before.)
+
 Removing ops (``remove_ops``):
 
 - the ops leave ``graph._ops``;
