@@ -154,8 +154,11 @@ class BaseSession:
         key = (*elements, None, *feed_tensors)
         if self.graph._edit_log.count != self._cache.seen:  # existing ops were edited
             self._cache.sweep(self._placer)
-        found = self._cache.get(key)
-        plan, path = found if found is not None else self._plan(elements, feed_tensors, key)
+        plan = self._plans.get(key)
+        if plan is None or (path := self._paths.get(plan)) is None:
+            plan, path = self._plan(elements, feed_tensors, key)
+        elif plan is not self._cache.last:  # least recently used plans go first
+            self._cache.touch(key, plan)
         observers = self.observers + _observers if (self.observers or _observers) else ()
         deadline = None
         if options is not None or self.config.check_numerics:

@@ -55,8 +55,6 @@ cell; the training step's plan stays).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from contextlib import suppress
 from typing import Any
 
 from flowbook.run.compile import RunPath
@@ -71,32 +69,31 @@ __all__ = ["MAX_PLANS", "PlanCache"]
 class PlanCache:
     """One session's plans and what their runs learnt.  See the module docstring."""
 
-    __slots__ = ("graph", "held", "paths", "plans", "seen")
+    __slots__ = ("graph", "held", "last", "paths", "plans", "seen")
 
     def __init__(self, graph: Any) -> None:
         self.graph = graph  # the session's graph, whose _edit_log is checked
-        self.plans: OrderedDict[tuple, Plan] = OrderedDict()  # signature -> plan, LRU last
+        self.plans: dict[tuple, Plan] = {}  # signature -> plan, the most recently used last
         self.paths: dict[Plan, RunPath] = {}  # plan -> what its runs here have learnt
         self.held: dict[Plan, frozenset[int]] = {}  # plan -> ids of its ops and fed ops (lazy)
         self.seen = graph._edit_log.count  # edits of the graph accounted for
+        self.last: Plan | None = None  # the plan of the last run (no need to touch it again)
 
-    def get(self, key: tuple) -> tuple[Plan, RunPath] | None:
-        """The plan kept for the run signature ``key`` and its path (now the most recently
-        used), or None.  Safe while another thread's run adds or drops plans."""
-        plan = self.plans.get(key)
-        path = None if plan is None else self.paths.get(plan)
-        if path is None:
-            return None
-        with suppress(KeyError):  # dropped by another thread meanwhile: this run still has it
-            self.plans.move_to_end(key)
-        return plan, path
+    def touch(self, key: tuple, plan: Plan) -> None:
+        """Make ``key``'s plan the most recently used (runs call it only when ``plan`` is not
+        ``last``: a loop of one plan pays nothing).  Safe while another thread drops it."""
+        self.last = plan
+        try:
+            self.plans[key] = self.plans.pop(key)  # to the end: a dict keeps insertion order
+        except KeyError:  # dropped by another thread meanwhile: this run still has it
+            return
 
     def add(self, key: tuple, plan: Plan) -> RunPath:
         """Keep ``plan`` for the run signature ``key``; returns its new RunPath."""
         while len(self.plans) >= MAX_PLANS:
             oldest = next(iter(self.plans), None)
             self._drop(oldest, self.plans.get(oldest))
-        self.plans[key] = plan
+        self.plans[key] = self.last = plan
         path = self.paths[plan] = RunPath(plan)
         return path
 
@@ -132,9 +129,12 @@ class PlanCache:
         self.plans.pop(key, None)  # (pops: another thread may have dropped it already)
         self.paths.pop(plan, None)  # type: ignore[arg-type]
         self.held.pop(plan, None)  # type: ignore[arg-type]
+        if plan is self.last:
+            self.last = None
 
     def clear(self) -> None:
         """Forget every plan."""
+        self.last = None
         self.plans.clear()
         self.paths.clear()
         self.held.clear()
