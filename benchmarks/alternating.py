@@ -21,6 +21,7 @@ Usage: ``python benchmarks/alternating.py [--quick]``; writes
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
@@ -96,7 +97,7 @@ def main() -> None:
     header = ("step (batch 100)", "constant steps/s", "alternating 100/99 steps/s", "ratio", "goal")
     print_table(header, rows)
     print(f"peers: {PEERS}")
-    results["machine"] = {"numpy": np.__version__}
+    results["machine"] = {"numpy": np.__version__, "load_average": os.getloadavg()}
     write_json(args.out, results)
 
 

@@ -286,6 +286,7 @@ def main() -> None:
             "python": platform.python_version(),
             "numpy": np.__version__,
             "cpus": __import__("os").cpu_count(),
+            "load_average": __import__("os").getloadavg(),  # other work on the machine
         },
     }
     c, r, b, i = results["chain"], results["run_fixed"], results["build"], results["import"]

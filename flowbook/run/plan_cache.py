@@ -30,8 +30,8 @@ added or removed, a device set.  Each is recorded in the graph's
 ``EditLog``.  The cache remembers how many edits it has seen (``seen``);
 a run compares that one number, and when edits came since, :meth:`sweep`
 drops the plans that hold an edited op or feed one of its outputs (a cost
-per kept plan of the edited ops' count, after each plan's op set is made
-once, on the first sweep that needs it), never walking the graph.  A device
+per kept plan of the edited ops' count: each plan's set of op ids is made
+with it, for a fraction of what laying it out costs), never walking the graph.  A device
 edit also forgets the placer's decisions, and, when the session has a GPU,
 drops every plan (placement follows producers' devices downstream, into
 plans that need not hold the edited op).  Edits older than the log keeps
@@ -75,7 +75,7 @@ class PlanCache:
         self.graph = graph  # the session's graph, whose _edit_log is checked
         self.plans: dict[tuple, Plan] = {}  # signature -> plan, the most recently used last
         self.paths: dict[Plan, RunPath] = {}  # plan -> what its runs here have learnt
-        self.held: dict[Plan, frozenset[int]] = {}  # plan -> ids of its ops and fed ops (lazy)
+        self.held: dict[Plan, frozenset[int]] = {}  # plan -> ids of its ops and of its fed ops
         self.seen = graph._edit_log.count  # edits of the graph accounted for
         self.last: Plan | None = None  # the plan of the last run (no need to touch it again)
 
@@ -93,6 +93,7 @@ class PlanCache:
         while len(self.plans) >= MAX_PLANS:
             oldest = next(iter(self.plans), None)
             self._drop(oldest, self.plans.get(oldest))
+        self.held[plan] = _held(key, plan)
         self.plans[key] = self.last = plan
         path = self.paths[plan] = RunPath(plan)
         return path
@@ -118,10 +119,7 @@ class PlanCache:
         if not ids:
             return None
         for key, plan in list(self.plans.items()):
-            held = self.held.get(plan)
-            if held is None:
-                held = self.held[plan] = _held(key, plan)
-            if not ids.isdisjoint(held):
+            if not ids.isdisjoint(self.held.get(plan, ())):
                 self._drop(key, plan)
         return None
 
