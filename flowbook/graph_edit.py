@@ -158,7 +158,7 @@ def reroute_ts(
                              f"'{t0.name}' ({t0.dtype.name}): not the same dtype and graph")  # fmt: skip
     new_for = dict(zip(ts1, ts0))
     allowed = None if can_modify is None else set(_ops_of(can_modify))
-    barred = set(_ops_of(cannot_modify or ()))
+    barred = set(_ops_of(() if cannot_modify is None else cannot_modify))
     graph = ts1[0].graph if ts1 else None
     edited: list[Operation] = []
     for op in list(graph._ops.values()) if graph is not None else ():
@@ -175,7 +175,7 @@ def reroute_ts(
 
 
 def _ops_of(items: Any) -> list[Operation]:
-    items = [items] if isinstance(items, Operation) else items
+    items = items if isinstance(items, list | tuple | set | frozenset) else [items]
     return [o for o in map(_op_of, items) if o is not None]
 
 

@@ -357,3 +357,34 @@ def outcome_of(session, fetch, feed):
         return ("value", session.run(fetch, feed))
     except (FailedPreconditionError, InvalidArgumentError) as e:
         return ("error", type(e))
+
+
+# ---------------------------------------------------------------- the edits
+def test_reroute_ts_changes_only_the_readers_it_may():
+    a, b = fb.constant(1.0, name="a"), fb.constant(5.0, name="b")
+    keep, free, barred = (fb.multiply(a, float(k), name=n) for k, n in enumerate("kfz", 2))
+    assert graph_edit.reroute_ts(b, a, can_modify=[free, barred], cannot_modify=barred) == [free.op]
+    with fb.Session() as s:
+        assert s.run([keep, free, barred]) == [2.0, 15.0, 4.0]
+    with pytest.raises(ValueError, match="not the same dtype"):
+        graph_edit.reroute_ts(fb.constant(1), a)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda y, other: y.op._update_input(0, fb.constant(1)), "it cannot read int32"),
+        (lambda y, other: y.op._update_input(0, other), "of another graph"),
+        (lambda y, other: y.op._add_control_input(other.op), "not an op of its graph"),
+        (lambda y, other: y.op._set_device("/nonsense:thing"), None),
+    ],
+    ids=["dtype", "graph", "control input", "device"],
+)
+def test_bad_edits_are_refused_and_change_nothing(edit, message):
+    y = fb.multiply(fb.constant(2.0), 3.0, name="y")
+    with fb.Graph().as_default():
+        other = fb.constant(1.0)
+    before = (y.op.inputs, list(y.op.control_inputs), y.op.device, y.graph._edit_log.count)
+    with pytest.raises(ValueError, match=message):
+        edit(y, other)
+    assert (y.op.inputs, y.op.control_inputs, y.op.device, y.graph._edit_log.count) == before
