@@ -54,6 +54,7 @@ nothing alive) for that message.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -100,27 +101,31 @@ class EditLog:
 
     MAX = 4096  # edits kept (each a few ids); older ones are forgotten, see above
 
-    __slots__ = ("base", "count", "entries")
+    __slots__ = ("_lock", "base", "count", "entries")
 
     def __init__(self) -> None:
         self.count = 0  # edits recorded; a plan cache compares it with the count it has seen
         self.base = 0  # the edit entries[0] is
         self.entries: list[tuple[frozenset[int], bool]] = []  # (op ids, device edit), in order
+        self._lock = threading.Lock()  # edits from several threads: count stays base + entries
 
     def record(self, ops: Iterable[Operation], placement: bool) -> None:
-        self.entries.append((frozenset(map(id, ops)), placement))
-        if len(self.entries) > self.MAX:
-            drop = len(self.entries) // 2
-            del self.entries[:drop]
-            self.base += drop
-        self.count += 1
+        entry = (frozenset(map(id, ops)), placement)
+        with self._lock:
+            self.entries.append(entry)
+            if len(self.entries) > self.MAX:
+                drop = len(self.entries) // 2
+                del self.entries[:drop]
+                self.base += drop
+            self.count += 1
 
     def since(self, seen: int, now: int | None = None) -> list[tuple[frozenset[int], bool]] | None:
         """The edits after the first ``seen`` up to ``now`` (None: all), or None if forgotten."""
-        if seen < self.base:
-            return None
-        end = None if now is None else now - self.base
-        return self.entries[seen - self.base : end]
+        with self._lock:
+            if seen < self.base:
+                return None
+            end = None if now is None else now - self.base
+            return self.entries[seen - self.base : end]
 
 
 def changed(graph: Any, ops: Iterable[Operation], placement: bool = False) -> None:
