@@ -315,7 +315,8 @@ def test_runs_from_several_threads_while_the_graph_is_edited(fresh_graph):
 
 # ----------------------------------------------------------------- hypothesis
 STEPS = st.lists(
-    st.tuples(st.sampled_from(["add", "update", "control", "remove", "run"]),
+    st.tuples(st.sampled_from(["add", "update", "control", "uncontrol", "reroute", "device",
+                               "remove", "run"]),
               st.integers(0, 50), st.integers(0, 50)),
     min_size=1, max_size=25,
 )  # fmt: skip
@@ -341,6 +342,13 @@ def test_a_kept_session_agrees_with_a_fresh_one_through_random_edits(steps):
                     a.op._update_input(0, b)
             elif kind == "control" and a.op._id > b.op._id:
                 a.op._add_control_input(b.op)
+            elif kind == "uncontrol":
+                a.op._remove_all_control_inputs()
+            elif kind == "reroute" and a.op._id < b.op._id and a.dtype == b.dtype:
+                later = [u.op for u in live if u.op._id > b.op._id]  # readers after b: no cycle
+                graph_edit.reroute_ts(b, a, can_modify=later)
+            elif kind == "device":
+                a.op._set_device("/cpu:0" if i % 2 else "")
             elif kind == "remove" and a is not x:
                 g._remove_ops([a.op])
             elif kind == "run":  # each tensor made so far, removed ones too
