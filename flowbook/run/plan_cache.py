@@ -11,8 +11,9 @@
   inputs, stopping at fed tensors, and for each its inputs, control inputs,
   attrs and static shapes; whether it is still in the graph (a plan needing
   a removed op is refused as stale); and its device, as the session's
-  ``Placer`` decides it from the op's request and, through colocation with a
-  variable and host-side shape arithmetic, from its producers' devices;
+  ``Placer`` decides it from the op's request (``colocate_with`` copies a
+  request when the op is made) and, through an update's variable and
+  host-side shape arithmetic, from its producers' devices;
 - the session's own per-op state (variables, random generators, queues),
   bound into the kernels, which no graph edit touches.
 
@@ -31,8 +32,9 @@ added or removed, a device set.  Each is recorded in the graph's
 a run compares that one number, and when edits came since, :meth:`sweep`
 drops the plans that hold an edited op or feed one of its outputs (a cost
 per kept plan of the edited ops' count: each plan's set of op ids is made
-with it, for a fraction of what laying it out costs), never walking the graph.  A device
-edit also forgets the placer's decisions, and, when the session has a GPU,
+with it, for a fraction of what laying it out costs), never walking the
+graph.  (A plan fed an edited op's output goes too: the placement of its
+readers may follow that op's device.)  A device edit also forgets the placer's decisions, and, when the session has a GPU,
 drops every plan (placement follows producers' devices downstream, into
 plans that need not hold the edited op).  Edits older than the log keeps
 (``EditLog.MAX``) drop every plan.  A dropped plan takes its ``RunPath``
