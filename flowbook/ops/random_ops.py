@@ -7,7 +7,9 @@ attrs, or from the OS when both are 0) and binds it into the kernel as the
 seed2)`` and draws with ``rng.random`` / ``rng.standard_normal`` /
 ``rng.integers``, which numpy's and CuPy's generators share.  Repeated runs in
 one session give new values; two fresh sessions of a seeded graph give the
-same ones.
+same ones.  ``RandomShuffle`` draws TF's own words instead (``rng.reserve``,
+:mod:`flowbook.philox`): TF's Fisher-Yates over them, so a seeded shuffle
+gives TensorFlow's order, run after run.
 
 The seed attrs are fixed when the op is built, by TensorFlow's ``get_seed``
 rules: the graph seed (``set_random_seed``) and the op's ``seed`` argument;
@@ -34,6 +36,7 @@ from flowbook.ops import math_ops
 from flowbook.ops._builder import make1
 from flowbook.ops._shape_inputs import check_int, const_ints, host_ints, int_input
 from flowbook.ops.constant_op import constant_value, convert_to_tensor, partial_shape_value
+from flowbook.philox import Words, fisher_yates
 from flowbook.registry import Out, no_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import fmt
@@ -188,7 +191,9 @@ def _random_uniform_int_kernel(
 def _random_shuffle_kernel(xp: Any, value: Any, *, rng: Any, seed: int, seed2: int) -> Any:
     if value.ndim == 0:
         return value
-    return value[xp.argsort(rng.random(value.shape[0]))]
+    n = value.shape[0]
+    words = Words(rng.reserve((max(n - 1, 0) + 3) // 4))  # TF: n - 1 words, 4 a block
+    return value[xp.asarray(fisher_yates(n, words))]
 
 
 def _float_dtype(dtype: Any, what: str) -> dtypes.DType:
