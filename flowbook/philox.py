@@ -35,8 +35,8 @@ TF's ``GuardedPhiloxRandom``, next to the device's own generator (numpy's or
 CuPy's), whose methods it passes through for the kernels that draw from that.
 
     >>> words = Words(Philox(87654321, 1))
-    >>> [words() % 10 for _ in range(3)]  # tf.RandomShuffleQueue(..., seed=1)'s first picks
-    [7, 9, 2]
+    >>> [words() % 10 for _ in range(3)]  # the stream of seed=1 (TF's (87654321, 1)), mod 10
+    [7, 9, 3]
     >>> fisher_yates(10, Words(Philox(87654321, 1))).tolist()  # tf.random_shuffle(range(10), 1)
     [7, 9, 3, 6, 5, 1, 8, 4, 0, 2]
 """
@@ -58,8 +58,8 @@ _MASK32, _MASK64, _MASK128 = (1 << 32) - 1, (1 << 64) - 1, (1 << 128) - 1
 def philox_rounds(counter: list[Any], key: tuple[int, int], xp: Any = np) -> list[Any]:
     """Philox4x32-10 of ``counter`` (four uint32 arrays, word 0 the lowest) under ``key``.
 
-    >>> [int(w[0]) for w in philox_rounds([np.zeros(1, np.uint32)] * 4, (0, 0))]
-    [1797259609, 2579123966, 928939145, 1948091046]
+    >>> [hex(w[0]) for w in philox_rounds([np.zeros(1, np.uint32)] * 4, (0, 0))]  # the paper's
+    ['0x6627e8d5', '0xe169c58d', '0xbc57ac4c', '0x9b00dbd8']
     """
     c0, c1, c2, c3 = counter
     k0, k1 = key
