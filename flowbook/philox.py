@@ -108,14 +108,19 @@ class Philox:
 
     def blocks(self, n: int, xp: Any = np) -> Any:
         """The next ``n`` blocks as an ``(n, 4)`` uint32 array; the counter moves on by ``n``."""
+        out = self.blocks_at(xp.arange(n, dtype=xp.uint64), xp)
+        self.skip(n)
+        return out
+
+    def blocks_at(self, offsets: Any, xp: Any = np) -> Any:
+        """The blocks ``offsets`` (uint64, any shape) past the counter, as ``(*shape, 4)``."""
         lo, hi = self.counter & _MASK64, self.counter >> 64
-        low = xp.arange(n, dtype=xp.uint64) + xp.uint64(lo)  # wraps at 2**64 ...
+        low = offsets.astype(xp.uint64) + xp.uint64(lo)  # wraps at 2**64 ...
         high = xp.uint64(hi) + (low < xp.uint64(lo)).astype(xp.uint64)  # ... and carries
         shift = xp.uint64(32)
         words = [low.astype(xp.uint32), (low >> shift).astype(xp.uint32)]
         words += [high.astype(xp.uint32), (high >> shift).astype(xp.uint32)]
-        self.skip(n)
-        return xp.stack(philox_rounds(words, self.key, xp), axis=1)
+        return xp.stack(philox_rounds(words, self.key, xp), axis=-1)
 
 
 class Words:

@@ -7,9 +7,11 @@ attrs, or from the OS when both are 0) and binds it into the kernel as the
 seed2)`` and draws with ``rng.random`` / ``rng.standard_normal`` /
 ``rng.integers``, which numpy's and CuPy's generators share.  Repeated runs in
 one session give new values; two fresh sessions of a seeded graph give the
-same ones.  ``RandomShuffle`` draws TF's own words instead (``rng.reserve``,
-:mod:`flowbook.philox`): TF's Fisher-Yates over them, so a seeded shuffle
-gives TensorFlow's order, run after run.
+same ones.  A seeded op (``seed`` or ``seed2`` set) draws TensorFlow's own
+words instead (``rng.reserve``, :mod:`flowbook.philox`) and turns them into
+values as TF does (:mod:`flowbook.philox_sampling`; ``RandomShuffle``: TF's
+Fisher-Yates), so it gives TensorFlow's values and orders, run after run;
+``RandomShuffle`` draws them unseeded too, from seeds of the OS.
 
 The seed attrs are fixed when the op is built, by TensorFlow's ``get_seed``
 rules: the graph seed (``set_random_seed``) and the op's ``seed`` argument;
@@ -29,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
+from flowbook import dtypes, philox_sampling
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph import get_default_graph, name_scope
 from flowbook.ops import math_ops
@@ -106,6 +108,13 @@ def _native(dtype: dtypes.DType) -> Any:
     return dtype.np if dtype is not dtypes.float16 else np.float32
 
 
+def _tf_values(xp: Any, draw: Any, rng: Any, shape: Any, dtype: np.dtype) -> Any:
+    """A seeded op's values as TF draws them: 256 blocks reserved per element."""
+    dims = host_ints(shape)
+    n = int(np.prod(dims))
+    return xp.asarray(draw(rng.reserve(n * 256), n, dtype).reshape(dims))
+
+
 _RNG = {"stateful": True, "resource": "rng"}
 _SHAPED = {**_RNG, "host_inputs": (0,)}  # the shape input is read on the host
 _FLOAT_ATTRS = ("dtype", "seed", "seed2")
@@ -115,6 +124,8 @@ _FLOAT_ATTRS = ("dtype", "seed", "seed2")
 def _random_uniform_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
+    if rng.seeded:
+        return _tf_values(xp, philox_sampling.uniform, rng, shape, dtype.np)
     out = rng.random(host_ints(shape), dtype=_native(dtype))
     return out.astype(dtype.np, copy=False)
 
@@ -129,6 +140,8 @@ def _random_uniform_kernel(
 def _random_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
+    if rng.seeded:
+        return _tf_values(xp, philox_sampling.normal, rng, shape, dtype.np)
     out = rng.standard_normal(host_ints(shape), dtype=_native(dtype))
     return out.astype(dtype.np, copy=False)
 
@@ -139,6 +152,8 @@ def _random_normal_kernel(
 def _truncated_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
+    if rng.seeded:
+        return _tf_values(xp, philox_sampling.truncated_normal, rng, shape, dtype.np)
     native = _native(dtype)
     out = rng.standard_normal(host_ints(shape), dtype=native)
     redraw = xp.abs(out) > 2.0
@@ -178,6 +193,9 @@ def _random_uniform_int_kernel(
     lo, hi = int(minval), int(maxval)
     if not lo < hi:
         raise InvalidArgumentError(None, None, f"Need minval < maxval: {lo} >= {hi}")
+    if rng.seeded:
+        draw = lambda g, n, dt: philox_sampling.uniform_int(g, n, lo, hi, dt)
+        return _tf_values(xp, draw, rng, shape, Tout.np)
     return rng.integers(lo, hi, host_ints(shape), dtype=Tout.np)
 
 
