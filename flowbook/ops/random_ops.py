@@ -38,7 +38,7 @@ from flowbook.ops import math_ops
 from flowbook.ops._builder import make1
 from flowbook.ops._shape_inputs import check_int, const_ints, host_ints, int_input
 from flowbook.ops.constant_op import constant_value, convert_to_tensor, partial_shape_value
-from flowbook.philox import Words, fisher_yates
+from flowbook.philox import OpRandom, Words, fisher_yates
 from flowbook.registry import Out, no_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import fmt
@@ -108,11 +108,16 @@ def _native(dtype: dtypes.DType) -> Any:
     return dtype.np if dtype is not dtypes.float16 else np.float32
 
 
-def _tf_values(xp: Any, draw: Any, rng: Any, shape: Any, dtype: np.dtype) -> Any:
+def _tf_stream(rng: Any, seed: int, seed2: int) -> OpRandom:
+    """The op's :class:`~flowbook.philox.OpRandom` (a bare generator, bound by hand: wrapped)."""
+    return rng if isinstance(rng, OpRandom) else OpRandom(seed, seed2, rng)
+
+
+def _tf_values(xp: Any, draw: Any, rng: OpRandom, shape: Any, dtype: np.dtype) -> Any:
     """A seeded op's values as TF draws them: 256 blocks reserved per element."""
     dims = host_ints(shape)
     n = int(np.prod(dims))
-    return xp.asarray(draw(rng.reserve(n * 256), n, dtype).reshape(dims))
+    return draw(rng.reserve(n * 256), n, dtype, xp).reshape(dims)
 
 
 _RNG = {"stateful": True, "resource": "rng"}
@@ -124,8 +129,10 @@ _FLOAT_ATTRS = ("dtype", "seed", "seed2")
 def _random_uniform_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
-    if rng.seeded:
-        return _tf_values(xp, philox_sampling.uniform, rng, shape, dtype.np)
+    if seed or seed2:  # TF's values
+        return _tf_values(
+            xp, philox_sampling.uniform, _tf_stream(rng, seed, seed2), shape, dtype.np
+        )
     out = rng.random(host_ints(shape), dtype=_native(dtype))
     return out.astype(dtype.np, copy=False)
 
@@ -140,8 +147,8 @@ def _random_uniform_kernel(
 def _random_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
-    if rng.seeded:
-        return _tf_values(xp, philox_sampling.normal, rng, shape, dtype.np)
+    if seed or seed2:  # TF's values
+        return _tf_values(xp, philox_sampling.normal, _tf_stream(rng, seed, seed2), shape, dtype.np)
     out = rng.standard_normal(host_ints(shape), dtype=_native(dtype))
     return out.astype(dtype.np, copy=False)
 
@@ -152,8 +159,10 @@ def _random_normal_kernel(
 def _truncated_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
-    if rng.seeded:
-        return _tf_values(xp, philox_sampling.truncated_normal, rng, shape, dtype.np)
+    if seed or seed2:  # TF's values
+        return _tf_values(
+            xp, philox_sampling.truncated_normal, _tf_stream(rng, seed, seed2), shape, dtype.np
+        )
     native = _native(dtype)
     out = rng.standard_normal(host_ints(shape), dtype=native)
     redraw = xp.abs(out) > 2.0
@@ -193,9 +202,9 @@ def _random_uniform_int_kernel(
     lo, hi = int(minval), int(maxval)
     if not lo < hi:
         raise InvalidArgumentError(None, None, f"Need minval < maxval: {lo} >= {hi}")
-    if rng.seeded:
-        draw = lambda g, n, dt: philox_sampling.uniform_int(g, n, lo, hi, dt)
-        return _tf_values(xp, draw, rng, shape, Tout.np)
+    if seed or seed2:  # TF's values
+        draw = lambda g, n, dt, xp: philox_sampling.uniform_int(g, n, lo, hi, dt, xp)
+        return _tf_values(xp, draw, _tf_stream(rng, seed, seed2), shape, Tout.np)
     return rng.integers(lo, hi, host_ints(shape), dtype=Tout.np)
 
 
@@ -205,13 +214,16 @@ def _random_uniform_int_kernel(
     lambda value, seed, seed2: Out(value.dtype, value._shape),
     ("seed", "seed2"),
     **_RNG,
+    host_only=True,  # as in TF: its order comes of a swap loop on the host
 )
 def _random_shuffle_kernel(xp: Any, value: Any, *, rng: Any, seed: int, seed2: int) -> Any:
     if value.ndim == 0:
         return value
     n = value.shape[0]
-    words = Words(rng.reserve((max(n - 1, 0) + 3) // 4))  # TF: n - 1 words, 4 a block
-    return value[xp.asarray(fisher_yates(n, words))]
+    words = Words(
+        _tf_stream(rng, seed, seed2).reserve((max(n - 1, 0) + 3) // 4)
+    )  # TF: n - 1 words, 4 a block
+    return value[fisher_yates(n, words)]
 
 
 def _float_dtype(dtype: Any, what: str) -> dtypes.DType:
