@@ -61,18 +61,23 @@ def philox_rounds(counter: list[Any], key: tuple[int, int], xp: Any = np) -> lis
     >>> [hex(w[0]) for w in philox_rounds([np.zeros(1, np.uint32)] * 4, (0, 0))]  # the paper's
     ['0x6627e8d5', '0xe169c58d', '0xbc57ac4c', '0x9b00dbd8']
     """
-    c0, c1, c2, c3 = counter
+    # words (0, 2) and (1, 3) as two rows of uint64 holding 32 bits each: one array op a step
+    even = xp.stack([counter[0], counter[2]]).astype(xp.uint64)
+    odd = xp.stack([counter[1], counter[3]]).astype(xp.uint64)
+    column = (2,) + (1,) * (even.ndim - 1)  # a value per row, over any shape of counters
+    mult = xp.asarray([_M0, _M1], dtype=xp.uint64).reshape(column)
+    mask, shift = xp.uint64(_MASK32), xp.uint64(32)
     k0, k1 = key
-    m0, m1, shift = xp.uint64(_M0), xp.uint64(_M1), xp.uint64(32)
     for r in range(10):
         if r:
             k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
-        p0 = c0.astype(xp.uint64) * m0
-        p1 = c2.astype(xp.uint64) * m1
-        hi0, lo0 = (p0 >> shift).astype(xp.uint32), p0.astype(xp.uint32)
-        hi1, lo1 = (p1 >> shift).astype(xp.uint32), p1.astype(xp.uint32)
-        c0, c1, c2, c3 = hi1 ^ c1 ^ xp.uint32(k0), lo1, hi0 ^ c3 ^ xp.uint32(k1), lo0
-    return [c0, c1, c2, c3]
+        product = even * mult
+        even = (product >> shift)[::-1]  # (hi1, hi0) ...
+        even ^= odd
+        even ^= xp.asarray([k0, k1], dtype=xp.uint64).reshape(column)  # ^ (c1, c3) ^ (k0, k1)
+        odd = (product & mask)[::-1]  # (lo1, lo0)
+    even, odd = even.astype(xp.uint32), odd.astype(xp.uint32)
+    return [even[0], odd[0], even[1], odd[1]]
 
 
 class Philox:
@@ -165,19 +170,38 @@ class Words:
 def fisher_yates(n: int, words: Words) -> np.ndarray:
     """TF's shuffle order of ``n`` items: ``i`` swaps with ``i + word % (n - i)`` for ``i < n - 1``.
 
+    The swaps depend on each other, but not in a way that needs a loop:
+    position ``i`` is final after step ``i``, and it receives what step ``m``
+    (the last one before ``i`` that swapped into the same place) put there,
+    which is what position ``m`` held when its own step came, and so on back
+    to an item no step moved.  Those chains are followed for all positions
+    at once by pointer doubling (a handful of gathers).
+
     >>> fisher_yates(1, Words(Philox(5, 5))).tolist()
     [0]
     """
     if n <= 1:
         return np.arange(n, dtype=np.int64)
+    steps = np.arange(n, dtype=np.int64)
     span = np.arange(n, 1, -1, dtype=np.uint64)  # n - i for i = 0 .. n-2
-    targets = (
-        np.arange(n - 1, dtype=np.uint64) + (words.take(n - 1).astype(np.uint64) % span)
-    ).tolist()
-    order = list(range(n))
-    for i, j in enumerate(targets):  # each swap depends on the last: a loop, on Python ints
-        order[i], order[j] = order[j], order[i]
-    return np.array(order, dtype=np.int64)
+    target = steps.copy()  # the last step swaps with itself
+    target[:-1] += (words.take(n - 1).astype(np.uint64) % span).astype(np.int64)
+    by_target = np.argsort(target, kind="stable")  # steps grouped by target, in order
+    t, s = target[by_target], steps[by_target]
+    same = t[1:] == t[:-1]
+    before = np.full(n, -1, np.int64)  # the last earlier step with the same target
+    before[s[1:][same]] = s[:-1][same]
+    last = np.full(n, -1, np.int64)  # the last step whose target is this position
+    ends = np.append(~same, True)
+    last[t[ends]] = s[ends]
+    feeder = np.where(target == steps, before, last)  # whose item a position holds at its step
+    source = np.where(feeder >= 0, feeder, steps)
+    while True:  # pointer doubling: every position to the item no step moved before it
+        deeper = source[source]
+        if np.array_equal(deeper, source):
+            break
+        source = deeper
+    return np.where(before >= 0, source[np.maximum(before, 0)], target)
 
 
 def fresh_seeds() -> tuple[int, int]:

@@ -325,6 +325,18 @@ def test_dataset_shuffle_is_tfs_algorithm(n: int, size: int, seed: int, chunked:
     assert sorted(got) == list(range(n))
 
 
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(0, 400), seed=st.integers(0, 2**63 - 1))
+def test_fisher_yates_is_the_swap_loop(n: int, seed: int) -> None:
+    """The vectorised order equals TF's loop of swaps, read literally."""
+    words = Words(Philox(seed, seed // 3)).take(max(n - 1, 0)).tolist()
+    order = list(range(n))
+    for i in range(n - 1):
+        j = i + words[i] % (n - i)
+        order[i], order[j] = order[j], order[i]
+    assert fisher_yates(n, Words(Philox(seed, seed // 3))).tolist() == order
+
+
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(0, 300), seed=st.integers(1, 2**31 - 1), cols=st.integers(0, 2))
 def test_random_shuffle_stays_a_permutation(n: int, seed: int, cols: int) -> None:
