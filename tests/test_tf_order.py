@@ -208,6 +208,11 @@ DATASETS = [  # (what, dataset maker, order) observed with TensorFlow 2.21.0
     ),
     ("repeat, then shuffle", lambda: R(6).repeat(2).shuffle(4, seed=3), [0, 3, 2, 1, 4, 1, 0, 3, 2, 5, 4, 5]),
     ("then batch", lambda: R(10).shuffle(4, seed=2).batch(3), [[0, 2, 4], [6, 3, 1], [7, 5, 9], [8]]),
+    ("shuffle_and_repeat", lambda: R(10).apply(tf.data.experimental.shuffle_and_repeat(3, 3, 1)),
+     [1, 3, 0, 5, 2, 6, 7, 8, 9, 4, 1, 3, 0, 5, 4, 6, 8, 9, 2, 7, 0, 3, 1, 5, 6, 7, 8, 4, 9, 2]),
+    ("two shuffles", lambda: R(8).shuffle(8, seed=1).shuffle(3, seed=2), [3, 6, 5, 2, 7, 0, 4, 1]),
+    ("a new inner dataset each time",  # flat_map's datasets start their seeds afresh
+     lambda: R(3).flat_map(lambda x: R(4).shuffle(4, seed=5)), [1, 3, 0, 2] * 3),
 ]  # fmt: skip
 
 

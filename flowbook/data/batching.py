@@ -13,8 +13,9 @@ the oldest's slot; once the input ends the ring drains the same way.  Each
 pass, whose seeds are, as in TF, the op's ``(seed, seed2)`` (TF's
 ``get_seed`` rules; both 0: fresh from the OS) when not
 ``reshuffle_each_iteration``, else the next two words of a seed stream
-started from them at each iterator start: so a seeded shuffle gives
-TensorFlow's order, every pass.  When the whole input fits in the buffer
+started from them at each iterator start (and for each dataset that a
+``flat_map`` / ``interleave`` function returns, a new dataset in TF): so a
+seeded shuffle gives TensorFlow's order, every pass.  When the whole input fits in the buffer
 that is TF's Fisher-Yates, drawn as one order and applied to the joined
 chunk.
 
@@ -181,10 +182,10 @@ class ShuffleDataset(Dataset):
 
     def _pass_seeds(self, ctx: Context) -> tuple[int, int]:
         """This pass's Philox seeds: TF's fixed or reshuffling seed generator."""
-        state = ctx.state.get(id(self))
-        if state is None:  # one per iterator start
+        state = ctx.own.get(id(self))
+        if state is None:  # one per iterator start, and per dataset a function returns
             seeds = self.seeds or fresh_seeds()
-            state = ctx.state[id(self)] = Words(Philox(*seeds)) if self.reshuffle else seeds
+            state = ctx.own[id(self)] = Words(Philox(*seeds)) if self.reshuffle else seeds
         return (state(), state()) if self.reshuffle else state
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
