@@ -65,7 +65,8 @@ def philox_rounds(counter: list[Any], key: tuple[int, int], xp: Any = np) -> lis
     even = xp.stack([counter[0], counter[2]]).astype(xp.uint64)
     odd = xp.stack([counter[1], counter[3]]).astype(xp.uint64)
     column = (2,) + (1,) * (even.ndim - 1)  # a value per row, over any shape of counters
-    mult = xp.asarray([_M0, _M1], dtype=xp.uint64).reshape(column)
+    mult = xp.full(column, _M0, dtype=xp.uint64)  # made where the words are: nothing uploaded
+    mult[1] = _M1
     mask, shift = xp.uint64(_MASK32), xp.uint64(32)
     k0, k1 = key
     for r in range(10):
@@ -73,8 +74,9 @@ def philox_rounds(counter: list[Any], key: tuple[int, int], xp: Any = np) -> lis
             k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
         product = even * mult
         even = (product >> shift)[::-1]  # (hi1, hi0) ...
-        even ^= odd
-        even ^= xp.asarray([k0, k1], dtype=xp.uint64).reshape(column)  # ^ (c1, c3) ^ (k0, k1)
+        even ^= odd  # ... ^ (c1, c3) ...
+        even[0] ^= xp.uint64(k0)  # ... ^ (k0, k1)
+        even[1] ^= xp.uint64(k1)
         odd = (product & mask)[::-1]  # (lo1, lo0)
     even, odd = even.astype(xp.uint32), odd.astype(xp.uint32)
     return [even[0], odd[0], even[1], odd[1]]
