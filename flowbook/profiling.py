@@ -55,11 +55,14 @@ from typing import Any
 
 from flowbook.config import RunOptions
 from flowbook.files import atomic_write
+from flowbook.run.memory_plan import live_bytes
 from flowbook.run.observers import Observer, observer_factory
+from flowbook.run.plan import carries_variable
 from flowbook.run.timings import KernelTiming, RunTimings
 from flowbook.session import observe
 from flowbook.step_stats import (
     AllocationDescription,
+    AllocatorMemoryUsed,
     DeviceStepStats,
     NodeExecStats,
     NodeOutput,
@@ -265,9 +268,50 @@ def _where_label(where: tuple[tuple[str, int], ...]) -> str:
     return "".join(f" [loop '{name}' iteration {k}]" for name, k in where)
 
 
+def _memory(rec: _Recorder) -> tuple[int, dict[Any, tuple[int, int, int]]]:
+    """The run's peak live bytes, and op -> (output bytes, bytes live while it ran, after).
+
+    Worked out after the run from the recorded output shapes and the plan's
+    last reads (``flowbook.run.memory_plan.live_bytes``); variables and fed
+    values are not the run's.  Runs with loops (an op runs many times): (0, {}).
+    """
+    if rec._raw is None or rec._raw[1].runs is not None:
+        return 0, {}
+    plan, t = rec._raw
+    if not hasattr(plan, "uses"):  # not a Plan (a test's stand-in): no last reads to go by
+        return 0, {}
+    out_bytes = []
+    for op in plan.ops:
+        outs = _outputs_of(rec, op)
+        if op.outputs and carries_variable(op.outputs[0]):
+            out_bytes.append([0] * len(outs))
+        else:
+            out_bytes.append([tensor_facts(op, k, *o)[2] for k, o in enumerate(outs)])
+    peak, during, after = live_bytes(plan, t.order, out_bytes)
+    return peak, {plan.ops[i]: (sum(out_bytes[i]), during[i], after[i]) for i in t.order}
+
+
+def peak_bytes(step_stats: StepStats) -> int:
+    """The peak of a traced run's live values: the largest ``peak_bytes`` of its ops.
+
+    >>> import flowbook as tf
+    >>> with tf.Graph().as_default(), tf.Session() as s:
+    ...     y = tf.ones([100]) * 2.0
+    ...     md = tf.RunMetadata()
+    ...     _ = s.run(y, options=tf.RunOptions(trace_level=3), run_metadata=md)
+    >>> peak_bytes(md.step_stats)  # the ones and the 4-byte 2.0, as the product is made
+    804
+    """
+    return max(
+        (m.peak_bytes for d in step_stats.dev_stats for n in d.node_stats for m in n.memory),
+        default=0,
+    )
+
+
 def _build(rec: _Recorder) -> list[DeviceStepStats]:
     """The NodeExecStats of a recorded run per device, ordered by start; the CPU first."""
     off = rec.offset_ns
+    _, memory = _memory(rec)
     groups: dict[str, list[NodeExecStats]] = {CPU_DEVICE: []}  # device -> its nodes
     for op, t, where in rec.runs():
         start = (t.start_ns - t.waited_ns + off) // 1000  # a queue op: from its wait's start
@@ -290,6 +334,7 @@ def _build(rec: _Recorder) -> list[DeviceStepStats]:
                 output=outputs,
                 frame_name=where[-1][0] if where else "",
                 iteration_id=where[-1][1] if where else 0,
+                memory=[AllocatorMemoryUsed("cpu", *memory[op])] if op in memory else [],
             )
         )
     for op, (s_ns, e_ns) in rec.stream.items():  # the device lane: kernels timed on the device
@@ -387,6 +432,10 @@ class Profile:
                 out[op.name] = out.get(op.name, 0.0) + rec.kernel_ns(op, t) / 1000
         return out
 
+    def peak_bytes(self) -> list[int]:
+        """Per collected run (without loops), the peak bytes of its live values."""
+        return [_memory(rec)[0] for rec in self._recs]
+
     def run_time_us(self) -> float:
         """Wall time of all the collected runs together, µs."""
         return sum(r.end_ns - r.start_ns for r in self._recs) / 1000
@@ -403,16 +452,20 @@ class Profile:
         """
         if by not in ("op", "type"):
             raise ValueError(f"by must be 'op' or 'type', not {by!r}")
-        acc: dict[str, list[Any]] = {}  # key -> [type, count, total ns, waited ns]
+        acc: dict[str, list[Any]] = {}  # key -> [type, count, total ns, waited ns, output bytes]
         busy = 0.0
+        peak = 0
         for rec in self._recs:
             kernels = 0
+            run_peak, memory = _memory(rec)
+            peak = max(peak, run_peak)
             for op, t, _where in rec.runs():
-                row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0, 0])
+                row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0, 0, 0])
                 ns = rec.kernel_ns(op, t)
                 row[1] += 1
                 row[2] += ns
                 row[3] += t.waited_ns
+                row[4] += memory[op][0] if op in memory else 0
                 kernels += ns
             busy += max(kernels, rec.end_ns - rec.start_ns)
         waits = any(row[3] for row in acc.values())  # a queue op waited: a waited_ms column
@@ -424,15 +477,17 @@ class Profile:
                 "total_ms": ns / 1e6,
                 "mean_us": ns / n / 1e3,
                 "share": ns / busy if busy else 0.0,
+                "output_bytes": b // n,
                 **({"waited_ms": w / 1e6} if waits else {}),
             }
-            for key, (typ, n, ns, w) in acc.items()
+            for key, (typ, n, ns, w, b) in acc.items()
         ]
         key = {"total": "total_ms", "mean": "mean_us", "name": by}.get(sort, sort)
         rows.sort(key=lambda r: r[key], reverse=key != by)
         caption = (
             f"{len(self._recs)} run(s), {self.run_time_us() / 1e3:.3f} ms; "
             f"kernels {sum(r['total_ms'] for r in rows):.3f} ms; "
+            f"peak of live values {peak:,} bytes; output_bytes: per run; "
             "share: of the run time (of the threads' busy time where kernels overlapped)"
             + ("; waited_ms: time waiting on queues, apart from kernel time" if waits else "")
         )

@@ -38,6 +38,18 @@ class NodeOutput:
 
 
 @dataclass
+class AllocatorMemoryUsed:
+    """Memory one op's run held, TF's ``AllocatorMemoryUsed``: ``total_bytes`` its outputs,
+    ``peak_bytes`` the run's live values while it ran, ``live_bytes`` after its inputs' last
+    reads were freed (``flowbook.run.memory_plan.live_bytes``)."""
+
+    allocator_name: str = ""
+    total_bytes: int = 0
+    peak_bytes: int = 0
+    live_bytes: int = 0
+
+
+@dataclass
 class NodeExecStats:
     """One executed op: when it was scheduled, ran and finished, on which thread."""
 
@@ -54,6 +66,7 @@ class NodeExecStats:
     # logs such an op once per iteration too; the label names every enclosing loop)
     frame_name: str = ""
     iteration_id: int = 0
+    memory: list[AllocatorMemoryUsed] = field(default_factory=list)  # runs without loops
 
 
 @dataclass

@@ -92,7 +92,7 @@ _CALL = _calibrate()
 
 
 def buffer_plan(
-    plan: Plan, shapes: Mapping[int, tuple[int, ...]], min_bytes: int = MIN_REUSE_BYTES
+    plan: Plan, shapes: Mapping[int, tuple[int, ...]], min_bytes: int | None = None
 ) -> tuple[int, ...] | None:
     """Per op of ``plan``, the input whose buffer its output may take (-1: none); None if no op.
 
@@ -102,6 +102,7 @@ def buffer_plan(
     """
     if plan.control_flow or plan.blocking:
         return None
+    min_bytes = MIN_REUSE_BYTES if min_bytes is None else min_bytes
     kept = {s for s in plan.fetch_slots if s is not None} | set(plan.feed_slots) | {DISCARD}
     kept.update(s for s, _ in plan.constants)
     produced = {s for outs in plan.outputs for s in outs}
@@ -148,8 +149,10 @@ def _same_loop(plan: Plan, i: int, op: Any) -> bool:
     return getattr(probe, "dtype", None) == op.outputs[0].dtype.np
 
 
-def live_bytes(plan: Plan, order: list[int], out_bytes: list[list[int]]) -> tuple[int, list[int]]:
-    """The run's peak of live bytes, and per op the bytes live while it ran.
+def live_bytes(
+    plan: Plan, order: list[int], out_bytes: list[list[int]]
+) -> tuple[int, list[int], list[int]]:
+    """The run's peak of live bytes, and per op the bytes live while it ran and after it.
 
     ``order``: the ops as they ran; ``out_bytes[i]``: the bytes of op i's
     outputs.  A value is live from its op's run to its last reader's (fed
@@ -165,11 +168,12 @@ def live_bytes(plan: Plan, order: list[int], out_bytes: list[list[int]]) -> tupl
     >>> [op.name for op in plan.ops]
     ['add/y', 'add', 'mul/y', 'mul']
     >>> live_bytes(plan, [0, 1, 2, 3], [[4], [400], [4], [400]])
-    (804, [4, 404, 404, 804])
+    (804, [4, 404, 404, 804], [4, 400, 404, 400])
     """
     left = list(plan.uses)
     live, peak = 0, 0
     during = [0] * len(plan.ops)
+    after = [0] * len(plan.ops)
     size: dict[int, int] = {}
     for i in order:
         made = 0
@@ -185,4 +189,5 @@ def live_bytes(plan: Plan, order: list[int], out_bytes: list[list[int]]) -> tupl
             left[s] -= 1
             if not left[s]:
                 live -= size.pop(s, 0)
-    return peak, during
+        after[i] = live
+    return peak, during, after
