@@ -55,9 +55,8 @@ from typing import Any
 
 from flowbook.config import RunOptions
 from flowbook.files import atomic_write
-from flowbook.run.memory_plan import live_bytes
+from flowbook.run.memory_plan import op_memory
 from flowbook.run.observers import Observer, observer_factory
-from flowbook.run.plan import carries_variable
 from flowbook.run.timings import KernelTiming, RunTimings
 from flowbook.session import observe
 from flowbook.step_stats import (
@@ -269,43 +268,11 @@ def _where_label(where: tuple[tuple[str, int], ...]) -> str:
 
 
 def _memory(rec: _Recorder) -> tuple[int, dict[Any, tuple[int, int, int]]]:
-    """The run's peak live bytes, and op -> (output bytes, bytes live while it ran, after).
-
-    Worked out after the run from the recorded output shapes and the plan's
-    last reads (``flowbook.run.memory_plan.live_bytes``); variables and fed
-    values are not the run's.  Runs with loops (an op runs many times): (0, {}).
-    """
-    if rec._raw is None or rec._raw[1].runs is not None:
-        return 0, {}
+    """``flowbook.run.memory_plan.op_memory`` of a recorded run; runs with loops: (0, {})."""
+    if rec._raw is None or rec._raw[1].runs is not None or not hasattr(rec._raw[0], "uses"):
+        return 0, {}  # (a test's stand-in plan has no last reads to go by)
     plan, t = rec._raw
-    if not hasattr(plan, "uses"):  # not a Plan (a test's stand-in): no last reads to go by
-        return 0, {}
-    out_bytes = []
-    for op in plan.ops:
-        outs = _outputs_of(rec, op)
-        if op.outputs and carries_variable(op.outputs[0]):
-            out_bytes.append([0] * len(outs))
-        else:
-            out_bytes.append([tensor_facts(op, k, *o)[2] for k, o in enumerate(outs)])
-    peak, during, after = live_bytes(plan, t.order, out_bytes)
-    return peak, {plan.ops[i]: (sum(out_bytes[i]), during[i], after[i]) for i in t.order}
-
-
-def peak_bytes(step_stats: StepStats) -> int:
-    """The peak of a traced run's live values: the largest ``peak_bytes`` of its ops.
-
-    >>> import flowbook as tf
-    >>> with tf.Graph().as_default(), tf.Session() as s:
-    ...     y = tf.ones([100]) * 2.0
-    ...     md = tf.RunMetadata()
-    ...     _ = s.run(y, options=tf.RunOptions(trace_level=3), run_metadata=md)
-    >>> peak_bytes(md.step_stats)  # the ones and the 4-byte 2.0, as the product is made
-    804
-    """
-    return max(
-        (m.peak_bytes for d in step_stats.dev_stats for n in d.node_stats for m in n.memory),
-        default=0,
-    )
+    return op_memory(plan, t.order, lambda op: _outputs_of(rec, op))
 
 
 def _build(rec: _Recorder) -> list[DeviceStepStats]:
@@ -432,10 +399,6 @@ class Profile:
                 out[op.name] = out.get(op.name, 0.0) + rec.kernel_ns(op, t) / 1000
         return out
 
-    def peak_bytes(self) -> list[int]:
-        """Per collected run (without loops), the peak bytes of its live values."""
-        return [_memory(rec)[0] for rec in self._recs]
-
     def run_time_us(self) -> float:
         """Wall time of all the collected runs together, µs."""
         return sum(r.end_ns - r.start_ns for r in self._recs) / 1000
@@ -453,11 +416,9 @@ class Profile:
         if by not in ("op", "type"):
             raise ValueError(f"by must be 'op' or 'type', not {by!r}")
         acc: dict[str, list[Any]] = {}  # key -> [type, count, total ns, waited ns, output bytes]
-        busy = 0.0
-        peak = 0
+        busy, peak = 0.0, 0
         for rec in self._recs:
-            kernels = 0
-            run_peak, memory = _memory(rec)
+            kernels, (run_peak, memory) = 0, _memory(rec)
             peak = max(peak, run_peak)
             for op, t, _where in rec.runs():
                 row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0, 0, 0])

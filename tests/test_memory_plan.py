@@ -237,7 +237,8 @@ def test_reuse_on_equals_reuse_off_equals_serial_bit_for_bit(layers, fetched, ba
 
 # ----------------------------------------------------------------- profiler
 def test_a_traced_run_reports_output_bytes_and_the_peak_of_live_values():
-    from flowbook.profiling import peak_bytes, profile
+    from flowbook.profiling import profile
+    from flowbook.step_stats import peak_bytes
 
     with tf.Graph().as_default(), tf.Session() as s:
         x = tf.placeholder(tf.float32, [None, 100], name="x")
@@ -254,6 +255,6 @@ def test_a_traced_run_reports_output_bytes_and_the_peak_of_live_values():
         with profile() as prof:
             s.run(y, {x: np.ones((10, 100))})
         rows = {r["op"]: r for r in prof.table().rows}
-        peak = prof.peak_bytes()[0]  # the straight line makes Sum's axes after add: 8,004
-        assert rows["mul"]["output_bytes"] == 4000 and 8004 <= peak <= 8012
-        assert f"peak of live values {peak:,} bytes" in prof.table().caption
+        assert rows["mul"]["output_bytes"] == 4000
+        caption = prof.table().caption  # the straight line makes Sum's axes after add: 8,004
+        assert "peak of live values 8,004 bytes" in caption or "8,012 bytes" in caption

@@ -50,7 +50,7 @@ ufunc whose output overlaps an input behave as if it did not).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -58,10 +58,11 @@ import numpy as np
 from flowbook.devices import CPU
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import DISCARD, Plan, carries_variable
+from flowbook.step_stats import tensor_facts
 
 MIN_REUSE_BYTES = 16 * 1024  # smaller buffers: the check costs more than the allocation saves
 
-__all__ = ["MIN_REUSE_BYTES", "buffer_plan", "live_bytes", "owned"]
+__all__ = ["MIN_REUSE_BYTES", "buffer_plan", "live_bytes", "op_memory", "owned"]
 
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
@@ -191,3 +192,22 @@ def live_bytes(
                 live -= size.pop(s, 0)
         after[i] = live
     return peak, during, after
+
+
+def op_memory(
+    plan: Plan, order: list[int], outputs_of: Callable[[Any], list[tuple[Any, Any]]]
+) -> tuple[int, dict[Any, tuple[int, int, int]]]:
+    """A run's peak live bytes, and op -> (output bytes, bytes live while it ran, after).
+
+    ``outputs_of(op)``: the recorded (dtype, shape) of each output ((None, None):
+    as the graph says).  A variable is not the run's to count.
+    """
+    out_bytes = []
+    for op in plan.ops:
+        outs = outputs_of(op)
+        if op.outputs and carries_variable(op.outputs[0]):
+            out_bytes.append([0] * len(outs))
+        else:
+            out_bytes.append([tensor_facts(op, k, *o)[2] for k, o in enumerate(outs)])
+    peak, during, after = live_bytes(plan, order, out_bytes)
+    return peak, {plan.ops[i]: (sum(out_bytes[i]), during[i], after[i]) for i in order}
