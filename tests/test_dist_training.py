@@ -209,8 +209,13 @@ def test_a_session_waits_for_the_cluster_then_gives_up(monkeypatch):
 # ------------------------------------------------------ async: assign_add
 def _counter(cluster, worker):
     g = tf.Graph()
-    with g.as_default(), tf.device(
-        tf.train.replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{worker}")
+    with (
+        g.as_default(),
+        tf.device(
+            tf.train.replica_device_setter(
+                cluster=cluster, worker_device=f"/job:worker/task:{worker}"
+            )
+        ),
     ):
         v = tf.Variable(0, name="count")
         inc = tf.assign_add(v, 1)
