@@ -390,6 +390,16 @@ NOT_ON_GPU = {
     "StackPop": "a string handle: host only",
     **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
     "FIFOQueueV2": "queues and readers (issue 18): session state, host only",
+    **{
+        t: "gradient accumulators (issue 20): session state, host only"
+        for t in (
+            "ConditionalAccumulator",
+            "AccumulatorApplyGradient",
+            "AccumulatorTakeGradient",
+            "AccumulatorSetGlobalStep",
+            "AccumulatorNumAccumulated",
+        )
+    },  # fmt: skip
     "PaddingFIFOQueueV2": "queues and readers (issue 18): session state, host only",
     "RandomShuffleQueueV2": "queues and readers (issue 18): session state, host only",
     "PriorityQueueV2": "queues and readers (issue 18): session state, host only",
