@@ -206,6 +206,24 @@ def test_a_session_waits_for_the_cluster_then_gives_up(monkeypatch):
         ps.close()
 
 
+def test_a_queues_ops_run_where_the_queue_lives(servers):
+    _, (_, w0, _) = servers
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/job:ps/task:0"):
+            q = tf.FIFOQueue(5, tf.float32, shapes=[], shared_name="colocated")
+        with tf.device("/job:worker/task:1"):  # the handle never leaves the ps
+            enq = q.enqueue_many([[1.0, 2.0]])
+            deq = q.dequeue() * 10.0
+            size = q.size()
+    with tf.Session(w0.target, graph=g) as s:
+        s.run(enq)
+        assert s.run(deq) == 10.0
+        assert list(s._dplans.values())[-1].parted.where[deq.op.inputs[0].op.name] == PS
+        assert s.run(size) == 1
+        assert list(s._dplans.values())[-1].parted.where[size.op.name] == PS
+
+
 # ------------------------------------------------------ async: assign_add
 def _counter(cluster, worker):
     g = tf.Graph()
