@@ -167,7 +167,30 @@ def test_the_servers_make_one_cluster(servers):
     with tf.Session(w1.target, graph=g) as s:
         assert s.cluster.jobs == ["ps", "worker"] and s.run(y) == 6.0
     ps.close()
-    ps.join()  # the scheduler is down: join returns
+    ps.join()  # the scheduler is down: join returns, and the workers' joins too
+    joins = [threading.Thread(target=w.join, daemon=True) for w in (w0, w1)]
+    for t in joins:
+        t.start()
+    for t in joins:
+        t.join(30)
+    assert not any(t.is_alive() for t in joins)
+
+
+def test_servers_join_a_scheduler_named_by_the_environment(monkeypatch):
+    cluster_spec = _cluster_spec(workers=1)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0",
+                                  host="127.0.0.1", protocol="tcp://") as dask:  # fmt: skip
+        monkeypatch.setenv(server_api.SCHEDULER_ENV, "dask://" + dask.scheduler_address[6:])
+        made = [tf.train.Server(cluster_spec, j, 0) for j in ("ps", "worker")]
+        try:
+            assert made[0].target == made[1].target == "dask://" + dask.scheduler_address[6:]
+            with tf.Graph().as_default(), tf.device("/job:ps/task:0"):
+                y = tf.constant(4.0) + 1.0
+                with tf.Session(made[1].target) as s:
+                    assert s.run(y) == 5.0 and s.cluster.jobs == ["ps", "worker"]
+        finally:
+            for m in made:
+                m.close()
 
 
 def test_a_local_server():
