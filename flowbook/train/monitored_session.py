@@ -254,8 +254,8 @@ class MonitoredSession:
         return self._graph
 
     def should_stop(self) -> bool:
-        """True once a hook requested a stop, or the session is closed."""
-        return self._stop or self._sess is None
+        """True once a hook or a queue runner's error requested a stop, or the session is closed."""
+        return self._stop or self._sess is None or self._coord.should_stop()
 
     def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None):
         """``Session.run(fetches, feed_dict)`` with the hooks' fetches and feeds merged in."""
