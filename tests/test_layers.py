@@ -55,7 +55,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("train", {"gradients", "control_flow_grad", "gradient_checker", "train", "summary", "live_plots", "datasets",
                "input_data"}),
     # observers built from RunOptions/ConfigProto
-    ("debug", {"debug", "profiling", "timeline"}),
+    ("debug", {"debug", "profiling", "profile_table", "timeline", "rewrites"}),
     # tf.test: TestCase's sessions and assertions
     ("testing", {"test_util"}),
     # the notebook, the widget, the package's front door, and the TF1 alias on top of it

@@ -101,8 +101,9 @@ def execute(
     Observers that watch this run whole (``Observer.for_run`` gives None) see
     only its start and end, and leave the run on its fast path.  ``faster``
     (the session's optimiser, ``flowbook.run.optimize``) gives the plan to
-    run instead when nobody watches op by op; whole watchers still see the
-    written plan start and end.
+    run instead when nobody watches op by op, or all who do take the
+    optimised plan (``Observer.takes_optimized``: ``profile(optimized=True)``);
+    whole watchers still see the written plan start and end.
     """
     if not observers:  # the common case: nobody watches
         if faster is not None:
@@ -112,7 +113,9 @@ def execute(
     whole, watchers = split_for_run(observers, plan)
     for o in whole:
         o.on_start(plan)
-    run_plan, run_path = faster() if faster is not None and not watchers else (plan, path)
+    # the optimised plan, unless someone watches the ops as written (Observer.takes_optimized)
+    as_run = faster is not None and all(w.takes_optimized for w in watchers)
+    run_plan, run_path = faster() if as_run else (plan, path)
     error: BaseException | None = None
     try:
         with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
