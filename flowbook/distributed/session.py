@@ -181,7 +181,12 @@ class DaskSession(Session):
         super().__init__("", graph, config)
         self.target = target
         self._client, self._owns_client = _client_for(target)
-        workers = wait_for_tasks(self._client, target)  # a tf.train.Server's cluster: all of it
+        try:
+            workers = wait_for_tasks(self._client, target)  # a tf.train.Server's cluster: all
+        except BaseException:
+            if self._owns_client:
+                self._client.close()
+            raise
         self.cluster = map_workers(workers)  # job -> the Dask worker address of each task
         # task name -> its TaskServer actor; the futures keep the actors alive meanwhile
         self._servers, self._server_futures = _servers(self._client, self.cluster)
