@@ -28,6 +28,7 @@ resource container, which ``tf.Session.reset(target, [name])`` releases
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -305,6 +306,9 @@ class RandomShuffleQueue(QueueBase):
         types = _listed(dtypes)
         shapes_ = _shape_list(shapes, len(types))
         seed1, seed2 = get_seed(seed)
+        if seed is None and seed1 is not None and shared_name:  # TF: seed2 from the name
+            digest = hashlib.md5(f"{seed1}{shared_name}".encode()).hexdigest()
+            seed2 = int(digest[:8], 16) & 0x7FFFFFFF
         ref = _queue_ref(
             "RandomShuffleQueueV2",
             types,

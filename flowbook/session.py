@@ -56,6 +56,7 @@ from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
 from flowbook.iterator_state import IteratorState
+from flowbook.philox import OpRandom
 from flowbook.resources import ResourceCell, cell_key
 from flowbook.run import blas
 from flowbook.run.compile import RunPath
@@ -255,8 +256,7 @@ class BaseSession:
         with self._state_lock:
             rng = self._rngs.get(op)
             if rng is None:
-                rng = device.rng(op.attrs.get("seed", 0), op.attrs.get("seed2", 0))
-                self._rngs[op] = rng
+                rng = self._rngs[op] = OpRandom.of(op.attrs, device)  # TF's Philox, the device's
             return rng
 
     # ---------------------------------------------------------------- feeds

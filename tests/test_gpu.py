@@ -415,6 +415,7 @@ NOT_ON_GPU = {
     "ReaderNumRecordsProducedV2": "queues and readers (issue 18): session state, host only",
     "ReaderNumWorkUnitsCompletedV2": "queues and readers (issue 18): session state, host only",
     "ReaderResetV2": "queues and readers (issue 18): session state, host only",
+    "RandomShuffle": "TF's order: a swap loop over Philox words, host only (as TF's kernel)",
     "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
     "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
     "RefMerge": "a GraphDef's twin of Merge, same kernel",

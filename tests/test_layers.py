@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
               "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
               "tfrecord", "nest", "pending", "queue_state", "resources", "record_files",
-              "version"}),
+              "version", "philox", "philox_sampling"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices", "grad_overrides"}),
     # the op library, and what builds or reads graphs with it

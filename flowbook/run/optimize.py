@@ -65,7 +65,9 @@ observers could watch it too: its removed ops would simply not appear.)
 **Turning it off** is TensorFlow 1's ``ConfigProto(graph_options=GraphOptions(
 optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))``, or
 ``do_constant_folding=False`` / ``do_common_subexpression_elimination=False``
-for one pass (see :func:`passes_for`).
+for one pass (see :func:`passes_for`).  The same per-signature path carries
+the memory plan's buffer reuse (``"memory"``, ``flowbook.run.memory_plan``),
+off at ``L0`` or with ``rewrite_options.memory_optimization=NO_MEM_OPT``.
 
     >>> import numpy as np, flowbook as fb
     >>> from flowbook.run.plan import build_plan
@@ -88,12 +90,14 @@ import numpy as np
 
 from flowbook.devices import CPU
 from flowbook.run.compile import MAX_SHAPE_SIGNATURES, RunPath, feed_shapes, shapes_given_feeds
+from flowbook.run.memory_plan import buffer_plan
 from flowbook.run.optimize_layout import Rewrite, relayout
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import DISCARD, Plan, as_outputs, carries_variable, is_snapshot
 from flowbook.tensor import Operation
 
-PASSES = frozenset({"fold", "identity", "merge"})  # every pass
+# every pass; "memory": the memory plan's buffer reuse (flowbook.run.memory_plan)
+PASSES = frozenset({"fold", "identity", "merge", "memory"})
 MAX_FOLDED_BYTES = 10 * 1024 * 1024  # TensorFlow's default for max_folded_constant_in_bytes
 IDENTITIES = frozenset({"Identity", "StopGradient"})  # ops whose output is their input
 # inputs of which the kernel reads only the shape and dtype, beyond those declared meta_inputs
@@ -208,7 +212,7 @@ def passes_for(config: Any) -> frozenset[str]:
     >>> import flowbook as fb
     >>> opts = fb.OptimizerOptions(do_constant_folding=False)
     >>> sorted(passes_for(fb.ConfigProto(graph_options=fb.GraphOptions(optimizer_options=opts))))
-    ['identity', 'merge']
+    ['identity', 'memory', 'merge']
     """
     opts = config.graph_options.optimizer_options
     on = set(PASSES) if opts.opt_level >= opts.L1 else set()
@@ -220,6 +224,9 @@ def passes_for(config: Any) -> frozenset[str]:
             on.add(name)
         elif flag is False:
             on.discard(name)
+    rewrite = getattr(config.graph_options, "rewrite_options", None)  # memory_optimization
+    if rewrite is not None and rewrite.memory_optimization == rewrite.NO_MEM_OPT:
+        on.discard("memory")
     return frozenset(on)
 
 
@@ -240,16 +247,19 @@ def optimized(
         cache[key] = _SEEN
         return plan, path
     opt = optimize(plan, key, passes)
-    if opt is None:
+    run = plan if opt is None else opt.plan
+    # the memory plan for this signature (flowbook.run.memory_plan): which dead buffers to reuse
+    buffers = buffer_plan(run, _slot_shapes(run, key)) if "memory" in passes else None
+    if opt is None and buffers is None:
         cache[key] = None
         return plan, path
-    chosen = cache[key] = (opt.plan, RunPath(opt.plan))
+    chosen = cache[key] = (run, RunPath(run, buffers))
     return chosen
 
 
 def optimize(plan: Plan, shapes: tuple[Any, ...], passes: frozenset[str]) -> Optimized | None:
     """``plan`` rewritten by ``passes`` for fed values of ``shapes``; None if nothing changed."""
-    if plan.control_flow or not passes:
+    if plan.control_flow or not passes - {"memory"}:
         return None
     rw = Rewrite(plan, _slot_shapes(plan, shapes))
     with np.errstate(all="ignore"):
