@@ -81,6 +81,8 @@ def _shape_list(shapes: Any, n: int) -> list[tuple | None] | None:
     if shapes is None:
         return None
     shapes = [shapes] if isinstance(shapes, TensorShape) or _is_shape(shapes) else list(shapes)
+    if not shapes and n == 1:  # shapes=() is one scalar shape, as in TF
+        shapes = [()]
     if len(shapes) != n:
         raise ValueError(f"shapes must have one entry per component ({n}), got {len(shapes)}")
     return [as_shape(s) for s in shapes]

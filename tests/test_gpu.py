@@ -356,6 +356,8 @@ STRING_OPS = (
     "StringToHashBucketFast", "StringToHashBucket", "StringToHashBucketStrong", "StringSplit",
     "EditDistance",
 )  # fmt: skip
+_ACCUMULATOR_OPS = ("ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorTakeGradient",
+                    "AccumulatorSetGlobalStep", "AccumulatorNumAccumulated")  # fmt: skip
 # op types the rows never run on the GPU, and why
 NOT_ON_GPU = {
     "Placeholder": "fed, never executed",
@@ -390,6 +392,7 @@ NOT_ON_GPU = {
     "StackPop": "a string handle: host only",
     **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
     "FIFOQueueV2": "queues and readers (issue 18): session state, host only",
+    **dict.fromkeys(_ACCUMULATOR_OPS, "gradient accumulators (issue 20): session state, host only"),
     "PaddingFIFOQueueV2": "queues and readers (issue 18): session state, host only",
     "RandomShuffleQueueV2": "queues and readers (issue 18): session state, host only",
     "PriorityQueueV2": "queues and readers (issue 18): session state, host only",
