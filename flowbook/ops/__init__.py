@@ -22,6 +22,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     einsum_ops,
     example_ops,
     fake_quant_ops,
+    fused_ops,
     fft_ops,
     iterator_ops,
     linalg_more,
@@ -59,4 +60,5 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     summary_ops,
     tensor_array,
     tensor_array_ops,
+    training_ops,
 )

@@ -40,8 +40,14 @@ The passes, one function each, share one :class:`Rewrite`:
   Stateful ops, and ops reading a variable (two reads may see two values),
   are never merged.
 
+- :func:`flowbook.run.optimize_fuse.fuse`: chains of ops with one reader
+  each (``MatMul -> Add -> Relu``, the cross-entropy's backprop times the
+  mean's scale, ``ReluGrad -> Sum``) become one fused op of
+  ``flowbook.ops.fused_ops`` that does the same arithmetic in one kernel.
+
 Then ops nothing reads or waits for any more are dropped, unless they change
-state.  Every kept op runs the same kernel on the same values as before, so
+state.  Every kept op runs the same kernel on the same values as before, and a
+fused op the same numpy calls its ops made, so
 the results are bit-identical to the written plan's (``tests/test_optimize.py``
 checks it on generated graphs, gradients included).
 
@@ -62,10 +68,15 @@ value there to ask for, one plan per fetch in the widget's history.  (The
 optimised plan holds only written ops, bound to the same kernels, so
 observers could watch it too: its removed ops would simply not appear.)
 
+**What it did** is in :class:`Optimized`: ``notes`` (a sentence per rewrite)
+and ``origin`` (each executed op's name -> the written ops it stands for: a
+fused op its members, a kept op itself), for the live graph and profiles.
+
 **Turning it off** is TensorFlow 1's ``ConfigProto(graph_options=GraphOptions(
 optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))``, or
 ``do_constant_folding=False`` / ``do_common_subexpression_elimination=False``
-for one pass (see :func:`passes_for`).
+for one pass (see :func:`passes_for`).  TensorFlow has no switch for fusion
+alone: ``L0`` turns it off with the rest.
 
     >>> import numpy as np, flowbook as fb
     >>> from flowbook.run.plan import build_plan
@@ -87,12 +98,13 @@ import numpy as np
 
 from flowbook.devices import CPU
 from flowbook.run.compile import MAX_SHAPE_SIGNATURES, RunPath, feed_shapes, shapes_given_feeds
+from flowbook.run.optimize_fuse import fuse
 from flowbook.run.optimize_layout import Rewrite, relayout
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import DISCARD, Plan, as_outputs, carries_variable, is_snapshot
 from flowbook.tensor import Operation
 
-PASSES = frozenset({"fold", "identity", "merge"})  # every pass
+PASSES = frozenset({"fold", "identity", "merge", "fuse"})  # every pass
 MAX_FOLDED_BYTES = 10 * 1024 * 1024  # TensorFlow's default for max_folded_constant_in_bytes
 IDENTITIES = frozenset({"Identity", "StopGradient"})  # ops whose output is their input
 # inputs of which the kernel reads only the shape and dtype, beyond those declared meta_inputs
@@ -105,12 +117,16 @@ __all__ = ["PASSES", "Optimized", "optimize", "optimized", "passes_for"]
 class Optimized:
     """A plan rewritten for one feed-shape signature, and what was done to it."""
 
-    __slots__ = ("notes", "plan", "written")
+    __slots__ = ("notes", "origin", "plan", "written")
 
-    def __init__(self, written: Plan, plan: Plan, notes: list[str]) -> None:
+    def __init__(
+        self, written: Plan, plan: Plan, notes: list[str], origin: dict[str, tuple[str, ...]]
+    ) -> None:
         self.written = written  # the plan as the graph says it
         self.plan = plan  # the plan that runs
         self.notes = notes  # one sentence per rewrite, naming written ops
+        # executed op name -> the written op names it stands for (a kept op: itself)
+        self.origin = origin
 
 
 # ----------------------------------------------------------------- front door
@@ -126,7 +142,7 @@ def passes_for(config: Any) -> frozenset[str]:
     >>> import flowbook as fb
     >>> opts = fb.OptimizerOptions(do_constant_folding=False)
     >>> sorted(passes_for(fb.ConfigProto(graph_options=fb.GraphOptions(optimizer_options=opts))))
-    ['identity', 'merge']
+    ['fuse', 'identity', 'merge']
     """
     opts = config.graph_options.optimizer_options
     on = set(PASSES) if opts.opt_level >= opts.L1 else set()
@@ -177,10 +193,16 @@ def optimize(plan: Plan, shapes: tuple[Any, ...], passes: frozenset[str]) -> Opt
             remove_identities(plan, rw)
         if "merge" in passes:
             merge_common(plan, rw)
+        if "fuse" in passes:
+            fuse(plan, rw)
     new = relayout(plan, rw)
     if new is None:
         return None
-    return Optimized(plan, new, rw.notes)
+    origin = {plan.ops[i].name: (plan.ops[i].name,) for i in range(len(plan.ops))}
+    origin.update(
+        (f.op.name, tuple(plan.ops[m].name for m in f.members)) for f in rw.fused.values()
+    )
+    return Optimized(plan, new, rw.notes, {op.name: origin[op.name] for op in new.ops})
 
 
 def _slot_shapes(plan: Plan, shapes: tuple[Any, ...]) -> dict[int, tuple[int, ...]]:
