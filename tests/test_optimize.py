@@ -192,7 +192,9 @@ def test_watched_runs_and_the_stepper_run_the_written_plan():
         with profile() as prof:
             for _ in range(2):
                 s.run(train, feed)
-        written = next(p for p in s._paths if any(op.type == "ApplyGradientDescent" for op in p.ops))
+        written = next(
+            p for p in s._paths if any(op.type == "ApplyGradientDescent" for op in p.ops)
+        )
         assert {r["op"] for r in prof.table(by="op").rows} == {op.name for op in written.ops}
         assert "gradients/Mean_grad/Shape" not in {op.name for op in optimised.ops}
         stepper = Stepper(s, train, feed)

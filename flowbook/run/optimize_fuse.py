@@ -190,7 +190,10 @@ def _record(
         like = [head.outputs[0], *like]
     elif head.type == "Sum":
         kind = "_FusedSum"
-        attrs = {"axes": _sum_axes(plan, rw, members[0]), "keep_dims": bool(head.attrs["keep_dims"])}
+        attrs = {
+            "axes": _sum_axes(plan, rw, members[0]),
+            "keep_dims": bool(head.attrs["keep_dims"]),
+        }
         inputs, tensors = inputs[:1] + inputs[2:], tensors[:1] + tensors[2:]  # the axes: an attr
     else:
         kind, attrs = "_FusedElementwise", {"head": head.type}
