@@ -54,7 +54,7 @@ import numpy as np
 from flowbook.devices import CPU
 from flowbook.ops.fused_ops import STEPS, UNARY_STEPS
 from flowbook.registry import OPS
-from flowbook.run.optimize_layout import Fused, Rewrite
+from flowbook.run.optimize_layout import Fused, Rewrite, drop_dead, waits_of
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import DISCARD, Plan, _reading_variables
 from flowbook.tensor import Operation, Tensor
@@ -70,8 +70,9 @@ __all__ = ["HEADS", "fuse"]
 
 def fuse(plan: Plan, rw: Rewrite) -> None:
     """Replace each chain of fusable ops by one fused op.  See the module docstring."""
+    drop_dead(plan, rw)  # readers that will not run do not count
     readers = _readers(plan, rw)
-    waits = _waits(plan, rw)
+    waits = waits_of(plan, rw)[0]
     waiters: list[set[int]] = [set() for _ in plan.ops]
     for i, ws in enumerate(waits):
         for j in ws:
@@ -238,21 +239,3 @@ def _readers(plan: Plan, rw: Rewrite) -> dict[int, list[tuple[int, int]]]:
             for k, s in enumerate(ins):
                 readers.setdefault(rw.resolve(s), []).append((i, k))
     return readers
-
-
-def _waits(plan: Plan, rw: Rewrite) -> list[set[int]]:
-    """Per kept op: the kept ops it waits for (data or control), through removed ops."""
-    memo: dict[int, frozenset[int]] = {}
-
-    def through(j: int) -> frozenset[int]:
-        if j not in rw.removed:
-            return frozenset((j,))
-        got = memo.get(j)
-        if got is None:
-            got = memo[j] = frozenset().union(*(through(k) for k in rw.waits_on[j]))
-        return got
-
-    return [
-        set() if i in rw.removed else set().union(*(through(j) for j in plan.producers[i]))
-        for i in range(len(plan.ops))
-    ]

@@ -121,10 +121,19 @@ class Rewrite:
 
 def relayout(plan: Plan, rw: Rewrite) -> Plan | None:
     """The Plan that runs ``plan`` as ``rw`` rewrote it; None if it drops nothing."""
-    n = len(plan.ops)
     inputs = [tuple(rw.resolve(s) for s in ins) for ins in plan.inputs]
     for i, fused in rw.fused.items():
         inputs[i] = tuple(rw.resolve(s) for s in fused.inputs)
+    waits, asked = waits_of(plan, rw)
+    live = _live(plan, rw, waits, asked)
+    if all(live):
+        return None
+    return _layout(plan, rw, inputs, waits, live)
+
+
+def waits_of(plan: Plan, rw: Rewrite) -> tuple[list[set[int]], set[int]]:
+    """Per op, the kept ops it waits for once the rewrites are made (none for removed ops),
+    and the ops the run must run because a removed root (a target NoOp) asked for them."""
     expanded: dict[int, frozenset[int]] = {}
 
     def through(j: int) -> frozenset[int]:  # the kept ops waiting for op j means waiting for
@@ -135,18 +144,23 @@ def relayout(plan: Plan, rw: Rewrite) -> Plan | None:
             got = expanded[j] = frozenset().union(*(through(k) for k in rw.waits_on[j]))
         return got
 
-    waits: list[set[int]] = [set() for _ in range(n)]
-    for i in range(n):
+    waits: list[set[int]] = [set() for _ in plan.ops]
+    for i in range(len(plan.ops)):
         if i not in rw.removed:  # waiting for a removed op: for what it stands for now
             members = rw.fused[i].members if i in rw.fused else (i,)
             waits[i] = set().union(*(through(j) for m in members for j in plan.producers[m]))
             waits[i].discard(i)  # a fused op's members waiting for one another
-    # a removed root (a target NoOp) still asks for what it waited for
     asked = set().union(*(through(i) for i in rw.removed if not plan.consumers[i]))
-    live = _live(plan, rw, waits, asked)
-    if all(live):
-        return None
-    return _layout(plan, rw, inputs, waits, live)
+    return waits, asked
+
+
+def drop_dead(plan: Plan, rw: Rewrite) -> None:
+    """Mark removed the ops the rewritten plan would not run (nothing reads or waits for
+    them, and they change no state), so later passes count only live readers."""
+    waits, asked = waits_of(plan, rw)
+    for i, alive in enumerate(_live(plan, rw, waits, asked)):
+        if not alive and i not in rw.removed:
+            rw.remove(i, "dropped", ())
 
 
 def _live(plan: Plan, rw: Rewrite, waits: list[set[int]], asked: set[int]) -> list[bool]:
