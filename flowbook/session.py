@@ -144,6 +144,8 @@ class BaseSession:
             structure: Any = 0
         elif type(fetches) is tuple and _flat_tensors(self.graph, fetches):  # get_next()'s pair
             elements, structure = list(fetches), 1
+        elif type(fetches) is Operation and fetches.graph is self.graph:  # a train op
+            elements, structure = [fetches], 2
         else:
             elements, structure = flatten(self.graph, fetches)
         if feed_dict:
@@ -169,6 +171,8 @@ class BaseSession:
             return to_numpy(values[0])
         if structure == 1:
             return tuple([to_numpy(v) for v in values])
+        if structure == 2:
+            return None
         return rebuild(structure, [None if v is None else to_numpy(v) for v in values])
 
     def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> Plan:
