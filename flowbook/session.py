@@ -56,6 +56,7 @@ from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
 from flowbook.iterator_state import IteratorState
+from flowbook.philox import OpRandom
 from flowbook.resources import ResourceCell, cell_key
 from flowbook.run import blas
 from flowbook.run.compile import RunPath
@@ -144,8 +145,6 @@ class BaseSession:
             structure: Any = 0
         elif type(fetches) is tuple and _flat_tensors(self.graph, fetches):  # get_next()'s pair
             elements, structure = list(fetches), 1
-        elif type(fetches) is Operation and fetches.graph is self.graph:  # a train op
-            elements, structure = [fetches], 2
         else:
             elements, structure = flatten(self.graph, fetches)
         if feed_dict:
@@ -171,8 +170,6 @@ class BaseSession:
             return to_numpy(values[0])
         if structure == 1:
             return tuple([to_numpy(v) for v in values])
-        if structure == 2:
-            return None
         return rebuild(structure, [None if v is None else to_numpy(v) for v in values])
 
     def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> Plan:
@@ -259,8 +256,7 @@ class BaseSession:
         with self._state_lock:
             rng = self._rngs.get(op)
             if rng is None:
-                rng = device.rng(op.attrs.get("seed", 0), op.attrs.get("seed2", 0))
-                self._rngs[op] = rng
+                rng = self._rngs[op] = OpRandom.of(op.attrs, device)  # TF's Philox, the device's
             return rng
 
     # ---------------------------------------------------------------- feeds

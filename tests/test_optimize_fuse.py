@@ -63,7 +63,10 @@ def test_the_mlp_step_runs_fused_ops_and_names_what_they_replaced():
     written_names = {op.name for op in written.ops}
     assert all(set(names) <= written_names for names in opt.origin.values())
     assert set(opt.origin) == {op.name for op in opt.plan.ops}
-    assert "Fused MatMul 'MatMul', Add 'add', Relu 'Relu' into _FusedMatMul 'Relu'." in opt.notes
+    assert (
+        "Add 'add': fused into _FusedMatMul 'Relu' (MatMul 'MatMul', Add 'add', Relu 'Relu': "
+        "one kernel)." in opt.notes
+    )
     assert all(op.name not in g._ops or g._ops[op.name] is op or op.type.startswith("_Fused")
                for op in opt.plan.ops)  # fmt: skip
     assert not any(op.type.startswith("_Fused") for op in g.get_operations())

@@ -27,10 +27,11 @@ for everything its members waited for.  Every step is the numpy call the
 written kernel makes, on the same values in the same order, so results stay
 bit for bit those of the written plan (``tests/test_optimize_fuse.py``).
 
-What it did is kept twice: a sentence per fusion in the notes ("Fused MatMul
-'MatMul', Add 'add', Relu 'Relu' into _FusedMatMul 'Relu'."), and
-``Optimized.origin`` (``flowbook.run.optimize``), executed op name -> the
-written op names it stands for.  TensorFlow 1 has no switch for one fusion;
+What it did is kept twice: a sentence per written op in the notes ("Relu
+'Relu': fused into _FusedMatMul 'Relu' (MatMul 'MatMul', Add 'add', Relu
+'Relu': one kernel)."), and
+``Rewrite.fused`` (fused op name -> the written op names it stands for),
+which ``Optimized.origin`` and ``changes`` (``flowbook.run.optimize``) read.  TensorFlow 1 has no switch for one fusion;
 ``OptimizerOptions(opt_level=L0)`` turns this pass off with the others.
 
     >>> import numpy as np, flowbook as fb
@@ -201,12 +202,14 @@ def _record(
     attrs["fused_ops"] = list(steps)
     op = _fused_op(kind, last, tensors, attrs, like)
     fn = _reading_variables(op, op._opdef.bound_kernel(np, attrs), op.inputs)
-    rw.fused[place] = Fused(op, fn, tuple(inputs), outputs, tuple(members))
+    rw.fusions[place] = Fused(op, fn, tuple(inputs), outputs, tuple(members))
+    rw.fused[op.name] = tuple(plan.ops[m].name for m in members)
     for m in members:
         if m != place:
             rw.remove(m, "fused", (place,))
     names = ", ".join(f"{plan.ops[m].type} '{plan.ops[m].name}'" for m in members)
-    rw.notes.append(f"Fused {names} into {kind} '{op.name}'.")
+    for m in members:  # a sentence per written op, as for every rewrite
+        rw.note(plan.ops[m], f"fused into {kind} '{op.name}' ({names}: one kernel)")
 
 
 def _sum_axes(plan: Plan, rw: Rewrite, i: int) -> list[int] | None:

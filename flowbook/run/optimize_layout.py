@@ -10,10 +10,12 @@ written plan's op indices and slots:
 - ``removed``: ops that no longer run, each with ``waits_on``, the ops
   that what waited for it must wait for instead (a NoOp's control inputs, a
   merged op's first copy, nothing for a folded op);
-- ``fused``: ops whose place a fused op (``flowbook.run.optimize_fuse``)
+- ``fusions``: ops whose place a fused op (``flowbook.run.optimize_fuse``)
   takes, each with the :class:`Fused` op that runs there instead: its own
   op object, kernel, input and output slots, and the written ops it stands
-  for (the others of them are ``removed``; it waits for all they waited for).
+  for (the others of them are ``removed``; it waits for all they waited for);
+  ``fused`` says the same by names (fused op -> the written ops it replaced),
+  which ``flowbook.run.optimize.Optimized`` reads for ``origin``.
 
 :func:`relayout` then builds the Plan that runs: the ops not removed, in the
 written order (rewiring only ever points back to earlier ops, so the order
@@ -47,7 +49,7 @@ from flowbook.tensor import Operation
 
 
 class Fused:
-    """A fused op that runs in place of the written ops ``members`` (the last one's place)."""
+    """A fused op that runs in place of the written ops ``members``."""
 
     __slots__ = ("fn", "inputs", "members", "op", "outputs")
 
@@ -69,7 +71,8 @@ class Fused:
 class Rewrite:
     """The passes' decisions for one plan and feed-shape signature.  See the module docstring."""
 
-    __slots__ = ("alias", "consts", "fused", "notes", "plan", "removed", "shapes", "waits_on")
+    __slots__ = ("alias", "consts", "fused", "fusions", "notes", "plan", "removed", "shapes",
+                 "waits_on")  # fmt: skip
 
     def __init__(self, plan: Plan, shapes: dict[int, tuple[int, ...]]) -> None:
         self.plan = plan  # the written plan
@@ -79,7 +82,8 @@ class Rewrite:
         self.removed: dict[int, str] = {}  # op index -> how it went ("folded", "merged"...)
         self.waits_on: dict[int, tuple[int, ...]] = {}  # removed op -> what its waiters wait for
         self.notes: list[str] = []  # one sentence per rewrite
-        self.fused: dict[int, Fused] = {}  # op index -> the fused op that runs in its place
+        self.fused: dict[str, tuple[str, ...]] = {}  # fused op name -> the written ops it replaced
+        self.fusions: dict[int, Fused] = {}  # op index -> the fused op that runs in its place
 
     def resolve(self, s: int) -> int:
         """The slot that holds slot ``s``'s value once the rewrites are made."""
@@ -101,7 +105,7 @@ class Rewrite:
 
     def outputs(self, i: int) -> tuple[int, ...]:
         """The output slots of what runs at op ``i``'s place (a fused op's, if one does)."""
-        fused = self.fused.get(i)
+        fused = self.fusions.get(i)
         return self.plan.outputs[i] if fused is None else fused.outputs
 
     def note(self, op: Operation, what: str) -> None:
@@ -122,7 +126,7 @@ class Rewrite:
 def relayout(plan: Plan, rw: Rewrite) -> Plan | None:
     """The Plan that runs ``plan`` as ``rw`` rewrote it; None if it drops nothing."""
     inputs = [tuple(rw.resolve(s) for s in ins) for ins in plan.inputs]
-    for i, fused in rw.fused.items():
+    for i, fused in rw.fusions.items():
         inputs[i] = tuple(rw.resolve(s) for s in fused.inputs)
     waits, asked = waits_of(plan, rw)
     live = _live(plan, rw, waits, asked)
@@ -147,7 +151,7 @@ def waits_of(plan: Plan, rw: Rewrite) -> tuple[list[set[int]], set[int]]:
     waits: list[set[int]] = [set() for _ in plan.ops]
     for i in range(len(plan.ops)):
         if i not in rw.removed:  # waiting for a removed op: for what it stands for now
-            members = rw.fused[i].members if i in rw.fused else (i,)
+            members = rw.fusions[i].members if i in rw.fusions else (i,)
             waits[i] = set().union(*(through(j) for m in members for j in plan.producers[m]))
             waits[i].discard(i)  # a fused op's members waiting for one another
     asked = set().union(*(through(i) for i in rw.removed if not plan.consumers[i]))
@@ -189,7 +193,7 @@ def _layout(
     kept = [i for i, alive in enumerate(live) if alive]
     new_index = {i: k for k, i in enumerate(kept)}
     new = Plan()
-    fused = rw.fused
+    fused = rw.fusions
     new.ops = [fused[i].op if i in fused else plan.ops[i] for i in kept]
     new.fns = [fused[i].fn if i in fused else plan.fns[i] for i in kept]
     new.inputs = [inputs[i] for i in kept]
