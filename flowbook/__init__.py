@@ -54,6 +54,7 @@ from flowbook import queues as queue
 from flowbook import test_util as test
 from flowbook import tf_logging as logging
 from flowbook import tfrecord as python_io
+from flowbook.accumulators import ConditionalAccumulator, ConditionalAccumulatorBase
 from flowbook.compat import (
     control_flow_v2_enabled,
     disable_control_flow_v2,

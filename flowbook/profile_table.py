@@ -27,37 +27,50 @@ identities).  The tables count both ways:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowbook.run.optimize import origin_of
 from flowbook.timeline import ProfileTable
 
 BY = ("op", "written", "type")
+# a recorded run -> (its peak of live bytes, op -> (output bytes, ...))
+MemoryOf = Callable[[Any], tuple[int, dict[Any, tuple[int, ...]]]]
 
 
-def profile_table(recs: Sequence[Any], run_us: float, by: str, sort: str) -> ProfileTable:
-    """Kernel time of the recorded runs ``recs`` (``profiling._Recorder``) grouped ``by``."""
+def profile_table(
+    recs: Sequence[Any], run_us: float, by: str, sort: str, memory: MemoryOf | None = None
+) -> ProfileTable:
+    """Kernel time of the recorded runs ``recs`` (``profiling._Recorder``) grouped ``by``.
+
+    ``memory(rec)`` gives a run's peak of live bytes and each op's output
+    bytes (``flowbook.run.memory_plan.op_memory``); without it the table has
+    no byte figures.
+    """
     if by not in BY:
         raise ValueError(f"by must be one of {', '.join(map(repr, BY))}, not {by!r}")
-    acc: dict[str, list[Any]] = {}  # key -> [type, count, total ns, waited ns, note]
+    acc: dict[str, list[Any]] = {}  # key -> [type, count, total ns, waited ns, note, bytes]
     busy = 0.0
-    optimised = 0  # runs that took an optimised plan
+    optimised = peak = 0  # runs that took an optimised plan; the largest peak of live bytes
     for rec in recs:
         origin = origin_of(rec.plan) if rec.plan is not None else None
         optimised += origin is not None
+        run_peak, out_bytes = memory(rec) if memory is not None else (0, {})
+        peak = max(peak, run_peak)
         kernels = 0
         for op, t, _where in rec.runs():
             ns = rec.kernel_ns(op, t)
             kernels += ns
             names = origin.get(op.name, (op.name,)) if origin else (op.name,)
+            nbytes = out_bytes[op][0] if op in out_bytes else 0
             if by == "written":
-                _share(acc, op, names, ns, t.waited_ns)
+                _share(acc, op, names, ns, t.waited_ns, nbytes)
                 continue
-            row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0, 0, ""])
+            row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0, 0, "", 0])
             row[1] += 1
             row[2] += ns
             row[3] += t.waited_ns
+            row[5] += nbytes
             if by == "op" and names != (op.name,):
                 row[4] = ", ".join(names)
         busy += max(kernels, rec.end_ns - rec.start_ns)
@@ -69,7 +82,8 @@ def profile_table(recs: Sequence[Any], run_us: float, by: str, sort: str) -> Pro
     caption = (
         f"{len(recs)} run(s), {run_us / 1e3:.3f} ms; "
         f"kernels {sum(r['total_ms'] for r in rows):.3f} ms; "
-        "share: of the run time (of the threads' busy time where kernels overlapped)"
+        + (f"peak of live values {peak:,} bytes; output_bytes: per run; " if memory else "")
+        + "share: of the run time (of the threads' busy time where kernels overlapped)"
         + ("; waited_ms: time waiting on queues, apart from kernel time" if waits else "")
         + _plans_note(len(recs), optimised, by)
     )
@@ -77,17 +91,20 @@ def profile_table(recs: Sequence[Any], run_us: float, by: str, sort: str) -> Pro
 
 
 def _share(
-    acc: dict[str, list[Any]], op: Any, names: tuple[str, ...], ns: int, waited: int
+    acc: dict[str, list[Any]], op: Any, names: tuple[str, ...], ns: int, waited: int, nbytes: int
 ) -> None:
     """Attribute an executed op's time to the written ops it stands for, evenly."""
     note = "" if names == (op.name,) else f"share of {op.type} '{op.name}' ({len(names)} ops)"
     graph = op.graph
     for name in names:
         written = graph._ops.get(name) if graph is not None else None
-        row = acc.setdefault(name, [written.type if written is not None else op.type, 0, 0, 0, ""])
+        row = acc.setdefault(
+            name, [written.type if written is not None else op.type, 0, 0, 0, "", 0]
+        )
         row[1] += 1
         row[2] += ns / len(names)
         row[3] += waited / len(names)
+        row[5] += nbytes // len(names)
         if note:
             row[4] = note
 
@@ -104,10 +121,11 @@ def _rows(acc: dict[str, list[Any]], by: str, busy: float) -> list[dict[str, Any
             "total_ms": ns / 1e6,
             "mean_us": ns / n / 1e3,
             "share": ns / busy if busy else 0.0,
+            "output_bytes": b // n,
             **({"waited_ms": w / 1e6} if waits else {}),
             **({label: note} if notes and by != "type" else {}),
         }
-        for key, (typ, n, ns, w, note) in acc.items()
+        for key, (typ, n, ns, w, note, b) in acc.items()
     ]
 
 

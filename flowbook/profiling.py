@@ -62,11 +62,13 @@ from typing import Any
 from flowbook.config import RunOptions
 from flowbook.files import atomic_write
 from flowbook.profile_table import profile_table
+from flowbook.run.memory_plan import op_memory
 from flowbook.run.observers import Observer, observer_factory
 from flowbook.run.timings import KernelTiming, RunTimings
 from flowbook.session import observe
 from flowbook.step_stats import (
     AllocationDescription,
+    AllocatorMemoryUsed,
     DeviceStepStats,
     NodeExecStats,
     NodeOutput,
@@ -280,9 +282,18 @@ def _where_label(where: tuple[tuple[str, int], ...]) -> str:
     return "".join(f" [loop '{name}' iteration {k}]" for name, k in where)
 
 
+def _memory(rec: _Recorder) -> tuple[int, dict[Any, tuple[int, int, int]]]:
+    """``flowbook.run.memory_plan.op_memory`` of a recorded run; runs with loops: (0, {})."""
+    if rec._raw is None or rec._raw[1].runs is not None or not hasattr(rec._raw[0], "uses"):
+        return 0, {}  # (a test's stand-in plan has no last reads to go by)
+    plan, t = rec._raw
+    return op_memory(plan, t.order, lambda op: _outputs_of(rec, op))
+
+
 def _build(rec: _Recorder) -> list[DeviceStepStats]:
     """The NodeExecStats of a recorded run per device, ordered by start; the CPU first."""
     off = rec.offset_ns
+    _, memory = _memory(rec)
     groups: dict[str, list[NodeExecStats]] = {CPU_DEVICE: []}  # device -> its nodes
     for op, t, where in rec.runs():
         start = (t.start_ns - t.waited_ns + off) // 1000  # a queue op: from its wait's start
@@ -305,6 +316,7 @@ def _build(rec: _Recorder) -> list[DeviceStepStats]:
                 output=outputs,
                 frame_name=where[-1][0] if where else "",
                 iteration_id=where[-1][1] if where else 0,
+                memory=[AllocatorMemoryUsed("cpu", *memory[op])] if op in memory else [],
             )
         )
     for op, (s_ns, e_ns) in rec.stream.items():  # the device lane: kernels timed on the device
@@ -417,7 +429,7 @@ class Profile:
         threads at once the denominator is the threads' busy time instead, so
         shares always sum to at most 1.
         """
-        return profile_table(self._recs, self.run_time_us(), by, sort)
+        return profile_table(self._recs, self.run_time_us(), by, sort, _memory)
 
     def timeline(self, max_bars: int = 5000) -> GanttChart:
         """A Gantt chart of the runs, one lane per thread (the last runs, up to ``max_bars`` ops)."""

@@ -92,7 +92,7 @@ class TaskSession(BaseSession):
     client's plan, with the tasks' reports (``flowbook.distributed.dist_watch``).
     """
 
-    watched_globally = False
+    observed = False
 
     def __init__(self, server: TaskServer, graph: Graph) -> None:
         super().__init__("", graph, ConfigProto(allow_soft_placement=True))
