@@ -184,6 +184,8 @@ def test_profile_merges_the_tasks_and_counts_each_step_once(client):
     assert len(pids) == 3
     rows = {r["op"]: r for r in prof.table().rows}
     assert rows["h"]["count"] == 3 and rows["y"]["count"] == 3
+    chart = prof.timeline()._repr_html_()  # a lane per task's thread, named after the task
+    assert chart.count('class="lane"') >= 3 and "ps:0 " in chart and "worker:1 " in chart
 
 
 def test_the_repr_links_the_dask_dashboard_and_colours_the_tasks(client):
