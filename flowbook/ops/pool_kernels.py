@@ -30,8 +30,11 @@ fast path, with no copy and no extra pass (a ``max`` over the reshaped axes
 - **scatter** (:func:`scatter_codes`): each cell's masked gradient goes to
   its slice of the padded shape.  Overlapping windows add into zeros;
   disjoint ones (``stride >= ksize``) write each slice once, as ``value +
-  0`` so the bits are those the adds would give (``-0.0`` becomes ``0.0``),
-  into an uninitialised array when the windows tile the input exactly.
+  0`` so the bits are those the adds would give (``-0.0`` becomes ``0.0``).
+  Windows that tile the input exactly (``stride == ksize``, the size a
+  multiple: the CNN's 2x2 pool) with a finite gradient take the reshape fast
+  path: the whole ``[N, OH, KH, OW, KW, C]`` result as the gradient times
+  the one-hot mask of the codes, three passes in all.
 
 **No argmax cache.**  The first-max codes are recomputed by MaxPoolGrad from
 ``orig_input``, as TF's CPU kernel does, rather than kept from the forward
@@ -172,8 +175,10 @@ def scatter_codes(
     s: tuple[int, int],
 ) -> Any:
     """An array of ``padded_shape``: each window's gradient on the cell its code names."""
-    disjoint = s[0] >= k[0] and s[1] >= k[1]
     tiled = tuple(s) == tuple(k) and tuple(padded_shape[1:3]) == (g.oh * k[0], g.ow * k[1])
+    if tiled and grad.dtype.kind == "f" and bool(xp.isfinite(grad).all()):
+        return _scatter_tiled(xp, codes, grad, padded_shape, k)
+    disjoint = s[0] >= k[0] and s[1] >= k[1]
     out = (xp.empty if tiled else xp.zeros)(padded_shape, dtype=grad.dtype)
     zero = grad.dtype.type(0)
     for t, idx in enumerate(cells(g, k, s)):
@@ -183,6 +188,24 @@ def scatter_codes(
         else:
             out[idx] += part
     return out
+
+
+def _scatter_tiled(
+    xp: Any, codes: Any, grad: Any, shape: tuple[int, ...], k: tuple[int, int]
+) -> Any:
+    """:func:`scatter_codes` for windows that tile the input, a finite ``grad``: three passes.
+
+    The one-hot ``[N, OH, KH, OW, KW, C]`` mask of the codes (one broadcast
+    compare) times the broadcast gradient is the whole result; ``+ 0`` turns
+    the ``-0.0`` of a negative gradient times 0 into the ``0.0`` the adds
+    into zeros give.  (Not for inf or NaN: ``inf * 0`` is NaN.)
+    """
+    n, oh, ow, c = grad.shape
+    cell = xp.arange(k[0] * k[1], dtype=codes.dtype).reshape(1, 1, k[0], 1, k[1], 1)
+    onehot = codes.reshape(n, oh, 1, ow, 1, c) == cell
+    out = xp.multiply(grad.reshape(n, oh, 1, ow, 1, c), onehot)
+    out += grad.dtype.type(0)
+    return out.reshape(shape)
 
 
 def max_pool_grad(
