@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowbook as fb
+from flowbook.gpu_sim import simulate_gpu
 from flowbook.gradient_checker import compute_gradient_error
 from flowbook.ops import conv_patches
 from flowbook.ops.windows import out_size
@@ -279,3 +280,28 @@ def test_max_pool_grad_nan_window_passes_nothing_and_zeros_are_positive():
     assert np.isnan(y[0, 0, 0, 0]) and y[0, 0, 1, 0] == 4.0
     assert dx.ravel().tolist() == [0.0] * 8
     assert not np.signbit(dx).any()  # -0.0 lands as the adds into zeros would put it: 0.0
+
+
+# ------------------------------------------------------------ the device path
+def _cnn_grads(x0, f0, dilations):
+    with fb.Graph().as_default(), fb.Session() as s:
+        x = fb.placeholder(fb.float32, x0.shape)
+        f = fb.placeholder(fb.float32, f0.shape)
+        h = fb.nn.relu(fb.nn.conv2d(x, f, 1, "SAME", dilations=dilations))
+        p = fb.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        q = fb.nn.avg_pool(h, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+        loss = fb.reduce_sum(p * p) + fb.reduce_sum(q)
+        return s.run(fb.gradients(loss, [x, f]), {x: x0, f: f0})
+
+
+@pytest.mark.parametrize("dilations", [None, [1, 2, 2, 1]])
+def test_kernels_run_on_a_device_as_on_the_host(dilations):
+    """The simulated GPU's xp refuses host arrays: every kernel stays on its xp."""
+    x0 = RNG.standard_normal((2, 8, 8, 1)).astype(np.float32)
+    f0 = RNG.standard_normal((3, 3, 1, 4)).astype(np.float32)
+    host = _cnn_grads(x0, f0, dilations)
+    with simulate_gpu() as gpu:
+        device = _cnn_grads(x0, f0, dilations)
+    assert gpu.uploads >= 2  # the feeds went to the device, and the kernels ran there
+    for a, b in zip(host, device):
+        np.testing.assert_array_equal(a, b)

@@ -88,8 +88,8 @@ def _tap_rows(
 
 
 def _same_bytes(xp: Any, a: Any, b: Any) -> bool:
-    """Whether two arrays hold the same values bit for bit (shape and dtype included)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
+    """Whether two arrays hold the same values bit for bit (type, shape and dtype included)."""
+    if type(a) is not type(b) or a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.kind not in "biufc":  # not plain numbers: no reliable word view
         return False
