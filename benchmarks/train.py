@@ -135,15 +135,18 @@ def numpy_step(hidden: int | None) -> Any:
     return step
 
 
-def steps_per_second(step: Any, data: list, repeat: int, warmup: int = 20) -> float:
+def steps_per_second(
+    step: Any, data: list, repeat: int, warmup: int = 20, clock: Any = time.perf_counter
+) -> float:
+    """The median steps per second of ``clock`` (wall time; ``time.process_time``: CPU time)."""
     for bx, by in data[:warmup]:  # warm up (plans compile on their second run)
         step(bx, by)
     rates = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         for bx, by in data:
             step(bx, by)
-        rates.append(len(data) / (time.perf_counter() - t0))
+        rates.append(len(data) / (clock() - t0))
     return statistics.median(rates)
 
 
@@ -194,6 +197,7 @@ def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
     rows = []
     for name, two in [("cnn", False), ("cnn2", True)]:
         fb_rate, np_rate = _cnn_rates(two, data, 1 if quick else 4)
+        fb_cpu, np_cpu = _cnn_rates(two, data, 1 if quick else 2, clock=time.process_time)
         tf1 = _cnn.TF1[f"{name}_steps_s"]
         results[name] = {
             "flowbook_steps_s": fb_rate,
@@ -201,39 +205,49 @@ def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
             "ratio": fb_rate / np_rate,
             "tf1_steps_s_quoted": tf1,
             "ratio_vs_tf1": fb_rate / tf1,
+            # per second of the process's CPU time: steadier than wall time on a loaded machine
+            "flowbook_steps_per_cpu_s": fb_cpu,
+            "numpy_steps_per_cpu_s": np_cpu,
+            "ratio_cpu": fb_cpu / np_cpu,
         }
         label = "conv 5x5x32 + pool + dense" + (" + conv 32->64 + pool" if two else "")
         rows.append((label, f"{fb_rate:.1f}", f"{np_rate:.1f}", f"{fb_rate / np_rate:.2f}x"))
-        rows[-1] += (f"{fb_rate / tf1:.2f}x TF1", _cnn.PEERS[name])
+        rows[-1] += (f"{fb_cpu / np_cpu:.2f}x", f"{fb_rate / tf1:.2f}x TF1", _cnn.PEERS[name])
     print()
-    print_table(("CNN (batch 64, 28x28x1, SGD)", *HEADER[1:4], "vs TF1", "peers"), rows)
+    head = ("CNN (batch 64, 28x28x1, SGD)", *HEADER[1:4], "ratio (CPU time)", "vs TF1", "peers")
+    print_table(head, rows)
     kernels = _cnn.kernel_times(3 if quick else 15)
+    cpu = _cnn.kernel_times(3 if quick else 15, clock=time.process_time)
     print()
     print_table(
-        ("kernel alone", "ms (best)", "TF1 ms (quoted)", "TF1 / flowbook"),
+        ("kernel alone", "ms (best)", "CPU ms (best)", "TF1 ms (quoted)", "TF1 / flowbook"),
         [
             (
                 k,
                 f"{v:.2f}",
+                f"{cpu[k]:.2f}",
                 *((f"{_cnn.TF1[k]:.1f}", f"{_cnn.TF1[k] / v:.2f}x") if k in _cnn.TF1 else ("", "")),
             )
             for k, v in kernels.items()
         ],
     )
     results["kernels_ms"] = kernels
+    results["kernels_cpu_ms"] = cpu
     results["kernels_vs_tf1"] = {k: _cnn.TF1[k] / v for k, v in kernels.items() if k in _cnn.TF1}
     results["blas_threads"] = blas_threads_figures(data, quick)
     return results
 
 
-def _cnn_rates(two: bool, data: list, rounds: int, config: Any = None) -> tuple[float, float]:
+def _cnn_rates(
+    two: bool, data: list, rounds: int, config: Any = None, clock: Any = time.perf_counter
+) -> tuple[float, float]:
     """(flowbook, numpy) steps/s of one CNN, taken in turns, the best of each."""
     sess, fb_step = _cnn.flowbook_step(two, config)
     np_step = _cnn.numpy_step(two)
     fb_rate = np_rate = 0.0
     for _ in range(rounds):  # in turns, the best of each: load comes and goes
-        fb_rate = max(fb_rate, steps_per_second(fb_step, data, 1, warmup=3))
-        np_rate = max(np_rate, steps_per_second(np_step, data, 1, warmup=3))
+        fb_rate = max(fb_rate, steps_per_second(fb_step, data, 1, 3, clock))
+        np_rate = max(np_rate, steps_per_second(np_step, data, 1, 3, clock))
     sess.close()
     return fb_rate, np_rate
 
