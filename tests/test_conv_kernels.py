@@ -13,6 +13,7 @@ same kind of loop reference.
 from __future__ import annotations
 
 import itertools
+import platform
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from flowbook.gradient_checker import compute_gradient_error
 from flowbook.ops import conv_patches
 from flowbook.ops.windows import out_size
 from flowbook.registry import OPS
+from flowbook.run import heap
 
 RNG = np.random.default_rng(7)
 
@@ -305,3 +307,16 @@ def test_kernels_run_on_a_device_as_on_the_host(dilations):
     assert gpu.uploads >= 2  # the feeds went to the device, and the kernels ran there
     for a, b in zip(host, device):
         np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------ malloc thresholds
+def test_heap_policy_is_set_once_and_yields_to_the_environment(monkeypatch):
+    fb.Session().close()
+    first = heap.apply()
+    assert heap.apply() is first  # once per process: the same answer, no second mallopt
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc" and heap.wanted():
+        assert first is True
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "0")
+    assert heap.wanted() is False
+    monkeypatch.setattr(heap, "_done", None)  # as in a fresh process with that environment
+    assert heap.apply() is False

@@ -39,6 +39,8 @@ import os
 import sys
 import threading
 
+from flowbook.run import heap
+
 __all__ = ["SMALL_MACHINE_CPUS", "apply", "blas_threads"]
 
 SMALL_MACHINE_CPUS = 2  # at most this many usable CPUs: one BLAS thread unless configured
@@ -70,8 +72,12 @@ def wanted(intra_op_threads: int) -> int | None:
 
 
 def apply(intra_op_threads: int) -> int | None:
-    """Put the policy in force for a new session; returns the count set (None: untouched)."""
+    """Put the policy in force for a new session; returns the count set (None: untouched).
+
+    Also the process's other native setting, malloc's thresholds (``heap.apply``, once).
+    """
     global _applied, _modules
+    heap.apply()
     n = wanted(intra_op_threads)
     if n is None or (n == _applied and len(sys.modules) == _modules):
         return n
