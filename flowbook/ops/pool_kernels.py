@@ -41,13 +41,17 @@ fast path, with no copy and no extra pass (a ``max`` over the reshaped axes
 
 **No argmax cache.**  The first-max codes are recomputed by MaxPoolGrad from
 ``orig_input``, as TF's CPU kernel does, rather than kept from the forward
-pass.  Measured at the CNN's [64,28,28,32] 2x2/2 pool (best of 30): the
-running max alone 0.45 ms, with the codes 0.91 ms; scattering from the codes
-0.71-0.86 ms.  Keeping the codes would move 0.46 ms from the gradient to the
-forward -- which every inference run would then pay -- and save the same
-0.46 ms in training, while a cache keyed by array identity must also prove
-that neither ``x`` nor ``y`` changed in between (a copy and a comparison of
-``x``: 0.36 ms).  With nothing kept, nothing can be stale.
+pass: a decision taken on these figures at the CNN's [64,28,28,32] 2x2/2
+pool (best of 30): the running max alone 0.45 ms, with the codes 0.91 ms.
+Keeping the codes would move their 0.46 ms from the gradient into the
+forward pass, which every inference run would then pay, to save 0.46 ms per
+training step -- less the proof a cache keyed by array identity needs that
+neither ``x`` nor ``y`` changed in between (a copy of ``x`` and a
+comparison: 0.36 ms).  A net 0.1 ms per step, against a cost on every
+inference and a cache to keep right: not kept.  With nothing kept, nothing
+can be stale.  (The convolutions do keep their patch matrix: there the
+saving is the whole im2col copy, KH*KW times the size of that proof;
+``flowbook.ops.conv_patches``.)
 
     >>> import numpy as np
     >>> from flowbook.ops.windows import window_geometry
