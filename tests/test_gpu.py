@@ -356,6 +356,8 @@ STRING_OPS = (
     "StringToHashBucketFast", "StringToHashBucket", "StringToHashBucketStrong", "StringSplit",
     "EditDistance",
 )  # fmt: skip
+_ACCUMULATOR_OPS = ("ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorTakeGradient",
+                    "AccumulatorSetGlobalStep", "AccumulatorNumAccumulated")  # fmt: skip
 # op types the rows never run on the GPU, and why
 NOT_ON_GPU = {
     "Placeholder": "fed, never executed",
@@ -390,6 +392,7 @@ NOT_ON_GPU = {
     "StackPop": "a string handle: host only",
     **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
     "FIFOQueueV2": "queues and readers (issue 18): session state, host only",
+    **dict.fromkeys(_ACCUMULATOR_OPS, "gradient accumulators (issue 20): session state, host only"),
     "PaddingFIFOQueueV2": "queues and readers (issue 18): session state, host only",
     "RandomShuffleQueueV2": "queues and readers (issue 18): session state, host only",
     "PriorityQueueV2": "queues and readers (issue 18): session state, host only",
@@ -412,6 +415,7 @@ NOT_ON_GPU = {
     "ReaderNumRecordsProducedV2": "queues and readers (issue 18): session state, host only",
     "ReaderNumWorkUnitsCompletedV2": "queues and readers (issue 18): session state, host only",
     "ReaderResetV2": "queues and readers (issue 18): session state, host only",
+    "RandomShuffle": "TF's order: a swap loop over Philox words, host only (as TF's kernel)",
     "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
     "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
     "RefMerge": "a GraphDef's twin of Merge, same kernel",

@@ -387,6 +387,9 @@ def queue_ops():
     readers[0].read_up_to(names, 3)
     tf.count_up_to(tf.Variable(0, name="counter"), 3)
     sendrecv_ops()
+    acc = tf.ConditionalAccumulator(tf.float32, [2], shared_name="w/grad_accum")
+    acc.apply_grad([1.0, 2.0], local_step=3), acc.take_grad(2), acc.num_accumulated()
+    acc.set_global_step(4)
 
 
 def sendrecv_ops():

@@ -25,7 +25,10 @@ by (step, tensor name):
   partition may have to send before it can receive, so a receive never
   blocks its thread;
 - ``abort(step)`` fails the step's waiting receives with ``AbortedError``
-  (another task of the step failed) and drops what arrives later.
+  (another task of the step failed) and drops what arrives later; the
+  step's other waits (a queue's dequeue, an accumulator's take, which the
+  rendezvous watches while the step runs: ``flowbook.pending.watching``)
+  are cancelled, so a closed client session leaves no step waiting on a task.
 
 Which step a kernel belongs to is the run's thread's: the server sets it
 (``Rendezvous.stepping``) around the partition's run, and Send/Recv kernels
@@ -51,7 +54,7 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.errors import AbortedError, InternalError
 from flowbook.graph_def import OP_ATTR_KINDS
-from flowbook.pending import Pending, settle
+from flowbook.pending import Pending, settle, watching
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
 
 __all__ = ["Rendezvous"]
@@ -70,6 +73,7 @@ class Rendezvous:
         self._waiting: dict[int, dict[str, Pending]] = {}  # step -> tensor name -> its Recv
         self._aborted: OrderedDict[int, str] = OrderedDict()  # step -> why, newest last
         self._sent: dict[int, list[Any]] = {}  # step -> transport calls still to confirm
+        self._waits: dict[int, list[Pending]] = {}  # step -> its kernels' other waits
         self._local = threading.local()  # .step: the step this thread runs
 
     @contextlib.contextmanager
@@ -78,9 +82,19 @@ class Rendezvous:
         before = getattr(self._local, "step", None)
         self._local.step = step
         try:
-            yield
+            with watching(lambda p: self._watch(step, p)):
+                yield
         finally:
             self._local.step = before
+
+    def _watch(self, step: int, pending: Pending) -> None:
+        """A kernel of ``step`` waits: keep the wait (cancelled at once if the step was aborted)."""
+        with self._lock:
+            why = self._aborted.get(step)
+            if why is None:
+                self._waits.setdefault(step, []).append(pending)
+        if why is not None:
+            pending.cancel(f"step {step} was aborted: {why}")
 
     def _step(self) -> int:
         step = getattr(self._local, "step", None)
@@ -145,8 +159,11 @@ class Rendezvous:
                 self._aborted.popitem(last=False)
             self._values.pop(step, None)
             waiting = self._waiting.pop(step, {})
+            others = self._waits.pop(step, [])
         for pending in waiting.values():
             pending.fail(AbortedError(None, None, f"Step {step} was aborted: {why}"))
+        for pending in others:
+            pending.cancel(f"step {step} was aborted: {why}")
 
     def end(self, step: int) -> None:
         """Forget what is left of ``step`` here (its partition finished)."""
@@ -154,6 +171,7 @@ class Rendezvous:
             self._values.pop(step, None)
             self._waiting.pop(step, None)
             self._sent.pop(step, None)
+            self._waits.pop(step, None)
 
     def pending_steps(self) -> int:
         """How many steps still hold values or waiting Recvs here (0 between steps)."""

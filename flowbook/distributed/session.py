@@ -37,11 +37,13 @@ in with that left unset (None) is switched to it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import re
 import secrets
 import sys
 import threading
+import time
 from typing import Any
 
 from flowbook import errors, hooks
@@ -49,6 +51,7 @@ from flowbook.config import ConfigProto, RunOptions
 from flowbook.distributed.cluster import ClusterSpec, task_name
 from flowbook.distributed.partition import Partitioned, partition
 from flowbook.distributed.server import RemoteOpError, TaskServer
+from flowbook.distributed.server_api import wait_for_tasks
 from flowbook.graph import Graph
 from flowbook.run.plan import build_plan
 from flowbook.run.values import flatten, rebuild, to_numpy
@@ -178,7 +181,12 @@ class DaskSession(Session):
         super().__init__("", graph, config)
         self.target = target
         self._client, self._owns_client = _client_for(target)
-        workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        try:
+            workers = wait_for_tasks(self._client, target)  # a tf.train.Server's cluster: all
+        except BaseException:
+            if self._owns_client:
+                self._client.close()
+            raise
         self.cluster = map_workers(workers)  # job -> the Dask worker address of each task
         # task name -> its TaskServer actor; the futures keep the actors alive meanwhile
         self._servers, self._server_futures = _servers(self._client, self.cluster)
@@ -190,6 +198,7 @@ class DaskSession(Session):
         self._plan_ids = itertools.count()
         self._steps = itertools.count(secrets.randbits(40) << 20)  # unique step ids
         self.last_step: dict[str, Any] = {}  # the last step: tasks called, values per task
+        self._in_flight: set[int] = set()  # steps sent, not yet answered (close aborts them)
 
     # ---------------------------------------------------------------- run
     def run(
@@ -250,7 +259,13 @@ class DaskSession(Session):
             args = (step, dplan.keys[task], [feeds[k] for k in part.feeds], first,
                     None if known else self._peers, timeout_ms)  # fmt: skip
             calls.append((task, args))
-        results = self._client.sync(self._gather, step, calls, timeout_ms)
+        with self._lock:
+            self._in_flight.add(step)
+        try:
+            results = self._client.sync(self._gather, step, calls, timeout_ms)
+        finally:
+            with self._lock:
+                self._in_flight.discard(step)
         with self._lock:
             self._registered.update((t, dplan.keys[t]) for t, _ in calls)
         values: list[Any] = [None] * dplan.n_fetches
@@ -303,6 +318,7 @@ class DaskSession(Session):
         """Forget this session's partitions on the tasks (variables stay there); close."""
         if self._closed:
             return
+        self._abort_in_flight()
         with self._lock:
             keys: dict[str, list[str]] = {}
             for task, key in self._registered:
@@ -318,6 +334,22 @@ class DaskSession(Session):
             super().close()
             if self._owns_client:
                 self._client.close()
+
+    def _abort_in_flight(self) -> None:
+        """Abort the steps other threads still wait on (a queue runner's): their waits on the
+        tasks are cancelled and their runs end with CancelledError, as TF's close does."""
+        with self._lock:
+            steps = list(self._in_flight)
+        if not steps:
+            return
+        why = "the session was closed"
+        with contextlib.suppress(Exception):  # a cluster already gone has nothing waiting
+            for step in steps:
+                for server in self._servers.values():
+                    server.abort(step, why).result(ABORT_WAIT_S)
+        deadline = time.monotonic() + ABORT_WAIT_S
+        while self._in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def reset_cluster(self) -> None:
         """Drop every variable, queue and reader on every task (TF's ``Session.reset``)."""

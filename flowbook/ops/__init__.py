@@ -5,6 +5,7 @@ every other module converts Python values with it.
 """
 
 from flowbook.ops import (  # noqa: F401  (importing registers the ops)
+    accumulator_ops,
     activation_grads,
     array_more,
     array_ops,

@@ -304,8 +304,8 @@ def _bias_add_infer(value: Tensor, bias: Tensor, data_format: str = "NHWC") -> O
     return Out(dt, vs)
 
 
-@register_op("BiasAdd", ("value", "bias"), _bias_add_infer, ("data_format",))
-def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC") -> Any:
+@register_op("BiasAdd", ("value", "bias"), _bias_add_infer, ("data_format",), takes_out=True)
+def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC", out: Any = None) -> Any:
     axis = _channel_axis(value.ndim, data_format)
     if value.shape[axis] != bias.shape[0]:
         raise InvalidArgumentError(
@@ -314,7 +314,8 @@ def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC") -> Any:
             f"Must provide as many biases as the channel dimension of the input: "
             f"{bias.shape[0]} vs. {value.shape[axis]} (value{fmt(value.shape)})",
         )
-    return value + bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
+    # out: a dead input's buffer (flowbook.run.memory_plan)
+    return xp.add(value, bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis)), out=out)
 
 
 @register_gradient("BiasAdd")

@@ -9,7 +9,10 @@ written plan's op indices and slots:
   duplicate merged), resolved through chains by ``resolve``;
 - ``removed``: ops that no longer run, each with ``waits_on``, the ops
   that what waited for it must wait for instead (a NoOp's control inputs, a
-  merged op's first copy, nothing for a folded op).
+  merged op's first copy, nothing for a folded op);
+- ``fused``: fused ops that run in place of several written ones (their
+  names), which the fusion passes fill; ``flowbook.run.optimize.Optimized``
+  reads it for ``origin``.
 
 :func:`relayout` then builds the Plan that runs: the ops not removed, in the
 written order (rewiring only ever points back to earlier ops, so the order
@@ -44,7 +47,7 @@ from flowbook.tensor import Operation
 class Rewrite:
     """The passes' decisions for one plan and feed-shape signature.  See the module docstring."""
 
-    __slots__ = ("alias", "consts", "notes", "plan", "removed", "shapes", "waits_on")
+    __slots__ = ("alias", "consts", "fused", "notes", "plan", "removed", "shapes", "waits_on")
 
     def __init__(self, plan: Plan, shapes: dict[int, tuple[int, ...]]) -> None:
         self.plan = plan  # the written plan
@@ -54,6 +57,7 @@ class Rewrite:
         self.removed: dict[int, str] = {}  # op index -> how it went ("folded", "merged"...)
         self.waits_on: dict[int, tuple[int, ...]] = {}  # removed op -> what its waiters wait for
         self.notes: list[str] = []  # one sentence per rewrite
+        self.fused: dict[str, tuple[str, ...]] = {}  # fused op name -> the written ops it replaced
 
     def resolve(self, s: int) -> int:
         """The slot that holds slot ``s``'s value once the rewrites are made."""
