@@ -10,7 +10,7 @@ lone GEMM was faster on one thread (a 12544x800 @ 800x64 float32 product:
 16.5 ms on 1 thread, 20 ms on 2).  Re-measured by ``benchmarks/train.py``
 (its ``blas_threads`` figures, 2026-11-24, load average 3-6 from other
 work): the CNN training step 76.6 steps/s on 1 BLAS thread against 62.1 on 2,
-3x apart (14.5 against 4.9) in a run at load 6; the lone GEMM alone went
+3x apart (14.5 against 4.9) in a run at load 6 and 18x (51.4 against 2.9) at load 7; the lone GEMM alone went
 either way between runs (16.4 against 17.8-20 ms, then 28.4 against 17.0),
 within this machine's noise.  A conv net's step is many GEMMs between
 element-wise passes, so one thread it is: flowbook's own pool runs
