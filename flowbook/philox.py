@@ -55,7 +55,7 @@ __all__ = ["OpRandom", "Philox", "Words", "fisher_yates", "fresh_seeds", "philox
 _M0, _M1 = 0xD2511F53, 0xCD9E8D57  # the round multipliers
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85  # the key's Weyl increments
 _MASK32, _MASK64, _MASK128 = (1 << 32) - 1, (1 << 64) - 1, (1 << 128) - 1
-_TABLE_MAX = 4096  # blocks up to which the round keys are laid out whole
+_CHUNK = 4096  # blocks computed at once on numpy (more go chunk by chunk)
 _HI = 1 if sys.byteorder == "little" else 0  # where a uint64's high half lies in its two uint32
 
 
@@ -79,10 +79,18 @@ def _rounds(c0: Any, c1: Any, c2: Any, c3: Any, key: tuple[int, int], xp: Any, n
     overhead): both 64-bit products at once, into one of two buffers taken in
     turn; their high halves (a uint32 view, rows swapped) xor the odd words;
     then xor the round's key, from a table made whole so that no operand is
-    broadcast (or per row, for many blocks or off numpy).  The low halves are
-    the next round's odd words as they lie in the product buffer, never
-    copied; the last round writes into the output.
+    broadcast (off numpy: per row).  The low halves are the next round's odd
+    words as they lie in the product buffer, never copied; the last round
+    writes into the output.  Many blocks go a chunk at a time (twice as fast
+    for 250,000 blocks as all at once, which leaves the cache each op).
     """
+    if xp is np and n > _CHUNK:  # a chunk at a time: its arrays stay in the cache
+        out = np.empty((n, 4), np.uint32)
+        for a in range(0, n, _CHUNK):
+            b = min(a + _CHUNK, n)
+            part = [c[a:b] if np.ndim(c) else c for c in (c0, c1, c2, c3)]
+            out[a:b] = _rounds(*part, key, xp, b - a)
+        return out
     even = xp.empty((2, n), xp.uint32)
     even[0], even[1] = c0, c2
     odd: Any = xp.empty((2, n), xp.uint32)
@@ -95,7 +103,7 @@ def _rounds(c0: Any, c1: Any, c2: Any, c3: Any, key: tuple[int, int], xp: Any, n
         halves.append((buffer, words[:, :, _HI], words[:, :, 1 - _HI]))
     keys = [((key[0] + r * _W0) & _MASK32, (key[1] + r * _W1) & _MASK32) for r in range(10)]
     table = None
-    if xp is np and n <= _TABLE_MAX:
+    if xp is np:
         table = np.empty((10, 2, n), np.uint32)
         table[...] = np.array(keys, np.uint32)[:, :, None]
     out = xp.empty((n, 4), xp.uint32)
