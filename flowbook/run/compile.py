@@ -35,7 +35,8 @@ Everything a session learns by running it lives here, in one
   plan's choice per op of the input whose buffer its output takes
   (``flowbook.run.memory_plan``): the straight line calls such an op as
   ``v3 = (f2(v1, v2, out=v1) if owned(v1, 1) else f2(v1, v2))`` (the check written
-  out inline).  A kernel reading variables is called as ``k2(v1, v5.read())``.
+  out inline).  A kernel reading variables is called as ``k2(v1, v5.read())``, and a
+  VariableV2 on the CPU is its VarState, bound in as ``s<op>`` (no call).
 
     >>> import numpy as np, flowbook as fb
     >>> from flowbook.run.plan import build_plan
@@ -56,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from flowbook.devices import CPU
 from flowbook.ops.constant_op import given_shapes
 from flowbook.registry import Out
 from flowbook.run.memory_plan import ONE_LOCAL
@@ -194,6 +196,10 @@ def _define(plan: Plan, source: str, name: str) -> Callable[..., list[Any]]:
     """The function ``name`` that ``source`` defines, with the plan's kernels as ``f0, f1...``."""
     namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
     namespace.update((f"k{i}", fn.kernel) for i, fn in enumerate(plan.fns) if hasattr(fn, "reads"))
+    # a VariableV2 kernel returns the VarState the session bound into it, the same every run
+    namespace.update(
+        (f"s{i}", plan.fns[i]()) for i in range(len(plan.ops)) if _holds_variable(plan, i)
+    )
     namespace.update((f"c{s}", v) for s, v in plan.constants)
     namespace["_nd"] = np.ndarray  # the memory plan's check before writing into a buffer
     namespace["_rc"] = sys.getrefcount
@@ -232,6 +238,8 @@ def _straight_line(
     for i in range(len(plan.ops)):
         call_line = len(lines) + 1  # 1-based: the line the call will be on
         call = _call(i, plan.fns[i], [names[s] for s in plan.inputs[i]])
+        if not timed and _holds_variable(plan, i):  # the variable's state, bound in: no call
+            call = f"s{i}"
         if buffers is not None and buffers[i] >= 0:  # the memory plan: into a dead input's buffer
             call = _into_buffer(call, names[plan.inputs[i][buffers[i]]])
         released = [names.pop(s) for s in plan.frees[i]]
@@ -258,6 +266,11 @@ def _straight_line(
     fetched = ", ".join(names[s] if s is not None else "None" for s in plan.fetch_slots)
     lines.append(f"    return [{fetched}]")
     return "\n".join(lines), line_to_op
+
+
+def _holds_variable(plan: Plan, i: int) -> bool:
+    """Whether op i is a VariableV2 on the CPU (its kernel returns its session's VarState)."""
+    return plan.ops[i].type == "VariableV2" and plan.devices[i] is CPU and plan.fns[i] is not None
 
 
 def _call(i: int, fn: Any, args: list[str]) -> str:
