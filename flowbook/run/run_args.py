@@ -40,7 +40,14 @@ from typing import Any
 import numpy as np
 
 from flowbook.graph import Graph
-from flowbook.run.values import feed_items, feed_value, flatten, rebuild, to_numpy
+from flowbook.run.values import (
+    SAME_VALUE,
+    feed_items,
+    feed_value,
+    flatten,
+    rebuild,
+    to_numpy,
+)
 from flowbook.tensor import Operation, Tensor
 
 __all__ = ["LastRun", "feeds", "fetch_elements", "unpack"]
@@ -50,16 +57,6 @@ FLAT = 1  # structure: a flat tuple of distinct elements
 _ELEMENT = (Tensor, Operation)
 
 
-def _same_value_casting() -> bool:
-    """Whether this numpy casts with ``casting="same_value"`` (numpy 2.4 on)."""
-    try:
-        np.zeros(1, np.int64).astype(np.int32, casting="same_value")
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-SAME_VALUE = _same_value_casting()
 _INT64, _INT32 = np.dtype(np.int64), np.dtype(np.int32)
 
 
