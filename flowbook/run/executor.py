@@ -111,8 +111,7 @@ def execute(
         shapes = None  # the fed values' shapes, read once for the optimiser and _choose
         if faster is not None:
             plan, path = faster(shapes := feed_shapes(feeds))
-        with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            return _choose(plan, path, feeds, (), deadline, max_in_flight, shapes)
+        return _quiet_choose(plan, path, feeds, (), deadline, max_in_flight, shapes)
     whole, watchers = split_for_run(observers, plan)
     for o in whole:
         o.on_start(plan)
@@ -121,8 +120,7 @@ def execute(
     run_plan, run_path = faster(None) if as_run else (plan, path)
     error: BaseException | None = None
     try:
-        with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            return _choose(run_plan, run_path, feeds, watchers, deadline, max_in_flight)
+        return _quiet_choose(run_plan, run_path, feeds, watchers, deadline, max_in_flight)
     except BaseException as e:
         error = e
         raise
@@ -161,6 +159,10 @@ def _choose(
         if straight and not observers:
             return run_serial(plan, feeds)
     return run_threaded(plan, feeds, observers, deadline, max_in_flight, path)
+
+
+# _choose under TF semantics: 1/0 is inf, silently (errstate as a decorator: no object per run)
+_quiet_choose = np.errstate(all="ignore")(_choose)
 
 
 def _store(vals: list[Any], outs: tuple[int, ...], result: Any) -> None:
