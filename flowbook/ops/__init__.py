@@ -24,6 +24,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     example_ops,
     fake_quant_ops,
     fft_ops,
+    fused_ops,
     iterator_ops,
     linalg_more,
     logit_losses,
@@ -60,4 +61,5 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     summary_ops,
     tensor_array,
     tensor_array_ops,
+    training_ops,
 )

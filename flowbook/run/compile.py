@@ -22,9 +22,11 @@ Everything a session learns by running it lives here, in one
   ``Shape`` -> ``BroadcastGradientArgs`` -> ``Reshape`` arithmetic of gradients
   cost the traced run nothing); only the ops whose shapes depend on data
   (``tf.where``, a reshape to fed values) are recorded by the run;
-- ``inline_feeds``: the feed shapes of the last threaded run of a plan with
-  heavy ops if it sent no kernel to the pool: runs with feeds of those shapes
-  take the straight line too;
+- ``inline_feeds``: for a plan with heavy ops, the feed-shape signatures
+  whose last threaded run sent no kernel to the pool: runs with feeds of those
+  shapes take the straight line too.  Up to ``MAX_SHAPE_SIGNATURES`` of them,
+  the least recently used dropped first, so batches that alternate between
+  shapes (100, 99, 100...) each keep the straight line;
 - ``optimized``: per feed-shape signature, the plan ``flowbook.run.optimize``
   rewrote for it and that plan's own RunPath (so each signature has its own
   straight line).  A plan's ``constants`` (folded values) are bound into its
@@ -46,6 +48,7 @@ Everything a session learns by running it lives here, in one
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -58,7 +61,7 @@ from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible
 
 COMPILE_AFTER_RUNS = 1  # compile a plan once it has run this many times
-MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a path keeps timed twins and shapes for
+MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a path keeps twins, shapes, inline runs for
 PLAN_FILENAME = "<flowbook plan>"  # the file name of compiled plans in tracebacks
 
 # (run_timed, its line map, the shapes it need not record, whether it records any)
@@ -83,9 +86,9 @@ class RunPath:
         # timed twins of ``compiled`` by the ops whose shapes they record (None: none)
         self.timed: dict[tuple[int, ...] | None, tuple[Callable[..., list[Any]], dict]] = {}
         self.given_feeds: dict[tuple[Any, ...], TimedTwin] = {}  # feed shapes -> its twin
-        # feed shapes of the last threaded run of a plan with heavy ops that sent no kernel
-        # to the pool (then runs with feeds of those shapes may take the straight line)
-        self.inline_feeds: tuple[Any, ...] | None = None
+        # feed shapes whose last threaded run (of a plan with heavy ops) sent no kernel to the
+        # pool: runs with feeds of those shapes may take the straight line.  LRU last
+        self.inline_feeds: OrderedDict[tuple[Any, ...], None] = OrderedDict()
         self.layout: Any = None  # for a plan with branches or loops: its flowbook.run.frames.Layout
         # feed shapes -> (optimised plan, its RunPath), None (nothing to gain) or a marker
         # (seen once); kept by flowbook.run.optimize.optimized
@@ -97,6 +100,23 @@ class RunPath:
         if self.compiled is None and (self.runs > COMPILE_AFTER_RUNS or self.plan.any_heavy):
             self.compile()
         return self.compiled is not None
+
+    def inline(self, shapes: tuple[Any, ...]) -> bool:
+        """Whether a run fed values of ``shapes`` may take the straight line (heavy ops kept
+        inline by the last threaded run of that signature)."""
+        if shapes in self.inline_feeds:
+            self.inline_feeds.move_to_end(shapes)
+            return True
+        return False
+
+    def ran_threaded(self, shapes: tuple[Any, ...], inline: bool) -> None:
+        """Note a threaded run fed values of ``shapes``: ``inline`` if it used no pool thread."""
+        if not inline:
+            self.inline_feeds.pop(shapes, None)
+            return
+        self.inline_feeds[shapes] = None
+        if len(self.inline_feeds) > MAX_SHAPE_SIGNATURES:
+            self.inline_feeds.popitem(last=False)
 
     def compile(self) -> None:
         """Make ``compiled``: the plan's ops in its static order, as one function.

@@ -150,7 +150,7 @@ def _choose(
         straight = True
         if plan.any_heavy:
             shapes = feed_shapes(feeds)
-            straight = path.inline_feeds == shapes
+            straight = path.inline(shapes)
         if straight and path.straight():
             if hooks:
                 return run_compiled_timed(path, feeds, observers, hooks, shapes)
@@ -342,7 +342,7 @@ def run_threaded(
         raise
     else:
         if plan.any_heavy and path is not None:
-            path.inline_feeds = None if run.futures else feed_shapes(feeds)
+            path.ran_threaded(feed_shapes(feeds), inline=not run.futures)
     finally:
         if timer is not None:
             timer.finish()

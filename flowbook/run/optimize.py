@@ -39,10 +39,14 @@ The passes, one function each, share one :class:`Rewrite`:
   inputs compute the same value: the later ones read the first's outputs.
   Stateful ops, and ops reading a variable (two reads may see two values),
   are never merged.
+- :func:`flowbook.run.optimize_fuse.fuse`: chains of ops with one reader
+  each (``MatMul -> Add -> Relu``, the cross-entropy's backprop times the
+  mean's scale, ``ReluGrad -> Sum``, a ``Sum`` over folded axes) become one
+  fused op of ``flowbook.ops.fused_ops`` making the same numpy calls.
 
 Then ops nothing reads or waits for any more are dropped, unless they change
-state.  Every kept op runs the same kernel on the same values as before, so
-the results are bit-identical to the written plan's (``tests/test_optimize.py``
+state.  Every kept op runs the same kernel on the same values as before, and
+a fused op the calls its ops made, so the results are bit-identical to the written plan's (``tests/test_optimize.py``
 checks it on generated graphs, gradients included).
 
 **When.**  ``flowbook.session`` asks :func:`optimized` before each run.  The
@@ -58,9 +62,7 @@ for runs that no observer watches (training loops, scripts, benchmarks).  A
 run the live graph, ``tf.profile``, a trace or the NaN guard watches, and
 the Stepper (``Session.prepare``), run the plan as written, so what they show
 is the graph the user wrote, op for op: every op timed, every intermediate
-value there to ask for, one plan per fetch in the widget's history.  (The
-optimised plan holds only written ops, bound to the same kernels, so
-observers could watch it too: its removed ops would simply not appear.)
+value there to ask for, one plan per fetch in the widget's history.
 
 **Turning it off** is TensorFlow 1's ``ConfigProto(graph_options=GraphOptions(
 optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))``, or
@@ -68,6 +70,7 @@ optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))``, or
 for one pass (see :func:`passes_for`).  The same per-signature path carries
 the memory plan's buffer reuse (``"memory"``, ``flowbook.run.memory_plan``),
 off at ``L0`` or with ``rewrite_options.memory_optimization=NO_MEM_OPT``.
+TensorFlow has no switch for fusion alone: ``L0`` turns it off with the rest.
 
     >>> import numpy as np, flowbook as fb
     >>> from flowbook.run.plan import build_plan
@@ -91,13 +94,14 @@ import numpy as np
 from flowbook.devices import CPU
 from flowbook.run.compile import MAX_SHAPE_SIGNATURES, RunPath, feed_shapes, shapes_given_feeds
 from flowbook.run.memory_plan import buffer_plan
+from flowbook.run.optimize_fuse import fuse
 from flowbook.run.optimize_layout import Rewrite, relayout
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import DISCARD, Plan, as_outputs, carries_variable, is_snapshot
 from flowbook.tensor import Operation
 
 # every pass; "memory": the memory plan's buffer reuse (flowbook.run.memory_plan)
-PASSES = frozenset({"fold", "identity", "merge", "memory"})
+PASSES = frozenset({"fold", "identity", "merge", "fuse", "memory"})
 MAX_FOLDED_BYTES = 10 * 1024 * 1024  # TensorFlow's default for max_folded_constant_in_bytes
 IDENTITIES = frozenset({"Identity", "StopGradient"})  # ops whose output is their input
 # inputs of which the kernel reads only the shape and dtype, beyond those declared meta_inputs
@@ -193,8 +197,8 @@ def _origin(
     for c in changes:
         if c.kind == "merged":
             merged.setdefault(c.into, []).append(c.op)
-    return {
-        op.name: fused[op.name] if op.name in fused else (op.name, *merged.get(op.name, ()))
+    return {  # a fused op stands for its members and what was merged into them
+        op.name: tuple(m for n in fused.get(op.name, (op.name,)) for m in (n, *merged.get(n, ())))
         for op in plan.ops
     }
 
@@ -212,7 +216,7 @@ def passes_for(config: Any) -> frozenset[str]:
     >>> import flowbook as fb
     >>> opts = fb.OptimizerOptions(do_constant_folding=False)
     >>> sorted(passes_for(fb.ConfigProto(graph_options=fb.GraphOptions(optimizer_options=opts))))
-    ['identity', 'memory', 'merge']
+    ['fuse', 'identity', 'memory', 'merge']
     """
     opts = config.graph_options.optimizer_options
     on = set(PASSES) if opts.opt_level >= opts.L1 else set()
@@ -269,6 +273,8 @@ def optimize(plan: Plan, shapes: tuple[Any, ...], passes: frozenset[str]) -> Opt
             remove_identities(plan, rw)
         if "merge" in passes:
             merge_common(plan, rw)
+        if "fuse" in passes:
+            fuse(plan, rw)
     new = relayout(plan, rw)
     if new is None:
         return None
