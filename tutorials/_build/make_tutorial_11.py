@@ -157,17 +157,16 @@ for task, stats in sess.task_stats().items():
     per_step = (stats["sent_bytes"] - sent_before[task]) / STEPS
     print(f"{task:30} sent {per_step:7,.0f} B per step")
 sess.close()"""),
-    md("""## Asynchronous training, between-graph replication
+    md("""## Between-graph replication: a client per worker
 
 Large TF1 jobs were written differently: **each worker runs its own client** with its own copy of
 the graph, and `tf.train.replica_device_setter` puts every variable on the ps and the rest on
-that worker. Variables with the same name on the ps are the same variables, so both workers
-train one model. Nobody waits for anybody: each worker applies its own gradient (of its own 50
-digits) as soon as it has it, and the weights may change between its read and its update.
+that worker. Variables with the same name on the ps are the same variables, so all the workers
+train one model. Each worker reads its own half of every batch.
 
-Here the two workers' clients are two threads of this notebook; on real machines they would be
-two processes (see the README)."""),
-    code("""def replica(task):
+Here the two workers' clients are two threads of this notebook; on real machines they are
+separate processes, one per worker (see the README)."""),
+    code("""def replica(task, sync):
     \"\"\"Worker `task`'s own graph: variables on the ps, its ops on its worker.\"\"\"
     graph = tf.Graph()
     setter = tf.train.replica_device_setter(ps_tasks=1, worker_device=f"/job:worker/task:{task}")
@@ -177,42 +176,97 @@ two processes (see the README)."""),
         x = tf.placeholder(tf.float32, [None, 64], name="x")
         y = tf.placeholder(tf.int64, [None], name="y")
         loss = loss_of(params, x, y)
-        train = tf.train.GradientDescentOptimizer(LR).minimize(loss, global_step=step)
-        init = tf.global_variables_initializer()
-    return graph, x, y, loss, train, step, init
+        opt = tf.train.GradientDescentOptimizer(LR)
+        if sync:
+            opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2, total_num_replicas=2)
+        train = opt.minimize(loss, global_step=step)
+    return graph, x, y, loss, train, step, opt
 
 
-graph, *_, init = replica(0)
-with tf.Session(client, graph=graph) as chief:  # the chief initialises the shared variables
-    chief.run(init)
-
-curves = {0: [], 1: []}  # worker -> (global step after its update, its loss)
-
-
-def work(task):
-    graph, x, y, loss, train, step, _ = replica(task)
-    half = slice(0, 50) if task == 0 else slice(50, 100)
-    with tf.Session(client, graph=graph) as s:
-        for bx, by in batches:
-            value, _, at = s.run([loss, train, step], {x: bx[half], y: by[half]})
-            curves[task].append((int(at), float(value)))
+def on_two_workers(work):
+    \"\"\"Run `work(0)` and `work(1)` at once, each on its own thread (its own client).\"\"\"
+    threads = [threading.Thread(target=work, args=(task,)) for task in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
 
 
-workers = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
-for t in workers:
-    t.start()
-for t in workers:
-    t.join(120)
-print("worker 0's first updates (global step, loss):", curves[0][:4])
-print("worker 1's first updates (global step, loss):", curves[1][:4])"""),
-    md("""Each worker took 40 steps, so the ps applied 80 half-batch updates. Which worker's
-update came first changes from run to run, and so does the curve. Against the twin, at the same
-number of digits seen (two half-batch updates per twin step):"""),
-    code("""losses = sorted(curves[0] + curves[1])  # by global step
-assert [at for at, _ in losses] == list(range(1, 2 * STEPS + 1))  # no update lost
-print("digits seen   one machine   async (mean of the two updates)")
+def half(task, k):
+    bx, by = batches[k]
+    rows = slice(0, 50) if task == 0 else slice(50, 100)
+    return bx[rows], by[rows]"""),
+    md("""### Synchronous: `SyncReplicasOptimizer`
+
+TF1's classic synchronous training. Each worker wraps its optimizer in a
+`tf.train.SyncReplicasOptimizer`: its train op pushes the worker's gradients into an
+accumulator on the ps and waits. The **chief** (worker 0) averages the gradients once both
+workers have pushed theirs, applies them, and hands each worker a token to start its next step.
+`MonitoredTrainingSession` does the bookkeeping: the chief initialises the variables, the other
+worker waits for that, and the optimizer's hook starts the chief's loop.
+
+So that each worker contributes exactly one gradient to every update (a fast worker could
+otherwise push two, as in TensorFlow), the two clients step in lockstep here, by a barrier.
+A worker's first step takes one of the chief's initial tokens at once, so its next gradient may
+be computed while the chief is still applying the first update: the accumulator drops such a
+**stale** gradient and the step is done again. Each worker therefore reads the global step
+before each run and trains on that step's batch. The mean of the two workers' losses at a step
+is the loss of the whole batch: the twin's curve again."""),
+    code("""lockstep = threading.Barrier(2)
+sync_losses = {0: {}, 1: {}}  # worker -> {global step: its loss}
+
+
+def sync_worker(task):
+    graph, x, y, loss, train, step, opt = replica(task, sync=True)
+    hooks = [opt.make_session_run_hook(is_chief=task == 0), tf.train.StopAtStepHook(last_step=STEPS)]
+    with graph.as_default(), tf.train.MonitoredTrainingSession(
+        master=client, is_chief=task == 0, hooks=hooks, save_summaries_steps=None,
+        log_step_count_steps=None, max_wait_secs=60,
+    ) as mon:  # fmt: skip
+        while not mon.should_stop():
+            lockstep.wait(60)
+            k = int(mon.run(step))  # the step this gradient is for: train on its batch
+            bx, by = half(task, k % STEPS)
+            value, _ = mon.run([loss, train], {x: bx, y: by})
+            sync_losses[task].setdefault(k, value)
+
+
+on_two_workers(sync_worker)
+replicated = [(sync_losses[0][k] + sync_losses[1][k]) / 2 for k in range(STEPS)]
+print("step   one machine   SyncReplicasOptimizer, 2 clients")
 for k in range(0, STEPS, 5):
-    pair = (losses[2 * k][1] + losses[2 * k + 1][1]) / 2
+    print(f"{k:4d}   {twin[k]:11.5f}   {replicated[k]:11.5f}")
+assert np.allclose(replicated, twin, rtol=1e-5)"""),
+    md("""### Asynchronous: nobody waits
+
+Without `SyncReplicasOptimizer`, each worker applies its own gradient (of its own 50 digits) as
+soon as it has it, and the weights may change between its read and its update: the whitepaper's
+asynchronous data parallelism (figure 7). The chief initialises the variables first."""),
+    code("""graph, *_ = replica(0, sync=False)
+with graph.as_default(), tf.Session(client) as chief:
+    chief.run(tf.global_variables_initializer())
+
+async_losses = []  # (worker, loss) in the order the updates finished
+
+
+def async_worker(task):
+    graph, x, y, loss, train, *_ = replica(task, sync=False)
+    with tf.Session(client, graph=graph) as s:
+        for k in range(STEPS):
+            bx, by = half(task, k)
+            value, _ = s.run([loss, train], {x: bx, y: by})
+            async_losses.append((task, value))
+
+
+on_two_workers(async_worker)
+with graph.as_default(), tf.Session(client) as chief:
+    print("updates applied on the ps:", chief.run(tf.train.get_global_step()))  # 2 x 40: none lost
+print("which worker's update came first:", "".join(str(w) for w, _ in async_losses[:20]), "...")"""),
+    md("""The order of the updates changes from run to run, and so does the curve. Against the twin,
+at the same number of digits seen (two half-batch updates per step of the twin):"""),
+    code("""print("digits seen   one machine   asynchronous (mean of two updates)")
+for k in range(0, STEPS, 5):
+    pair = (async_losses[2 * k][1] + async_losses[2 * k + 1][1]) / 2
     print(f"{(k + 1) * BATCH:11,d}   {twin[k]:11.5f}   {pair:11.5f}")"""),
     md("""## When a task loses its state: checkpoints
 
