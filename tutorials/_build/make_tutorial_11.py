@@ -21,6 +21,7 @@ You need Dask's `distributed` package: `pip install -e ".[dask]"`."""),
     code("""import collections
 import contextlib
 import io
+import multiprocessing
 import shutil
 import tempfile
 import threading
@@ -324,10 +325,12 @@ same batches, so the loss ends where the twin's does."""),
 print(f"step {step}: loss {value:.5f} (one machine: {twin[step]:.5f})")"""),
     md("""## Closing the cluster
 
-Closing the client and the cluster stops the scheduler and the three worker processes."""),
+Closing the client and the cluster stops the scheduler and the three worker processes
+(and deletes the checkpoints)."""),
     code("""client.close()
 cluster.close()
-shutil.rmtree(checkpoints)"""),
+shutil.rmtree(checkpoints)
+print("worker processes still running:", len(multiprocessing.active_children()))"""),
 ]
 
 write("11_distributed.ipynb", cells)
