@@ -49,8 +49,11 @@ def _words(philox: Philox, n: int, per_block: int, xp: Any) -> Any:
 
 
 def _float(words: Any) -> Any:
-    bits = (words & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)
-    return bits.view(np.float32) - np.float32(1)
+    bits = words & np.uint32(0x7FFFFF)  # a new array: the rest works in place
+    bits |= np.uint32(0x3F800000)
+    out = bits.view(np.float32)
+    out -= np.float32(1)
+    return out
 
 
 def _double(hi: Any, lo: Any) -> Any:
@@ -78,11 +81,18 @@ def uniform(philox: Philox, n: int, dtype: np.dtype, xp: Any = np) -> Any:
 
 def _box_muller_float(x0: Any, x1: Any, xp: Any) -> Any:
     """Pairs of words -> pairs of float32 normals, interleaved (f0, f1, f0, f1, ...)."""
-    u1 = xp.maximum(_float(x0), np.float32(_EPSILON)).astype(np.float64)
-    v1 = (2 * np.pi * _float(x1).astype(np.float64)).astype(np.float32).astype(np.float64)
-    radius = xp.sqrt(np.float32(-2) * xp.log(u1).astype(np.float32))
-    sin, cos = xp.sin(v1).astype(np.float32), xp.cos(v1).astype(np.float32)
-    return xp.stack([sin * radius, cos * radius], axis=-1).reshape(*x0.shape[:-1], -1)
+    # float32 arrays, worked in place; dtype=float64 computes in doubles, rounded once on output
+    radius, angle = _float(x0), _float(x1)
+    xp.maximum(radius, np.float32(_EPSILON), out=radius)
+    xp.log(radius, dtype=np.float64, out=radius)
+    radius *= np.float32(-2)
+    xp.sqrt(radius, out=radius)
+    xp.multiply(angle, 2 * np.pi, dtype=np.float64, out=angle)
+    out = xp.empty((*x0.shape, 2), np.float32)
+    xp.sin(angle, dtype=np.float64, out=out[..., 0])
+    xp.cos(angle, dtype=np.float64, out=out[..., 1])
+    out *= radius[..., None]
+    return out.reshape(*x0.shape[:-1], -1)
 
 
 def _box_muller_double(w: Any, xp: Any) -> Any:

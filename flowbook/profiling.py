@@ -27,6 +27,12 @@ only covers the launch): those times form a second entry,
 ``.../device:GPU:0/stream:all``, as in TF's traces, and are what the profile
 table and the heat overlay count for that op.
 
+**Cluster runs.**  A run on a Dask cluster (``flowbook.distributed``) hands
+over its tasks' timings merged on the client's clock
+(``dist_trace.TaskTimings``): each op goes under its task's device
+(``/job:ps/replica:0/task:0/device:CPU:0``: a process per task in the
+Chrome trace), and the partitions' ``_Send``/``_Recv`` ops come along.
+
 **Times.**  Kernels are timed with ``time.perf_counter_ns`` (on the thread
 that ran them, pool threads included); one offset taken at ``on_start``,
 ``time.time_ns() - time.perf_counter_ns()``, turns them into epoch
@@ -130,6 +136,8 @@ class _Recorder:
                     self._devices = {op: d.full_name for op, d in zip(ops, plan.devices)}
                 if getattr(t, "device_ns", None):
                     self._stream = {ops[i]: se for i, se in t.device_ns.items()}
+                if getattr(t, "op_devices", None):  # a cluster run: each op's task
+                    self._devices = t.op_devices
         return self._timings
 
     @property
@@ -148,7 +156,8 @@ class _Recorder:
         """(op, timing, where) per kernel run: once per op, or per iteration in loops."""
         raw = self._raw[1] if self._raw is not None else None
         if raw is None or raw.runs is None:
-            return [(op, t, ()) for op, t in self.timings.items()]
+            extra = getattr(raw, "extra", ())  # a cluster run's Send/Recvs (dist_trace)
+            return [(op, t, ()) for op, t in [*self.timings.items(), *extra]]
         self.timings  # noqa: B018 (builds the device maps)
         ops = self._raw[0].ops  # type: ignore[index]
         waited = raw.waited_runs or {}  # position -> ns that kernel run waited on a queue

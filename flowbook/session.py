@@ -97,6 +97,8 @@ def observe(observer: Observer) -> Iterator[Observer]:
 class BaseSession:
     """The machinery shared by Session and InteractiveSession."""
 
+    observed = True  # False: observe()'s process-wide observers skip its runs
+
     def __init__(
         self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
     ) -> None:
@@ -160,7 +162,7 @@ class BaseSession:
             plan, path = self._plan(elements, feed_tensors, key)
         elif plan is not self._cache.last:  # least recently used plans go first
             self._cache.touch(key, plan)
-        observers = self.observers + _observers if (self.observers or _observers) else ()
+        observers = self.observers + _observers if _observers and self.observed else self.observers
         deadline = None
         if options is not None or self.config.check_numerics:
             observers = [*observers, *observers_for(options, self.config, run_metadata)]

@@ -226,7 +226,7 @@ LAYERS = [  # each maps a [batch, 3] float32 tensor (and the variable w) to anot
 
 
 def xent(t: tf.Tensor) -> tf.Tensor:
-    labels = tf.cast(tf.abs(tf.sign(t[:, 0])), tf.int32)  # 0 or 1, from the data
+    labels = tf.cast(t[:, 0] > 0.0, tf.int32)  # 0 or 1, from the data (NaN: 0, a valid label)
     return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=t)
 
 

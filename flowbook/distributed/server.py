@@ -46,6 +46,7 @@ from typing import Any
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import DeviceSpec
 from flowbook.distributed.cluster import task_name
+from flowbook.distributed.dist_trace import TaskRecorder, now
 from flowbook.distributed.sendrecv import Rendezvous
 from flowbook.errors import NotFoundError, OpError, UnavailableError
 from flowbook.graph import Graph
@@ -84,7 +85,14 @@ class RemoteOpError(Exception):
 
 
 class TaskSession(BaseSession):
-    """A partition's session on its task: variables and queues are the task server's."""
+    """A partition's session on its task: variables and queues are the task server's.
+
+    ``fb.observe``'s process-wide observers do not watch it: a client in the
+    same process (an in-process ``LocalCluster``) sees its step as the
+    client's plan, with the tasks' reports (``flowbook.distributed.dist_watch``).
+    """
+
+    observed = False
 
     def __init__(self, server: TaskServer, graph: Graph) -> None:
         super().__init__("", graph, ConfigProto(allow_soft_placement=True))
@@ -154,17 +162,27 @@ class TaskServer:
     # ------------------------------------------------------------ steps
     async def run(
         self, step: int, key: str, feeds: list, graph: Any = None, peers: Any = None,
-        timeout_ms: int = 0,
+        timeout_ms: int = 0, report: int = 0,
     ) -> list:  # fmt: skip
-        """Run partition ``key`` for ``step``; the values it fetches, in order."""
+        """Run partition ``key`` for ``step``; the values it fetches, in order.
+
+        ``report`` 1 or 2 (a watched step): ``[values, report]`` instead, the
+        report a ``dist_trace.TaskReport`` (2: with every kernel's timing).
+        """
+        t_in = now()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self.pool, self._run, step, key, feeds, graph, peers, timeout_ms
+        out = await loop.run_in_executor(
+            self.pool, self._run, step, key, feeds, graph, peers, timeout_ms, report
         )
+        if not report:
+            return out
+        values, (start, end, kernels) = out
+        return [values, (t_in, start, end, now(), kernels)]  # a dist_trace.TaskReport
 
     def _run(
-        self, step: int, key: str, feeds: list, graph: Any, peers: Any, timeout_ms: int
-    ) -> list:
+        self, step: int, key: str, feeds: list, graph: Any, peers: Any, timeout_ms: int,
+        report: int = 0,
+    ) -> Any:  # fmt: skip
         if peers:
             with self.lock:
                 self.peers.update(peers)
@@ -173,9 +191,12 @@ class TaskServer:
             part = self._partition(key, graph)
             for name, value in zip(part.feed_names, feeds):
                 r.put(step, name, value)
-            options = RunOptions(timeout_in_ms=timeout_ms) if timeout_ms else None
+            recorder = TaskRecorder() if report >= 2 else None  # its kernels' timings
+            options = RunOptions(timeout_in_ms=timeout_ms) if timeout_ms or recorder else None
+            start = now()
             with r.stepping(step):
-                values = part.session.run(part.fetches, options=options)
+                values = part.session.run(part.fetches, options=options, run_metadata=recorder)
+            end = now()
             for call in r.sent(step):
                 call.result(DELIVERY_TIMEOUT_S)
         except OpError as e:
@@ -188,6 +209,8 @@ class TaskServer:
         with self.lock:
             self.counts["steps"] += 1
             self.counts["returned_bytes"] += sum(getattr(v, "nbytes", 0) for v in out)
+        if report:
+            return out, (start, end, recorder.kernels() if recorder is not None else None)
         return out
 
     def _partition(self, key: str, graph: Any) -> _Registered:

@@ -49,13 +49,17 @@ from typing import Any
 from flowbook import errors, hooks
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.distributed.cluster import ClusterSpec, task_name
+from flowbook.distributed.dist_repr import session_html
+from flowbook.distributed.dist_trace import ClockSync
+from flowbook.distributed.dist_watch import StepWatch, remember
 from flowbook.distributed.partition import Partitioned, partition
 from flowbook.distributed.server import RemoteOpError, TaskServer
 from flowbook.distributed.server_api import wait_for_tasks
 from flowbook.graph import Graph
+from flowbook.run.observers import Observer, observers_for
 from flowbook.run.plan import build_plan
 from flowbook.run.values import flatten, rebuild, to_numpy
-from flowbook.session import Session, _DeviceAttributes
+from flowbook.session import Session, _DeviceAttributes, _observers
 
 __all__ = ["DaskSession", "is_cluster_target", "map_workers"]
 
@@ -160,9 +164,10 @@ def _servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], list[An
 class _DistPlan:
     """A run signature split over tasks: its partitions, their keys and what to send first."""
 
-    __slots__ = ("keys", "n_fetches", "parted", "payloads")
+    __slots__ = ("keys", "n_fetches", "parted", "payloads", "plan")
 
-    def __init__(self, parted: Partitioned, prefix: str, n_fetches: int) -> None:
+    def __init__(self, parted: Partitioned, prefix: str, n_fetches: int, plan: Any = None) -> None:
+        self.plan = plan  # the client's plan of the run (what its observers see)
         self.parted = parted
         self.n_fetches = n_fetches
         self.keys = {t: f"{prefix}{t}" for t in parted.parts}  # task -> partition key
@@ -199,6 +204,7 @@ class DaskSession(Session):
         self._steps = itertools.count(secrets.randbits(40) << 20)  # unique step ids
         self.last_step: dict[str, Any] = {}  # the last step: tasks called, values per task
         self._in_flight: set[int] = set()  # steps sent, not yet answered (close aborts them)
+        self.clock = ClockSync()  # each task's clock against ours, from watched steps' replies
 
     # ---------------------------------------------------------------- run
     def run(
@@ -217,7 +223,13 @@ class DaskSession(Session):
         dplan = self._dplans.get(key)
         if dplan is None:
             dplan = self._dist_plan(elements, tensors, key)
-        got = self._step(dplan, values, options)
+        observers: list[Observer] = [*self.observers, *_observers]
+        if options is not None:
+            observers += observers_for(options, self.config, run_metadata)
+        if observers:
+            got = self._watched(dplan, elements, values, options, observers)
+        else:
+            got = self._step(dplan, values, options)
         return rebuild(structure, [None if v is None else to_numpy(v) for v in got])
 
     def _dist_plan(self, elements: list, feeds: Any, key: tuple) -> _DistPlan:
@@ -229,7 +241,8 @@ class DaskSession(Session):
             ]
             sys.stdout.write("\n".join(lines) + "\n")
         with self._lock:
-            dplan = _DistPlan(parted, f"{self._prefix}{next(self._plan_ids)}", len(elements))
+            dplan = _DistPlan(parted, f"{self._prefix}{next(self._plan_ids)}", len(elements), plan)
+            remember(plan, parted)  # for the live graph (dist_watch.task_layout)
             if len(self._dplans) >= MAX_PLANS or any(
                 k[-1] != key[-1] for k in list(self._dplans)[:1]
             ):
@@ -249,7 +262,26 @@ class DaskSession(Session):
         for task, mine in keys.items():
             self._servers[task].release(mine)  # an ActorFuture nobody waits for
 
-    def _step(self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None) -> list:
+    def _watched(
+        self, dplan: _DistPlan, elements: list, feeds: tuple, options: Any, observers: list
+    ) -> list:
+        """A step someone watches: the observers' calls around it (``dist_watch``)."""
+        watch = StepWatch(dplan, elements, observers, self.clock)
+        watch.start()
+        error = None
+        try:
+            return self._step(dplan, feeds, options, watch)
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            watch.finish(error)
+            if error is None:
+                self.last_step["spans"] = watch.spans()  # task -> its run, our clock (ns)
+
+    def _step(
+        self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None, watch: Any = None
+    ) -> list:
         timeout_ms = int(options.timeout_in_ms) if options is not None else 0
         step = next(self._steps)
         calls = []
@@ -262,7 +294,7 @@ class DaskSession(Session):
         with self._lock:
             self._in_flight.add(step)
         try:
-            results = self._client.sync(self._gather, step, calls, timeout_ms)
+            results = self._client.sync(self._gather, step, calls, timeout_ms, watch)
         finally:
             with self._lock:
                 self._in_flight.discard(step)
@@ -278,9 +310,10 @@ class DaskSession(Session):
                           "returned": {t: list(out) for (t, _), out in zip(calls, results)}}  # fmt: skip
         return values
 
-    async def _gather(self, step: int, calls: list, timeout_ms: int) -> list:
+    async def _gather(self, step: int, calls: list, timeout_ms: int, watch: Any = None) -> list:
         """All tasks' calls of one step; on the first failure the others abort the step."""
-        runs = [asyncio.ensure_future(self._call(t, "run", *args)) for t, args in calls]
+        runs = [asyncio.ensure_future(watch.call(self._call, t, args) if watch is not None
+                                      else self._call(t, "run", *args)) for t, args in calls]  # fmt: skip
         if not runs:
             return []
         limit = timeout_ms / 1000 + ABORT_WAIT_S if timeout_ms else None
@@ -368,6 +401,20 @@ class DaskSession(Session):
         """The CPU of every task of the cluster."""
         return [_DeviceAttributes(f"{task_name(j, k)}/device:CPU:0", "CPU")
                 for j, k in self.cluster.tasks()]  # fmt: skip
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """The Dask dashboard of the cluster (``client.dashboard_link``), if it has one."""
+        try:
+            return self._client.dashboard_link
+        except Exception:  # a scheduler started without a dashboard
+            return None
+
+    def clock_offsets(self) -> dict[str, dict[str, float]]:
+        """Per task: its clock's offset from ours and the bound on it, µs (from watched steps)."""
+        return self.clock.table()
+
+    _repr_html_ = session_html
 
     def prepare(self, fetches: Any, feed_dict: dict | None = None) -> Any:
         raise errors.UnimplementedError(

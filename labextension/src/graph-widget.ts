@@ -20,6 +20,7 @@ import '../style/history.css';
 import '../style/loops.css';
 import '../style/queues.css';
 import '../style/rewrites.css';
+import '../style/tasks.css';
 
 interface AnyModel {
   get(name: string): unknown;
