@@ -119,6 +119,11 @@ with tf.device("/job:ps/task:0"), tf.name_scope("average"):
 def halves(bx, by):
     (x0, y0, *_), (x1, y1, *_) = towers
     return {x0: bx[:50], y0: by[:50], x1: bx[50:], y1: by[50:]}"""),
+    md("""The live graph shows the model; once it has run, every op is tinted by the task it ran
+on, and each value that crosses from one task to another gets a small box on its edge, its
+`_Send`/`_Recv` pair ("send → worker:1"). Watch it light up while the next cell trains."""),
+    code("""view = tf.show()
+view"""),
     md("""Train it. `log_device_placement=True` makes the session print, as TensorFlow 1 does, the
 task each op of a run was placed on (once per new kind of run): we keep the log of the first
 training step for the next section."""),
@@ -156,7 +161,26 @@ back here. `task_stats()` counts the bytes each task sent:"""),
 print(f"the model: {model_bytes:,} B")
 for task, stats in sess.task_stats().items():
     per_step = (stats["sent_bytes"] - sent_before[task]) / STEPS
-    print(f"{task:30} sent {per_step:7,.0f} B per step")
+    print(f"{task:30} sent {per_step:7,.0f} B per step")"""),
+    md("""## One trace for the whole cluster
+
+`tf.profile()` times every op of every task and merges them into one timeline: a lane per task,
+their clocks aligned with the client's, so a `_Recv` on a worker starts after the `_Send` on the
+ps. You can see the step's shape: the ps sends the weights, both workers compute their tower at
+the same time, then the ps averages and applies."""),
+    code("""with tf.profile() as prof:
+    for bx, by in batches[:5]:
+        sess.run([loss, train], halves(bx, by))
+prof.timeline()"""),
+    md("""TensorFlow 1's way works too: `FULL_TRACE` gives one `RunMetadata` with a device per task,
+and `tf.timeline.Timeline` turns it into a Chrome trace (a process per task: load it in
+`https://ui.perfetto.dev`)."""),
+    code("""run_metadata = tf.RunMetadata()
+trace_everything = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+sess.run([loss, train], halves(*batches[0]), options=trace_everything, run_metadata=run_metadata)
+for device in run_metadata.step_stats.dev_stats:
+    print(f"{device.device:42} {len(device.node_stats):3d} ops timed")
+trace = tf.timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_format()
 sess.close()"""),
     md("""## Between-graph replication: a client per worker
 
