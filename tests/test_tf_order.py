@@ -391,3 +391,19 @@ def test_unseeded_shuffles_stay_random() -> None:
     for first, second in zip(*orders):
         assert sorted(first) == sorted(second) == list(range(30))
         assert first != second  # equal with chance 1/30!
+
+
+@pytest.mark.parametrize("buffer", [10, 100])  # the ring, and the whole input at once
+def test_unseeded_dataset_shuffle_keeps_tf_rules_per_pass(buffer):
+    """Unseeded: numpy's generator (TF's order is fresh from the OS), TF's per-pass rules."""
+    with tf.Graph().as_default(), tf.Session() as s:
+        fixed = tf.data.Dataset.range(50).shuffle(buffer, reshuffle_each_iteration=False)
+        fresh = tf.data.Dataset.range(50).shuffle(buffer)
+        a = fixed.batch(50).repeat(2).make_one_shot_iterator().get_next()
+        b = fresh.batch(50).repeat(2).make_one_shot_iterator().get_next()
+        a1, a2, b1, b2 = s.run(a), s.run(a), s.run(b), s.run(b)
+    for order in (a1, a2, b1, b2):
+        assert sorted(order.tolist()) == list(range(50))
+    assert a1.tolist() == a2.tolist()  # one iterator, no reshuffling: the same order each pass
+    assert b1.tolist() != b2.tolist()  # reshuffled (equal with probability ~1/50!)
+    assert a1.tolist() != list(range(50))

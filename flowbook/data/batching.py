@@ -15,7 +15,9 @@ pass, whose seeds are, as in TF, the op's ``(seed, seed2)`` (TF's
 ``reshuffle_each_iteration``, else the next two words of a seed stream
 started from them at each iterator start (and for each dataset that a
 ``flat_map`` / ``interleave`` function returns, a new dataset in TF): so a
-seeded shuffle gives TensorFlow's order, every pass.  When the whole input fits in the buffer
+seeded shuffle gives TensorFlow's order, every pass.  An unseeded one (no op
+or graph seed), whose order TF draws fresh from the OS, draws from numpy's
+generator instead (:class:`FreshWords`: faster, and the same per-pass rules).  When the whole input fits in the buffer
 that is TF's Fisher-Yates, drawn as one order and applied to the joined
 chunk.
 
@@ -189,7 +191,10 @@ class ShuffleDataset(Dataset):
         return (state(), state()) if self.reshuffle else state
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        words = Words(Philox(*self._pass_seeds(ctx)))
+        seeds = self._pass_seeds(ctx)
+        words: Words | FreshWords = (
+            Words(Philox(*seeds)) if self.seeds is not None else FreshWords(seeds)
+        )
         reader = Reader(self._inputs[0]._chunks(ctx))
         size = self.buffer_size
         pieces: list[Chunk] = []
@@ -215,10 +220,44 @@ class ShuffleDataset(Dataset):
                 end += 1
 
 
-def _permuted(pieces: list[Chunk], n: int, words: Words) -> Iterator[Chunk]:
+class FreshWords:
+    """The words of an unseeded shuffle: numpy's generator, seeded with the pass's seeds.
+
+    TensorFlow's order of an unseeded shuffle is fresh from the OS each time,
+    so no run can reproduce it; drawing it from numpy's generator (as
+    unseeded random ops do) costs a fraction of TF's Philox stream and
+    Fisher-Yates in numpy calls, and keeps what TF does define: without
+    ``reshuffle_each_iteration`` every pass of one iterator takes the same
+    order (the same seeds), with it each pass a new one.
+
+    >>> w = FreshWords((1, 2))
+    >>> sorted(w.order(4).tolist()), w() < 2**32
+    ([0, 1, 2, 3], True)
+    """
+
+    __slots__ = ("_left", "rng")
+
+    BLOCK = 1024  # words drawn at once for one-at-a-time use
+
+    def __init__(self, seeds: tuple[int, int]) -> None:
+        self.rng = np.random.default_rng(seeds)
+        self._left: list[int] = []
+
+    def __call__(self) -> int:
+        """The next word (a Python int below 2**32)."""
+        if not self._left:
+            self._left = self.rng.integers(0, 2**32, self.BLOCK, np.uint64).tolist()[::-1]
+        return self._left.pop()
+
+    def order(self, n: int) -> np.ndarray:
+        """A random order of ``n`` items."""
+        return self.rng.permutation(n)
+
+
+def _permuted(pieces: list[Chunk], n: int, words: Words | FreshWords) -> Iterator[Chunk]:
     if n == 0:
         return
-    order = fisher_yates(n, words)
+    order = words.order(n) if isinstance(words, FreshWords) else fisher_yates(n, words)
     try:
         joined = concat(pieces, "shuffle")
     except InvalidArgumentError:  # elements of different shapes: one by one
