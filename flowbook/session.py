@@ -6,7 +6,11 @@
    nesting of list, tuple, dict) are flattened into unique graph elements and
    a recipe to rebuild the structure; an op fetch gives None.
 2. **feeds** (for any tensor, by object or name) are converted to the
-   tensor's dtype and checked against its static shape.
+   tensor's dtype and checked against its static shape.  A run with the last
+   run's signature (same fetched tensors and ops, same feed keys: a training
+   loop) skips steps 1-3's lookups, its feeds checked against what the last
+   runs accepted (``flowbook.run.run_args.LastRun``; errors stay the general
+   path's).
 3. the **plan** for (fetches, feeds) comes from the cache (adding ops keeps it,
    edits of its ops drop it: ``flowbook.run.plan_cache``), or is built once
    (``flowbook.run.plan``), with its ``RunPath`` (``flowbook.run.compile``):
