@@ -16,15 +16,27 @@ Connecting, it:
 **A run** flattens fetches and checks feeds as a local session does, then
 looks up its distributed plan, built once per (fetches, feeds, graph
 version): the pruned ops (``flowbook.run.plan.build_plan``) split over the
-tasks with Send/Recv pairs (``flowbook.distributed.partition``).  The step
-is one actor call per task that has work in it, all sent at once:
-``run(step, key, feeds)``, carrying the partition's GraphDef and the peer
-table only the first time a task sees that plan.  Each task gets only the
-fed values its partition reads and returns only the fetched values it
-makes; intermediate values move between tasks, worker to worker.  If a
-task fails, the others are told to abort the step (their waiting Recvs
-fail at once) and the error is raised as TensorFlow's class, naming the
-client's op, its line and the task.
+tasks with Send/Recv pairs (``flowbook.distributed.partition``), which
+tasks receive first and which variable updates wait for the step's values
+(``flowbook.distributed.stages``).  The step is one Dask call per task that
+has work in it, all sent at once from one coroutine on the client's event
+loop (``actor_execute`` on the task server, straight over the client's
+connection pool): ``run(step, key, feeds)``, a few bytes and the fed values,
+carrying the partition's GraphDef and the peer table only the first time a
+task sees that plan.  Each task gets only the fed values its partition
+reads and returns only the fetched values it makes; intermediate values
+move between tasks, worker to worker.  ``calls`` counts the calls made.
+
+**Failures.**  If a task fails, the others are told to abort the step
+(their waiting Recvs fail at once) and the error is raised as TensorFlow's
+class, naming the client's op, its line and the task.  A task whose Dask
+worker is lost (its connection closes, or no connection opens within
+``CONNECT_S``) fails the step with ``UnavailableError`` naming it, as soon
+as the client notices.  The session stays usable: the next run waits (up to
+``SERVER_START_S``) for Dask to bring back a worker of the same name, starts
+a new task server there -- its variables uninitialised, so a chief restores
+them from a checkpoint (``flowbook.distributed.recovery``) -- and registers
+its partitions again.
 
 The client's Dask calls go straight to the workers: a session that makes
 its own ``Client`` asks for ``direct_to_workers``, and a ``Client`` passed
@@ -37,11 +49,13 @@ in with that left unset (None) is switched to it.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import re
 import secrets
 import sys
 import threading
+import time
 from typing import Any
 
 from flowbook import errors, hooks
@@ -49,6 +63,7 @@ from flowbook.config import ConfigProto, RunOptions
 from flowbook.distributed.cluster import ClusterSpec, task_name
 from flowbook.distributed.partition import Partitioned, partition
 from flowbook.distributed.server import RemoteOpError, TaskServer
+from flowbook.distributed.stages import gate_updates, receive_first
 from flowbook.graph import Graph
 from flowbook.run.plan import build_plan
 from flowbook.run.values import flatten, rebuild, to_numpy
@@ -58,6 +73,7 @@ __all__ = ["DaskSession", "is_cluster_target", "map_workers"]
 
 _NAME = re.compile(r"^(?:/job:)?([A-Za-z_]\w*?)(?:/replica:\d+)?(?:/task:|[-:_/])(\d+)$")
 ABORT_WAIT_S = 10.0  # after a task failed, the longest wait for the others to stop
+CONNECT_S = 5.0  # longest wait for a connection to a task's worker (a lost one refuses)
 MAX_PLANS = 256  # distributed plans kept per session
 SERVER_START_S = 60.0  # longest wait for the task servers to start
 
@@ -130,22 +146,29 @@ def _servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], list[An
     """Task name -> its TaskServer actor, found on the scheduler or started on its worker;
     and the futures that keep the actors alive while the session holds them.
 
-    The actor handle is made from its worker address and key (a second client cannot
-    gather an actor another client made), bound to ``client``.
+    A server's key names its worker's address: a worker that Dask replaced (same name,
+    new address) gets a new server, and the lost one's name is unpublished.  The actor
+    handle is made from the address and key (a second client cannot gather an actor
+    another client made), bound to ``client``.
     """
     from distributed import Actor, wait  # lazy: dask is an optional extra
 
-    futures, servers = [], {}
+    futures, servers, started = [], {}, []
     for job, k in cluster.tasks():
-        name = f"flowbook-task-{job}-{k}"
         address = cluster.task_address(job, k)
+        name = f"flowbook-task-{job}-{k}@{address}"
         future = client.get_dataset(name, default=None)
         if future is None:
             future = client.submit(TaskServer, job, k, actor=True, key=name,
                                    workers=[address], allow_other_workers=False)  # fmt: skip
             client.publish_dataset(future, name=name, override=True)
+            started.append(name.partition("@")[0] + "@")
         futures.append(future)
         servers[task_name(job, k)] = (address, name)
+    if started:  # servers of workers that are gone
+        for old in client.list_datasets():
+            if str(old).startswith(tuple(started)) and old not in {n for _, n in servers.values()}:
+                client.unpublish_dataset(old)
     with client.as_current():
         wait(futures, timeout=SERVER_START_S)
         for f in futures:
@@ -157,16 +180,19 @@ def _servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], list[An
 class _DistPlan:
     """A run signature split over tasks: its partitions, their keys and what to send first."""
 
-    __slots__ = ("keys", "n_fetches", "parted", "payloads")
+    __slots__ = ("gated", "keys", "n_fetches", "parted", "payloads")
 
     def __init__(self, parted: Partitioned, prefix: str, n_fetches: int) -> None:
         self.parted = parted
         self.n_fetches = n_fetches
         self.keys = {t: f"{prefix}{t}" for t in parted.parts}  # task -> partition key
+        first = receive_first(parted)  # tasks that wait for every value, then run
+        self.gated = gate_updates(parted, first)  # task -> its updates made to wait
         self.payloads = {  # task -> what registers the partition there
-            t: (p.graph_def.SerializeToString(), p.feed_names, p.fetch_names, p.sends)
+            t: (p.graph_def.SerializeToString(), p.feed_names, p.fetch_names, p.sends,
+                t in first)
             for t, p in parted.parts.items()
-        }
+        }  # fmt: skip
 
 
 class DaskSession(Session):
@@ -183,6 +209,8 @@ class DaskSession(Session):
         # task name -> its TaskServer actor; the futures keep the actors alive meanwhile
         self._servers, self._server_futures = _servers(self._client, self.cluster)
         self._peers = {t: (a._address, a.key) for t, a in self._servers.items()}
+        self._lost: set[str] = set()  # tasks whose worker was lost; the next run finds them
+        self.calls: collections.Counter[str] = collections.Counter()  # Dask calls by method
         self._dplans: dict[tuple, _DistPlan] = {}  # run signature -> its distributed plan
         self._registered: set[tuple[str, str]] = set()  # (task, key) known there
         self._lock = threading.Lock()  # guards the two above and the counters
@@ -202,6 +230,8 @@ class DaskSession(Session):
         """Compute ``fetches`` on the cluster, feeding ``feed_dict``; values as a local run."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        if self._lost:
+            self._reconnect()
         elements, structure = flatten(self.graph, fetches)
         tensors, values = self._feeds(feed_dict) if feed_dict else ((), ())
         key = (*elements, None, *tensors, self.graph._version)
@@ -241,13 +271,16 @@ class DaskSession(Session):
             self._servers[task].release(mine)  # an ActorFuture nobody waits for
 
     def _step(self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None) -> list:
+        from distributed.protocol import to_serialize  # lazy: dask is an optional extra
+
         timeout_ms = int(options.timeout_in_ms) if options is not None else 0
         step = next(self._steps)
         calls = []
         for task, part in dplan.parted.parts.items():
             known = (task, dplan.keys[task]) in self._registered
-            first = None if known else dplan.payloads[task]
-            args = (step, dplan.keys[task], [feeds[k] for k in part.feeds], first,
+            mine = [feeds[k] for k in part.feeds]
+            args = (step, dplan.keys[task], to_serialize(mine) if mine else [],
+                    None if known else to_serialize(dplan.payloads[task]),
                     None if known else self._peers, timeout_ms)  # fmt: skip
             calls.append((task, args))
         results = self._client.sync(self._gather, step, calls, timeout_ms)
@@ -276,8 +309,8 @@ class DaskSession(Session):
         if not failed:
             failed = [errors.DeadlineExceededError(None, None, f"Step {step} timed out")]
         why = f"a task failed: {failed[0]}"
-        await asyncio.gather(*(self._call(t, "abort", step, why) for t, _ in calls),
-                             return_exceptions=True)  # fmt: skip
+        aborts = [self._call(t, "abort", step, why) for t, _ in calls if t not in self._lost]
+        await asyncio.wait([asyncio.ensure_future(a) for a in aborts], timeout=ABORT_WAIT_S)
         if rest:
             await asyncio.wait(rest, timeout=ABORT_WAIT_S)
         found = [self._error(e) for e in failed]
@@ -285,7 +318,58 @@ class DaskSession(Session):
         raise next((e for e in found if not _secondary(e)), found[0])
 
     async def _call(self, task: str, method: str, *args: Any) -> Any:
-        return await getattr(self._servers[task], method)(*args)
+        """Call ``method`` of ``task``'s server: one Dask ``actor_execute`` message and its
+        answer, over the client's connection pool.  A lost worker is UnavailableError."""
+        from distributed.core import send_recv  # lazy: dask is an optional extra
+
+        address, key = self._peers[task]
+        self.calls[method] += 1
+        pool = self._client.rpc
+        try:
+            comm = await pool.connect(address, timeout=CONNECT_S)
+            try:
+                result = await send_recv(comm, op="actor_execute", actor=key, function=method,
+                                         args=list(args), kwargs={})  # fmt: skip
+            finally:
+                pool.reuse(address, comm)
+        except OSError as e:
+            self._lost.add(task)
+            raise errors.UnavailableError(
+                None, None, f"Task {task} is unavailable: its Dask worker {address} was lost "
+                f"({type(e).__name__}: {e})",
+            ) from None  # fmt: skip
+        if result["status"] != "OK":
+            raise result["exception"]
+        return result["result"]
+
+    def _reconnect(self) -> None:
+        """Find the lost tasks again: wait for Dask to bring back workers of the same names,
+        start task servers on them and register every partition again."""
+        lost = {t: self._peers[t][0] for t in self._lost}
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            workers = self._client.scheduler_info(n_workers=-1)["workers"]
+            try:
+                cluster = map_workers(workers)
+            except (ValueError, errors.UnavailableError):
+                cluster = None
+            if cluster is not None and cluster.tasks() == self.cluster.tasks():
+                now = {task_name(j, k): cluster.task_address(j, k) for j, k in cluster.tasks()}
+                if all(now[t] != a for t, a in lost.items()):
+                    break
+            if time.monotonic() > deadline:
+                raise errors.UnavailableError(
+                    None, None, f"Tasks {sorted(lost)} did not come back within "
+                    f"{SERVER_START_S:.0f} s (Dask restarts a lost worker under its nanny)",
+                )  # fmt: skip
+            time.sleep(0.1)
+        servers, futures = _servers(self._client, cluster)
+        with self._lock:
+            self.cluster = cluster
+            self._servers, self._server_futures = servers, futures
+            self._peers = {t: (a._address, a.key) for t, a in servers.items()}
+            self._registered.clear()  # the peer table changed: every task learns it again
+            self._lost.clear()
 
     def _error(self, e: BaseException) -> BaseException:
         """A task's error as the client's: TF's class, naming the client's op and line."""
@@ -294,8 +378,6 @@ class DaskSession(Session):
             cls = errors.exception_type_from_error_code(e.code)
             where = op.describe() if op is not None else f"'{e.op_name}'"
             return cls(None, op, f"{where} on {e.task}: {e.message}")
-        if isinstance(e, OSError | RuntimeError):
-            return errors.UnavailableError(None, None, f"A task of the cluster is unreachable: {e}")
         return e
 
     # ---------------------------------------------------------- lifecycle
