@@ -309,10 +309,17 @@ class DaskSession(Session):
         if not failed:
             failed = [errors.DeadlineExceededError(None, None, f"Step {step} timed out")]
         why = f"a task failed: {failed[0]}"
-        aborts = [self._call(t, "abort", step, why) for t, _ in calls if t not in self._lost]
-        await asyncio.wait([asyncio.ensure_future(a) for a in aborts], timeout=ABORT_WAIT_S)
+        aborts = [asyncio.ensure_future(self._call(t, "abort", step, why))
+                  for t, _ in calls if t not in self._lost]  # fmt: skip
+        if aborts:
+            await asyncio.wait(aborts, timeout=ABORT_WAIT_S)
         if rest:
             await asyncio.wait(rest, timeout=ABORT_WAIT_S)
+        for call in (*aborts, *rest):  # a task that did not answer in time is left behind
+            if not call.done():
+                call.cancel()
+            elif not call.cancelled():
+                call.exception()  # retrieved: asyncio does not log it
         found = [self._error(e) for e in failed]
         found += [self._error(r.exception()) for r in rest if r.done() and r.exception()]
         raise next((e for e in found if not _secondary(e)), found[0])
@@ -345,8 +352,23 @@ class DaskSession(Session):
     def _reconnect(self) -> None:
         """Find the lost tasks again: wait for Dask to bring back workers of the same names,
         start task servers on them and register every partition again."""
+        cluster = self.wait_for_tasks()
+        servers, futures = _servers(self._client, cluster)
+        with self._lock:
+            self.cluster = cluster
+            self._servers, self._server_futures = servers, futures
+            self._peers = {t: (a._address, a.key) for t, a in servers.items()}
+            self._registered.clear()  # the peer table changed: every task learns it again
+            self._lost.clear()
+
+    def wait_for_tasks(self, timeout: float = SERVER_START_S) -> ClusterSpec:
+        """Wait until the cluster has this session's tasks again, each lost one on a new
+        worker of its name (Dask's nanny restarts a lost worker); the new ClusterSpec.
+
+        UnavailableError after ``timeout`` seconds.
+        """
         lost = {t: self._peers[t][0] for t in self._lost}
-        deadline = time.monotonic() + SERVER_START_S
+        deadline = time.monotonic() + timeout
         while True:
             workers = self._client.scheduler_info(n_workers=-1)["workers"]
             try:
@@ -356,20 +378,13 @@ class DaskSession(Session):
             if cluster is not None and cluster.tasks() == self.cluster.tasks():
                 now = {task_name(j, k): cluster.task_address(j, k) for j, k in cluster.tasks()}
                 if all(now[t] != a for t, a in lost.items()):
-                    break
+                    return cluster
             if time.monotonic() > deadline:
                 raise errors.UnavailableError(
                     None, None, f"Tasks {sorted(lost)} did not come back within "
-                    f"{SERVER_START_S:.0f} s (Dask restarts a lost worker under its nanny)",
+                    f"{timeout:.0f} s (Dask restarts a lost worker under its nanny)",
                 )  # fmt: skip
             time.sleep(0.1)
-        servers, futures = _servers(self._client, cluster)
-        with self._lock:
-            self.cluster = cluster
-            self._servers, self._server_futures = servers, futures
-            self._peers = {t: (a._address, a.key) for t, a in servers.items()}
-            self._registered.clear()  # the peer table changed: every task learns it again
-            self._lost.clear()
 
     def _error(self, e: BaseException) -> BaseException:
         """A task's error as the client's: TF's class, naming the client's op and line."""
@@ -388,7 +403,8 @@ class DaskSession(Session):
         with self._lock:
             keys: dict[str, list[str]] = {}
             for task, key in self._registered:
-                keys.setdefault(task, []).append(key)
+                if task not in self._lost:  # a lost task has nothing left to forget
+                    keys.setdefault(task, []).append(key)
             self._registered.clear()
             self._dplans.clear()
         try:
@@ -403,16 +419,26 @@ class DaskSession(Session):
 
     def reset_cluster(self) -> None:
         """Drop every variable, queue and reader on every task (TF's ``Session.reset``)."""
-        for server in self._servers.values():
-            server.reset().result(ABORT_WAIT_S)
+        self._on_every_task("reset")
 
     def task_stats(self) -> dict[str, dict[str, int]]:
         """Per task: steps run, bytes sent to other tasks, bytes returned to clients."""
-        return {t: s.stats().result(ABORT_WAIT_S) for t, s in self._servers.items()}
+        return self._on_every_task("stats")
 
     def variables_on(self, task: str) -> dict[str, Any]:
         """The variables living on ``task`` (``/job:ps/replica:0/task:0``), by name."""
-        return self._servers[task].variable_values().result(ABORT_WAIT_S)
+        return self._on_every_task("variable_values", [task])[task]
+
+    def _on_every_task(self, method: str, tasks: list[str] | None = None) -> dict[str, Any]:
+        """``method``'s answer from each task's server (lost tasks found again first)."""
+        if self._lost:
+            self._reconnect()
+
+        async def ask() -> list:
+            calls = [self._call(t, method) for t in tasks or self._peers]
+            return await asyncio.wait_for(asyncio.gather(*calls), ABORT_WAIT_S)
+
+        return dict(zip(tasks or self._peers, self._client.sync(ask)))
 
     def list_devices(self) -> list[Any]:
         """The CPU of every task of the cluster."""

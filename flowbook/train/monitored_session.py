@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowbook.distributed.recovery import RecoverableSession
 from flowbook.errors import OutOfRangeError
 from flowbook.graph import GraphKeys, get_default_graph
 from flowbook.ops.control_flow_ops import group
@@ -163,7 +164,14 @@ class ChiefSessionCreator:
 
 
 class MonitoredSession:
-    """A session that runs ``hooks`` around each ``run`` (TF1's ``tf.train.MonitoredSession``)."""
+    """A session that runs ``hooks`` around each ``run`` (TF1's ``tf.train.MonitoredSession``).
+
+    A run that fails because a task of the cluster was lost (``UnavailableError``,
+    ``AbortedError``) makes the session again -- restored from the latest checkpoint --
+    and runs again (``flowbook.distributed.recovery``).
+    """
+
+    _recover = True  # make the session again when a task is lost (not the singular one)
 
     def __init__(
         self,
@@ -176,10 +184,15 @@ class MonitoredSession:
         self._graph = get_default_graph()  # the graph the session runs
         for hook in self._hooks:
             hook.begin()
-        self._sess: Session | None = self._creator.create_session()  # None once closed
-        for hook in self._hooks:
-            hook.after_create_session(self._sess, None)
+        # None once closed
+        self._sess: Any = RecoverableSession(self._create) if self._recover else self._create()
         self._stop = False  # a hook requested a stop
+
+    def _create(self) -> Session:
+        sess = self._creator.create_session()
+        for hook in self._hooks:
+            hook.after_create_session(sess, None)
+        return sess
 
     @property
     def graph(self) -> Any:
@@ -240,6 +253,8 @@ class MonitoredSession:
 
 class SingularMonitoredSession(MonitoredSession):
     """A ``MonitoredSession`` with a chief creator built from its arguments; ``raw_session()``."""
+
+    _recover = False  # as in TF: a lost task's error is raised
 
     def __init__(
         self,
