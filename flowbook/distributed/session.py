@@ -266,9 +266,12 @@ class DaskSession(Session):
             for task, key in d.keys.items():
                 if (task, key) in self._registered:
                     self._registered.discard((task, key))
-                    keys.setdefault(task, []).append(key)
-        for task, mine in keys.items():
-            self._servers[task].release(mine)  # an ActorFuture nobody waits for
+                    if task not in self._lost:
+                        keys.setdefault(task, []).append(key)
+        for task, mine in keys.items():  # sent, not waited for
+            asyncio.run_coroutine_threadsafe(
+                self._call(task, "release", mine), self._client.loop.asyncio_loop
+            )
 
     def _step(self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None) -> list:
         from distributed.protocol import to_serialize  # lazy: dask is an optional extra
@@ -408,8 +411,8 @@ class DaskSession(Session):
             self._registered.clear()
             self._dplans.clear()
         try:
-            for task, mine in keys.items():
-                self._servers[task].release(mine).result(ABORT_WAIT_S)
+            if keys:
+                self._on_tasks("release", list(keys), [[k] for k in keys.values()], find_lost=False)
         except Exception:  # a cluster already gone has nothing left to forget
             pass
         finally:
@@ -419,26 +422,32 @@ class DaskSession(Session):
 
     def reset_cluster(self) -> None:
         """Drop every variable, queue and reader on every task (TF's ``Session.reset``)."""
-        self._on_every_task("reset")
+        self._on_tasks("reset")
 
     def task_stats(self) -> dict[str, dict[str, int]]:
         """Per task: steps run, bytes sent to other tasks, bytes returned to clients."""
-        return self._on_every_task("stats")
+        return self._on_tasks("stats")
 
     def variables_on(self, task: str) -> dict[str, Any]:
         """The variables living on ``task`` (``/job:ps/replica:0/task:0``), by name."""
-        return self._on_every_task("variable_values", [task])[task]
+        return self._on_tasks("variable_values", [task])[task]
 
-    def _on_every_task(self, method: str, tasks: list[str] | None = None) -> dict[str, Any]:
-        """``method``'s answer from each task's server (lost tasks found again first)."""
-        if self._lost:
+    def _on_tasks(
+        self, method: str, tasks: list[str] | None = None, args: list[list] | None = None,
+        find_lost: bool = True,
+    ) -> dict[str, Any]:  # fmt: skip
+        """``method(*args[i])``'s answer from each task's server (all tasks by default),
+        in ``ABORT_WAIT_S`` at most.  Lost tasks are found again first (``find_lost``)."""
+        if self._lost and find_lost:
             self._reconnect()
+        tasks = list(self._peers) if tasks is None else tasks
+        args = args or [[] for _ in tasks]
 
         async def ask() -> list:
-            calls = [self._call(t, method) for t in tasks or self._peers]
+            calls = [self._call(t, method, *a) for t, a in zip(tasks, args)]
             return await asyncio.wait_for(asyncio.gather(*calls), ABORT_WAIT_S)
 
-        return dict(zip(tasks or self._peers, self._client.sync(ask)))
+        return dict(zip(tasks, self._client.sync(ask)))
 
     def list_devices(self) -> list[Any]:
         """The CPU of every task of the cluster."""
