@@ -191,3 +191,77 @@ def test_a_worker_that_does_not_come_back_is_reported(client):
         with pytest.raises(tf.errors.UnavailableError, match="did not come back"):
             s.wait_for_tasks(timeout=0.5)
         assert SERVER_START_S >= ERROR_WITHIN_S
+
+
+# ------------------------------------------- when partitions run (stages.py), no cluster
+def _parted(build, fetch_names):
+    from flowbook.distributed.partition import partition
+    from flowbook.run.plan import build_plan
+
+    g = tf.Graph()
+    with g.as_default():
+        built = build()
+    fetches = [built[n] for n in fetch_names]
+    plan = build_plan(g, fetches, (), (), lambda op: None)
+    tasks = [("ps", 0), ("worker", 0), ("worker", 1)]
+    return partition(g, plan.ops, fetches, [], tasks)
+
+
+def _chain():
+    with tf.device("/job:ps/task:0"):
+        a = tf.constant(1.0) * 2.0
+    with tf.device("/job:worker/task:0"):
+        b = a + 1.0
+    with tf.device("/job:worker/task:1"):
+        c = b * 3.0
+    return {"c": c}
+
+
+def _sgd():
+    with tf.device("/job:ps/task:0"):
+        w, v = tf.Variable(1.0, name="w"), tf.Variable(2.0, name="v")
+    with tf.device("/job:worker/task:0"):
+        dw, dv = w * 0.1, v * 0.1
+        with tf.device("/job:ps/task:0"):
+            up = [tf.assign_sub(w, dw, name="up_w"), tf.assign_sub(v, dv, name="up_v")]
+        train = tf.group(*up, name="train")  # on the worker: control edges back from the ps
+    return {"train": train}
+
+
+def _update_feeds_a_recv():
+    with tf.device("/job:ps/task:0"):
+        n, u = tf.Variable(0.0, name="n"), tf.Variable(0.0, name="u")
+        inc = tf.assign_add(n, 1.0, name="inc")  # its value goes to worker-0 and back
+    with tf.device("/job:worker/task:0"):
+        twice = inc * 2.0
+    with tf.device("/job:ps/task:0"):
+        keep = tf.assign(u, twice, name="keep")
+    return {"keep": keep}
+
+
+@pytest.mark.parametrize(
+    "build, fetches, first, gated",
+    [
+        (_chain, ["c"], {PS, W0, W1}, {}),
+        (_sgd, ["train"], set(), {PS: ["up_w", "up_v"]}),  # each waits for the other's delta
+        (_update_feeds_a_recv, ["keep"], {W0}, {}),  # waiting would deadlock: inc not gated
+    ],
+    ids=["chain", "sgd", "update-feeds-its-recv"],
+)
+def test_receive_first_and_gated_updates(build, fetches, first, gated):
+    from flowbook.distributed.stages import gate_updates, receive_first
+
+    parted = _parted(build, fetches)
+    assert receive_first(parted) == first
+    assert gate_updates(parted, first) == gated
+
+
+def test_an_update_that_feeds_its_own_recv_does_not_deadlock(client):
+    g = tf.Graph()
+    with g.as_default():
+        keep = _update_feeds_a_recv()["keep"]
+        init = tf.global_variables_initializer()
+    with tf.Session(client, graph=g) as s:
+        s.run(init)
+        options = tf.RunOptions(timeout_in_ms=10_000)
+        assert [s.run(keep, options=options) for _ in range(3)] == [2.0, 4.0, 6.0]
