@@ -16,7 +16,14 @@ through ``pre > 0``.  Both models run in the same process
 on the same batches, so their ratio is what to read.
 
 :func:`kernel_times` times flowbook's conv and pool kernels alone (milliseconds,
-the best of several calls), called straight through the registry at the CNNs' shapes.
+the best of several calls), called straight through the registry at the CNNs' shapes;
+the filter gradient twice: with the patch matrix the forward lent it
+(``flowbook.ops.conv_patches``, as in a training step) and rebuilding it.
+
+TensorFlow 1's figures (:data:`TF1`) are quoted from issue 19, measured on
+this machine type with single-threaded BLAS; they cannot be re-measured here
+(no TensorFlow in this environment), so ratios against them carry the
+machine's noise (±30%) on one side only.
 """
 
 from __future__ import annotations
@@ -27,11 +34,18 @@ from typing import Any
 import numpy as np
 
 import flowbook as tf
+from flowbook.ops import conv_patches
 from flowbook.registry import OPS
 
 BATCH = 64
 LR = 0.05
-PEERS = {  # issue 19, measured on this machine with single-threaded BLAS
+TF1 = {  # issue 19: TensorFlow 1 on this machine type, single-threaded BLAS (quoted, not re-run)
+    "cnn_steps_s": 233.0,
+    "cnn2_steps_s": 28.9,
+    "conv2d forward [64,14,14,32]*[5,5,32,64]": 10.4,  # ms
+    "conv2d filter grad": 10.7,  # ms
+}
+PEERS = {
     "cnn": "TF1 233 / numpy (issue 19) 51.6 steps/s",
     "cnn2": "TF1 28.9 / numpy (issue 19) 9.3 steps/s",
 }
@@ -55,8 +69,8 @@ def _init(two: bool) -> list[np.ndarray]:
     return [a.astype(np.float32) for a in p]
 
 
-def flowbook_step(two: bool) -> tuple[Any, Any]:
-    """A session and a function running one SGD step of the CNN on (x, y)."""
+def flowbook_step(two: bool, config: Any = None) -> tuple[Any, Any]:
+    """A session (made with ``config``) and a function running one SGD step of the CNN on (x, y)."""
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [None, 28, 28, 1], name="x")
@@ -72,7 +86,7 @@ def flowbook_step(two: bool) -> tuple[Any, Any]:
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
         )
         train = tf.train.GradientDescentOptimizer(LR).minimize(loss)
-        sess = tf.Session(graph=g)
+        sess = tf.Session(graph=g, config=config)
         sess.run(tf.global_variables_initializer())
     return sess, lambda bx, by: sess.run(train, {x: bx, y: by})
 
@@ -142,37 +156,56 @@ def numpy_step(two: bool) -> Any:
     return step
 
 
-def kernel_times(repeat: int) -> dict[str, float]:
-    """Milliseconds per call (the best of ``repeat``) of the conv and pool kernels alone."""
+def kernel_times(repeat: int, clock: Any = time.perf_counter) -> dict[str, float]:
+    """Milliseconds of ``clock`` per call (the best of ``repeat``) of the conv and pool kernels."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((BATCH, 14, 14, 32)).astype(np.float32)
-    f = rng.standard_normal((5, 5, 32, 64)).astype(np.float32)
     same, pool = {"strides": (1, 1, 1, 1), "padding": "SAME"}, (1, 2, 2, 1)
-    y = OPS["Conv2D"].kernel(np, x, f, **same)
-    dy = rng.standard_normal(y.shape).astype(np.float32)
     act = np.maximum(rng.standard_normal((BATCH, 28, 28, 32)), 0).astype(np.float32)
     p_attrs = {"ksize": pool, "strides": pool, "padding": "VALID"}
     pooled = OPS["MaxPool"].kernel(np, act, **p_attrs)
-    calls = {
-        "conv2d forward [64,14,14,32]*[5,5,32,64]": lambda: OPS["Conv2D"].kernel(np, x, f, **same),
-        "conv2d filter grad": lambda: OPS["Conv2DBackpropFilter"].kernel(
-            np, x, np.array(f.shape), dy, **same
-        ),
-        "conv2d input grad": lambda: OPS["Conv2DBackpropInput"].kernel(
-            np, np.array(x.shape), f, dy, **same
-        ),
-        "max_pool 2x2 [64,28,28,32]": lambda: OPS["MaxPool"].kernel(np, act, **p_attrs),
-        "max_pool grad": lambda: OPS["MaxPoolGrad"].kernel(np, act, pooled, pooled, **p_attrs),
-    }
+    calls: dict[str, tuple[Any, Any]] = {}  # name -> (untimed setup, timed call)
+    for label, xs, fs in (
+        ("conv2d forward [64,14,14,32]*[5,5,32,64]", (BATCH, 14, 14, 32), (5, 5, 32, 64)),
+        ("conv1 forward [64,28,28,1]*[5,5,1,32]", (BATCH, 28, 28, 1), (5, 5, 1, 32)),
+    ):
+        x = rng.standard_normal(xs).astype(np.float32)
+        f = rng.standard_normal(fs).astype(np.float32)
+        y = OPS["Conv2D"].kernel(np, x, f, **same)
+        dy = rng.standard_normal(y.shape).astype(np.float32)
+        prefix = label.split(" forward")[0]
+
+        def fwd(x: Any = x, f: Any = f) -> Any:
+            return OPS["Conv2D"].kernel(np, x, f, **same)
+
+        def dfilter(x: Any = x, dy: Any = dy, fs: Any = fs) -> Any:
+            return OPS["Conv2DBackpropFilter"].kernel(np, x, np.array(fs), dy, **same)
+
+        calls[label] = (None, fwd)
+        calls[f"{prefix} filter grad"] = (fwd, dfilter)  # the forward lends its patches
+        calls[f"{prefix} filter grad (patches rebuilt)"] = (conv_patches.CACHE.clear, dfilter)
+        if xs[3] > 1:
+            calls[f"{prefix} input grad"] = (
+                None,
+                lambda x=x, f=f, dy=dy: OPS["Conv2DBackpropInput"].kernel(
+                    np, np.array(x.shape), f, dy, **same
+                ),
+            )
+    calls["max_pool 2x2 [64,28,28,32]"] = (None, lambda: OPS["MaxPool"].kernel(np, act, **p_attrs))
+    calls["max_pool grad"] = (
+        None,
+        lambda: OPS["MaxPoolGrad"].kernel(np, act, pooled, pooled, **p_attrs),
+    )
     if "ReluGrad" in OPS:  # (so the script also times older checkouts)
-        calls["relu grad [64,28,28,32]"] = lambda: OPS["ReluGrad"].kernel(np, act, act)
+        calls["relu grad [64,28,28,32]"] = (None, lambda: OPS["ReluGrad"].kernel(np, act, act))
     out = {}
-    for name, call in calls.items():
-        call()
+    for name, (setup, call) in calls.items():
         times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
+        for _ in range(repeat + 1):  # the first is a warm-up
+            if setup is not None:
+                setup()
+            t0 = clock()
             call()
-            times.append(time.perf_counter() - t0)
-        out[name] = min(times) * 1e3
+            times.append(clock() - t0)
+        out[name] = min(times[1:]) * 1e3
+    conv_patches.CACHE.clear()
     return out

@@ -6,6 +6,9 @@ as uint8 pixels, with their labels):
     from_tensor_slices((images, labels)) -> shuffle(10000) -> map(cast to float32, / 255)
     -> batch(100) -> repeat() -> make_one_shot_iterator().get_next()
 
+(unseeded, as most code writes it, and again with ``shuffle(10000, seed=0)``,
+whose order is TensorFlow's, drawn from TF's Philox stream),
+
 fetched with ``sess.run(next_element)`` in a loop, and the queue pipeline
 
     slice_input_producer([images, labels]) -> cast to float32, / 255
@@ -75,11 +78,17 @@ def _examples(n: int, batches: int) -> int:
     return epochs * n + min(rest * BATCH, n)
 
 
-def flowbook_loop(images: np.ndarray, labels: np.ndarray, batches: int) -> float:
-    """Examples per second of the tf.data pipeline fetched with ``sess.run``."""
+def flowbook_loop(
+    images: np.ndarray, labels: np.ndarray, batches: int, seed: int | None = None
+) -> float:
+    """Examples per second of the tf.data pipeline fetched with ``sess.run``.
+
+    Unseeded, the shuffle draws from numpy's generator; seeded, it draws
+    TensorFlow's exact order (Philox and TF's Fisher-Yates, in numpy calls).
+    """
     with tf.Graph().as_default(), tf.Session() as sess:
         ds = tf.data.Dataset.from_tensor_slices((images, labels))
-        ds = ds.shuffle(10000, seed=0).map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y))
+        ds = ds.shuffle(10000, seed=seed).map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y))
         next_element = ds.batch(BATCH).repeat().make_one_shot_iterator().get_next()
         for _ in range(40):  # warm: the run's plan, the iterator, the map's compiled run
             sess.run(next_element)
@@ -148,16 +157,17 @@ def main() -> dict[str, Any]:
     images, labels = digits()
     batches = 90 if args.quick else 900  # 5 or 50 epochs of 18 batches
     repeat = 3 if args.quick else 7
-    ours, theirs, alone, floor, queued = [], [], [], [], []
+    ours, seeded, theirs, alone, floor, queued = [], [], [], [], [], []
     for _ in range(repeat):  # interleaved, so drifts in machine load hit both
         theirs.append(numpy_loop(images, labels, batches))
         ours.append(flowbook_loop(images, labels, batches))
+        seeded.append(flowbook_loop(images, labels, batches, seed=0))
         queued.append(queue_loop(images, labels, batches // 3))
         alone.append(pipeline_alone(images, labels, batches))
         floor.append(session_floor(batches))
     fb_rate, np_rate = statistics.median(ours), statistics.median(theirs)
     ratio = fb_rate / np_rate
-    q_rate = statistics.median(queued)
+    q_rate, s_rate = statistics.median(queued), statistics.median(seeded)
     per_batch = {  # where a batch's time goes, in microseconds
         "numpy_loop": BATCH / np_rate * 1e6,
         "flowbook_sess_run": BATCH / fb_rate * 1e6,
@@ -170,6 +180,7 @@ def main() -> dict[str, Any]:
         [
             ["numpy by hand", f"{np_rate:,.0f}", "1.00x"],
             ["flowbook tf.data + sess.run", f"{fb_rate:,.0f}", f"{ratio:.2f}x"],
+            ["  same, shuffle(seed=0): TF's order", f"{s_rate:,.0f}", f"{s_rate / np_rate:.2f}x"],
             ["flowbook queues + QueueRunners", f"{q_rate:,.0f}", f"{q_rate / np_rate:.3f}x"],
         ],
     )
@@ -182,6 +193,8 @@ def main() -> dict[str, Any]:
         "numpy_examples_per_s": round(np_rate),
         "flowbook_examples_per_s": round(fb_rate),
         "ratio_vs_numpy": round(ratio, 3),
+        "seeded_examples_per_s": round(s_rate),
+        "seeded_ratio_vs_numpy": round(s_rate / np_rate, 3),
         "queue_workload": "slice_input_producer -> cast, /255 -> shuffle_batch(100, 2000, 1000)",
         "queue_examples_per_s": round(q_rate),
         "queue_ratio_vs_numpy": round(q_rate / np_rate, 4),

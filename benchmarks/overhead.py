@@ -12,6 +12,16 @@ as a ratio (lower is better), because these machines are shared and noisy:
 - ``build``: building 10,000 ``add`` ops, per op, against creating 10,000
   plain Python objects holding the same fields.
 - ``import``: ``python -c "import flowbook"`` against ``python -c "import numpy"``.
+- ``edit_rerun``: a graph of 100,000 ops (``--quick``: 20,000); after a fetch has run
+  (compiled, optimised), one op is added and the same fetch runs again, against a plain
+  re-run with nothing added (the ratio; goal under 50 ms): the session keeps its plans
+  when ops are added (``flowbook.run.plan_cache``).  Shown for a fetch that needs the
+  whole graph (a chain of adds) and for one that needs 100 of its ops, with the optimiser
+  on and off, and beside it what the run after the edit cost when every edit cleared the
+  cache (re-planning, as flowbook did before and TensorFlow 1 does: 0.9-1.1 s / 1.1 s).
+- ``scaling``: building a chain of n adds and planning it (pruning, ordering, laying
+  out), per op, at n = 25,000 / 50,000 / 100,000: flat figures mean nothing on the way
+  is quadratic.
 
 Usage: ``python benchmarks/overhead.py [--quick]``; writes
 ``benchmarks/results/overhead.json``.
@@ -149,6 +159,114 @@ def bench_import(repeat: int) -> dict[str, Any]:
     return {"flowbook_s": fbt, "numpy_s": npt, "ratio": fbt / npt}
 
 
+EDIT_OPS = 100_000  # ops in the edit-and-rerun graph
+SMALL = 100  # ops the small fetch needs
+EDIT_GOAL_MS = 50.0
+CONFIGS = {
+    "optimiser on": None,
+    "optimiser off": fb.ConfigProto(
+        graph_options=fb.GraphOptions(
+            optimizer_options=fb.OptimizerOptions(opt_level=fb.OptimizerOptions.L0)
+        )
+    ),
+}
+
+
+def _edit_graph(n: int) -> tuple[fb.Graph, Any, Any, Any]:
+    """``n`` ops: a chain of adds ``whole`` needs all of, and ``small``, a chain of SMALL."""
+    g, x, whole = add_chain(n - SMALL - 2)
+    with g.as_default():
+        small = x
+        for _ in range(SMALL):
+            small = fb.add(small, 2.0)
+    return g, x, whole, small
+
+
+def bench_edit_rerun(n: int, repeat: int) -> dict[str, Any]:
+    g, x, whole, small = _edit_graph(n)
+    feed = {x: np.float32(1.0)}
+    out: dict[str, Any] = {"graph_ops": len(g.get_operations())}
+    for name, config in CONFIGS.items():
+        sess = fb.Session(graph=g, config=config)
+        for label, fetch in (("whole", whole), ("small", small)):
+            for _ in range(3):  # planned, compiled, optimised
+                sess.run(fetch, feed)
+            plain, edited, cleared = [], [], []
+            with g.as_default():
+                for i in range(repeat):
+                    t0 = time.perf_counter()
+                    sess.run(fetch, feed)
+                    plain.append(time.perf_counter() - t0)
+                    fb.add(fetch, float(i))  # one op more
+                    t0 = time.perf_counter()
+                    sess.run(fetch, feed)
+                    edited.append(time.perf_counter() - t0)
+                for _ in range(max(2, repeat // 4)):  # as when every edit cleared the cache
+                    sess._cache.clear()
+                    t0 = time.perf_counter()
+                    sess.run(fetch, feed)
+                    cleared.append(time.perf_counter() - t0)
+                    for _ in range(2):  # compiled, optimised again
+                        sess.run(fetch, feed)
+            p, e = statistics.median(plain), statistics.median(edited)
+            out[f"{label}, {name}"] = {
+                "plain_ms": p * 1e3,
+                "after_add_ms": e * 1e3,
+                "ratio": e / p,
+                "replanned_ms": statistics.median(cleared) * 1e3,
+            }
+        sess.close()
+    return out
+
+
+def bench_scaling(sizes: tuple[int, ...]) -> dict[str, Any]:
+    out = {}
+    for n in sizes:
+        t0 = time.perf_counter()
+        g, x, y = add_chain(n)
+        built = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        fb.run.plan.build_plan(g, [y], [], [x], bind=lambda op: None)
+        planned = time.perf_counter() - t0
+        out[str(n)] = {"build_us": built / n * 1e6, "plan_us": planned / n * 1e6}
+        del g, x, y
+    return out
+
+
+def edit_rows(e: dict[str, Any], sc: dict[str, Any]) -> list[tuple]:
+    rows = []
+    for key, v in e.items():
+        if not isinstance(v, dict):
+            continue
+        which, config = key.split(", ")
+        need = f"{e['graph_ops'] - 2 - SMALL:,} ops" if which == "whole" else f"{SMALL} ops"
+        rows.append(
+            (
+                f"re-run after adding one op ({e['graph_ops']:,}-op graph, fetch needs {need}), "
+                f"{config}",
+                f"{v['after_add_ms']:.2f} ms",
+                f"plain re-run {v['plain_ms']:.2f} ms",
+                f"{v['ratio']:.2f}x",
+                f"< {EDIT_GOAL_MS:.0f} ms",
+                f"re-planned (before): {v['replanned_ms']:.0f} ms; TF1 1.1 s",
+            )
+        )
+    sizes = list(sc)
+    for label, field in (("build a chain of n adds", "build_us"), ("plan it", "plan_us")):
+        per = [sc[n][field] for n in sizes]
+        rows.append(
+            (
+                f"{label}, per op, n = {' / '.join(f'{int(n):,}' for n in sizes)}",
+                " / ".join(f"{p:.1f}" for p in per) + " µs",
+                f"n = {int(sizes[0]):,}",
+                f"{per[-1] / per[0]:.2f}x",
+                "flat (not quadratic)",
+                "",
+            )
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (for CI smoke runs)")
@@ -160,10 +278,15 @@ def main() -> None:
         "run_fixed": bench_run_fixed(repeat),
         "build": bench_build(repeat),
         "import": bench_import(repeat),
+        "edit_rerun": bench_edit_rerun(EDIT_OPS // 5 if args.quick else EDIT_OPS, repeat),
+        "scaling": bench_scaling(
+            (5_000, 10_000, 20_000) if args.quick else (25_000, 50_000, 100_000)
+        ),
         "machine": {
             "python": platform.python_version(),
             "numpy": np.__version__,
             "cpus": __import__("os").cpu_count(),
+            "load_average": __import__("os").getloadavg(),  # other work on the machine
         },
     }
     c, r, b, i = results["chain"], results["run_fixed"], results["build"], results["import"]
@@ -217,6 +340,7 @@ def main() -> None:
             PEERS["import"],
         ),
     ]
+    rows += edit_rows(results["edit_rerun"], results["scaling"])
     header = ("workload", "flowbook", "baseline (same run)", "ratio", "goal", "peers (DESIGN.md)")
     print_table(header, rows)
     write_json(args.out, results)

@@ -7,7 +7,10 @@ Two models at batch 100, trained with plain gradient descent:
 
 and two small CNNs at batch 64 on 28x28x1 images (``_cnn.py``: conv 5x5x32 +
 max_pool + dense, and a second conv 32->64 + max_pool), with the conv and
-pool kernels timed alone.
+pool kernels timed alone, and against TensorFlow 1's figures quoted in issue 19
+(``_cnn.TF1``: same machine type, single-threaded BLAS; TF1 is not installed
+here).  The BLAS thread policy (``flowbook/run/blas.py``) is checked by timing
+the CNN and the second conv's GEMM with BLAS on 1 thread and on every CPU.
 
 Each is written twice — in flowbook with TF1's API (``minimize`` builds the
 backward graph), and by hand in numpy with the same forward, backward and
@@ -21,6 +24,7 @@ Usage: ``python benchmarks/train.py [--quick]``; writes ``benchmarks/results/tra
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
@@ -28,10 +32,12 @@ from typing import Any
 
 import _cnn
 import numpy as np
+import threadpoolctl
 from _common import print_table, write_json
 
 import flowbook as tf
 from flowbook.datasets import load_digits
+from flowbook.run import blas
 
 BATCH = 100
 LR = 0.1
@@ -129,15 +135,18 @@ def numpy_step(hidden: int | None) -> Any:
     return step
 
 
-def steps_per_second(step: Any, data: list, repeat: int, warmup: int = 20) -> float:
+def steps_per_second(
+    step: Any, data: list, repeat: int, warmup: int = 20, clock: Any = time.perf_counter
+) -> float:
+    """The median steps per second of ``clock`` (wall time; ``time.process_time``: CPU time)."""
     for bx, by in data[:warmup]:  # warm up (plans compile on their second run)
         step(bx, by)
     rates = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         for bx, by in data:
             step(bx, by)
-        rates.append(len(data) / (time.perf_counter() - t0))
+        rates.append(len(data) / (clock() - t0))
     return statistics.median(rates)
 
 
@@ -177,7 +186,7 @@ def main() -> None:
 
 
 def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
-    """The CNNs (flowbook vs numpy steps/s) and the conv/pool kernels alone (ms)."""
+    """The CNNs (flowbook vs numpy steps/s), the conv/pool kernels alone (ms), BLAS threads."""
     x, y = _cnn.images(digits.train.images), digits.train.labels
     rng = np.random.default_rng(0)
     data = []
@@ -187,25 +196,87 @@ def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
     results: dict[str, Any] = {}
     rows = []
     for name, two in [("cnn", False), ("cnn2", True)]:
-        sess, fb_step = _cnn.flowbook_step(two)
-        np_step = _cnn.numpy_step(two)
-        fb_rate = np_rate = 0.0
-        for _ in range(1 if quick else 4):  # taken in turns, the best of each: load comes and goes
-            fb_rate = max(fb_rate, steps_per_second(fb_step, data, 1, warmup=3))
-            np_rate = max(np_rate, steps_per_second(np_step, data, 1, warmup=3))
-        sess.close()
-        results[name] = {"flowbook_steps_s": fb_rate, "numpy_steps_s": np_rate}
-        results[name]["ratio"] = fb_rate / np_rate
+        fb_rate, np_rate = _cnn_rates(two, data, 1 if quick else 4)
+        fb_cpu, np_cpu = _cnn_rates(two, data, 1 if quick else 2, clock=time.process_time)
+        tf1 = _cnn.TF1[f"{name}_steps_s"]
+        results[name] = {
+            "flowbook_steps_s": fb_rate,
+            "numpy_steps_s": np_rate,
+            "ratio": fb_rate / np_rate,
+            "tf1_steps_s_quoted": tf1,
+            "ratio_vs_tf1": fb_rate / tf1,
+            # per second of the process's CPU time: steadier than wall time on a loaded machine
+            "flowbook_steps_per_cpu_s": fb_cpu,
+            "numpy_steps_per_cpu_s": np_cpu,
+            "ratio_cpu": fb_cpu / np_cpu,
+        }
         label = "conv 5x5x32 + pool + dense" + (" + conv 32->64 + pool" if two else "")
         rows.append((label, f"{fb_rate:.1f}", f"{np_rate:.1f}", f"{fb_rate / np_rate:.2f}x"))
-        rows[-1] += (_cnn.PEERS[name],)
+        rows[-1] += (f"{fb_cpu / np_cpu:.2f}x", f"{fb_rate / tf1:.2f}x TF1", _cnn.PEERS[name])
     print()
-    print_table(("CNN (batch 64, 28x28x1, SGD)", *HEADER[1:]), rows)
+    head = ("CNN (batch 64, 28x28x1, SGD)", *HEADER[1:4], "ratio (CPU time)", "vs TF1", "peers")
+    print_table(head, rows)
     kernels = _cnn.kernel_times(3 if quick else 15)
+    cpu = _cnn.kernel_times(3 if quick else 15, clock=time.process_time)
     print()
-    print_table(("kernel alone", "ms (best)"), [(k, f"{v:.2f}") for k, v in kernels.items()])
+    print_table(
+        ("kernel alone", "ms (best)", "CPU ms (best)", "TF1 ms (quoted)", "TF1 / flowbook"),
+        [
+            (
+                k,
+                f"{v:.2f}",
+                f"{cpu[k]:.2f}",
+                *((f"{_cnn.TF1[k]:.1f}", f"{_cnn.TF1[k] / v:.2f}x") if k in _cnn.TF1 else ("", "")),
+            )
+            for k, v in kernels.items()
+        ],
+    )
     results["kernels_ms"] = kernels
+    results["kernels_cpu_ms"] = cpu
+    results["kernels_vs_tf1"] = {k: _cnn.TF1[k] / v for k, v in kernels.items() if k in _cnn.TF1}
+    results["blas_threads"] = blas_threads_figures(data, quick)
     return results
+
+
+def _cnn_rates(
+    two: bool, data: list, rounds: int, config: Any = None, clock: Any = time.perf_counter
+) -> tuple[float, float]:
+    """(flowbook, numpy) steps/s of one CNN, taken in turns, the best of each."""
+    sess, fb_step = _cnn.flowbook_step(two, config)
+    np_step = _cnn.numpy_step(two)
+    fb_rate = np_rate = 0.0
+    for _ in range(rounds):  # in turns, the best of each: load comes and goes
+        fb_rate = max(fb_rate, steps_per_second(fb_step, data, 1, 3, clock))
+        np_rate = max(np_rate, steps_per_second(np_step, data, 1, 3, clock))
+    sess.close()
+    return fb_rate, np_rate
+
+
+def blas_threads_figures(data: list, quick: bool) -> dict[str, Any]:
+    """The CNN's steps/s and the second conv's GEMM ms with BLAS on 1 thread and on all CPUs."""
+    cpus = len(os.sched_getaffinity(0))
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((_cnn.BATCH * 14 * 14, 800)).astype(np.float32)
+    b = rng.standard_normal((800, 64)).astype(np.float32)
+    out: dict[str, Any] = {"cpus": cpus, "default": blas.wanted(0)}
+    rows = []
+    for n in sorted({1, cpus}):
+        config = tf.ConfigProto(intra_op_parallelism_threads=n)
+        fb_rate, _ = _cnn_rates(False, data, 1 if quick else 2, config)
+        with threadpoolctl.threadpool_limits(n, user_api="blas"):
+            gemm = min(_timed(lambda: a @ b) for _ in range(3 if quick else 10)) * 1e3
+        out[f"{n}_threads"] = {"cnn_steps_s": fb_rate, "gemm_12544x800x64_ms": gemm}
+        rows.append((f"{n}", f"{fb_rate:.1f}", f"{gemm:.2f}"))
+    blas.apply(0)  # the default policy again
+    print()
+    print_table(("BLAS threads", "CNN steps/s", "GEMM [12544,800]@[800,64] ms"), rows)
+    return out
+
+
+def _timed(fn: Any) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 if __name__ == "__main__":

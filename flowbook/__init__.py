@@ -54,6 +54,7 @@ from flowbook import queues as queue
 from flowbook import test_util as test
 from flowbook import tf_logging as logging
 from flowbook import tfrecord as python_io
+from flowbook.accumulators import ConditionalAccumulator, ConditionalAccumulatorBase
 from flowbook.compat import (
     control_flow_v2_enabled,
     disable_control_flow_v2,
@@ -204,6 +205,7 @@ from flowbook.queues import (
 )
 from flowbook.registry import no_gradient
 from flowbook.registry import no_gradient as NotDifferentiable
+from flowbook.rewrites import optimized_plan
 from flowbook.run import gpu
 from flowbook.run.observers import Observer
 from flowbook.session import InteractiveSession, Session, get_default_session, observe
@@ -259,7 +261,8 @@ from flowbook.version import (
 
 
 def show(target: _typing.Any = None, height: int = 520, present: bool = False) -> _typing.Any:
-    """Display the live graph widget (default graph, a Graph, or a Stepper); returns it.
+    """Display the live graph widget (default graph, a Graph, a Stepper, or a plan's rewrite
+    from ``optimized_plan``); returns it.
 
     See :func:`flowbook.widget.show`.  ``fb.show()`` as a cell's last line shows one widget.
     """

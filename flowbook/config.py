@@ -48,6 +48,23 @@ class OptimizerOptions:
 
 
 @dataclass
+class RewriterConfig:
+    """Grappler's rewriter options, of which flowbook reads ``memory_optimization``.
+
+    ``NO_MEM_OPT`` turns off the memory plan's buffer reuse
+    (``flowbook.run.memory_plan``); every other value leaves it on (values
+    are still freed at their last use either way).
+
+    >>> RewriterConfig(memory_optimization=RewriterConfig.NO_MEM_OPT).memory_optimization
+    1
+    """
+
+    DEFAULT_MEM_OPT, NO_MEM_OPT, MANUAL, HEURISTICS = 0, 1, 2, 3  # TensorFlow's values
+
+    memory_optimization: int = 0
+
+
+@dataclass
 class GraphOptions:
     """Graph options of a session; ``optimizer_options`` is the one flowbook reads.
 
@@ -56,6 +73,7 @@ class GraphOptions:
     """
 
     optimizer_options: OptimizerOptions = field(default_factory=OptimizerOptions)
+    rewrite_options: RewriterConfig = field(default_factory=RewriterConfig)  # memory_optimization
     infer_shapes: bool = False
     place_pruned_graph: bool = False
     build_cost_model: int = 0

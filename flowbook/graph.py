@@ -2,13 +2,14 @@
 
 State a Graph owns:
 
-- ``_ops``: name -> Operation, in creation order.  Ops are immutable; the graph
-  only grows (the notebook extension may replace the ops a re-run cell made).
+- ``_ops``: name -> Operation, in creation order.  The graph grows; edits of
+  existing ops (a re-run cell's ops replaced, TF1's ``_update_input``...) go
+  through ``flowbook.graph_edit``, which records them in ``_edit_log``.
 - ``_names_in_use``: lower-cased name -> next suffix, TensorFlow's uniquifier:
   a second ``Mul`` in ``layer1/`` is ``layer1/Mul_1``, a second scope
   ``layer1`` becomes ``layer1_1``.
-- ``version``: bumped on every change; a Session's cached plans are keyed by
-  it, so a repeated ``run`` of an unchanged graph does no graph work.
+- ``version``: bumped on every change (the live graph resends on it); the
+  sessions' plans are checked against ``_edit_log`` only: adding ops keeps them.
 - the builder scopes, per thread: name scope, control-dependency controllers,
   device stack and the cond/while context (``flowbook.ops.cf_context``, which
   rewires a new op's inputs).  They only affect ops created inside them.
@@ -74,7 +75,8 @@ class Graph:
         self._names_in_use: dict[str, int] = {}  # lower-cased name -> next free suffix
         self._collections: dict[str, list[Any]] = {}  # collection key -> members
         self._next_id = 0  # creation counter, gives each op its _id
-        self._version = 0  # bumped on every change; keys the sessions' plan caches
+        self._version = 0  # bumped on every change, ops added or edited
+        self._edit_log = graph_edit.EditLog()  # edits of existing ops, for the plan caches
         self._stale: set[Operation] = set()  # ops reading an op a re-run cell removed
         self._finalized = False  # no more ops once True
         self._lock = threading.Lock()  # guards naming and insertion across threads
@@ -97,9 +99,7 @@ class Graph:
         """A counter bumped by every change to the graph."""
         return self._version
 
-    @property
-    def finalized(self) -> bool:
-        return self._finalized
+    finalized = property(lambda self: self._finalized)
 
     def finalize(self) -> None:
         """Make the graph read-only: creating an op afterwards raises RuntimeError."""
@@ -280,6 +280,7 @@ class Graph:
                     op.device = merged.to_string()
 
     _remove_ops = graph_edit.remove_ops  # (ops, by=None): a re-run cell's old ops out, see there
+    _changed = graph_edit.changed  # (ops, placement=False): existing ops edited, see there
     stale_ops = graph_edit.stale_ops  # () -> ops built on a removed op, until their cell re-runs
 
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:

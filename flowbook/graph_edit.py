@@ -1,9 +1,26 @@
-"""Taking ops out of a Graph: what a re-run notebook cell does to its old ops.
+"""Edits of a Graph's existing ops: what a re-run notebook cell does to its old ops, and
+TensorFlow 1's rewiring.
 
-A Graph only grows while it is built; the one exception is the notebook
-extension (``flowbook.notebook``), which, when a cell runs again, removes the
-ops that cell created last time so the re-run creates them afresh under the
-same names.  This module holds that edit, as ``Graph._remove_ops``:
+A Graph mostly grows, and adding an op changes no existing one (its inputs
+are tensors that exist already, never the reverse), so a session's cached
+plans survive it.  The edits here do change existing ops; each is recorded in
+the graph's :class:`EditLog` (``graph._edit_log``, by :func:`changed`), which
+the sessions' plan caches (``flowbook.run.plan_cache``) read to drop exactly
+the plans holding an edited op:
+
+- :func:`remove_ops` (``Graph._remove_ops``): the notebook extension
+  (``flowbook.notebook``), when a cell runs again, removes the ops that cell
+  created last time so the re-run creates them afresh under the same names;
+- ``Operation._update_input``, ``_add_control_input(s)``,
+  ``_remove_all_control_inputs`` and ``_set_device`` (TensorFlow 1's private
+  edits, in ``flowbook.tensor``), and :func:`reroute_ts` (the graph editor's
+  rewiring: the readers of one tensor read another).
+
+(A loop's ``Merge``, closed by its own ``while_loop``, gradient loop or
+``import_graph_def`` once the back edge exists, is rewired in place with only
+a version bump: no run can have planned it before.)
+
+Removing ops (``remove_ops``):
 
 - the ops leave ``graph._ops``;
 - their names, and the name scopes no remaining op lives in, are released
@@ -13,9 +30,9 @@ same names.  This module holds that edit, as ``Graph._remove_ops``:
   so a re-created Variable is not listed twice in GLOBAL_VARIABLES;
 - ``graph._stale`` becomes the set of remaining ops that consume a removed op,
   directly or through other stale ops ("stale until their cell runs again");
-- ``graph._version`` is bumped, so sessions re-plan.
+- the removal is recorded (``changed``), so the plans holding them go.
 
-Nothing else changes: an Operation is immutable, so a stale op still points
+Nothing else changes: an Operation is left as it was, so a stale op still points
 at its removed input.  A run that needs a removed op is refused by the plan
 (``flowbook.run.plan.build_plan`` checks ``graph._ops.get(op.name) is op`` for
 each needed op) with the message built by :func:`stale_error`.  Which cell
@@ -37,6 +54,7 @@ nothing alive) for that message.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -65,8 +83,105 @@ def remove_ops(graph: Any, ops: Iterable[Operation], by: Any = None) -> set[Oper
         _free_names(graph, [op.name for op in removed])
         _drop_from_collections(graph, removed)
         graph._stale = _stale_after(graph, graph._ops.values(), set())
-        graph._version += 1
+        changed(graph, removed)
     return removed
+
+
+class EditLog:
+    """The edits of a graph's existing ops, in order: what sessions' plan caches check.
+
+    ``count`` edits so far; ``entries[k]`` is edit ``base + k``: the ids of
+    the ops it changed (a cached plan holds its ops, so their ids stay
+    theirs) and whether it changed a device.  Only the last ``MAX`` are
+    kept; a cache that saw fewer than ``base`` drops every plan.
+
+    >>> log = EditLog(); log.record([], placement=False); log.count, log.since(0)
+    (1, [(frozenset(), False)])
+    """
+
+    MAX = 4096  # edits kept (each a few ids); older ones are forgotten, see above
+
+    __slots__ = ("_lock", "base", "count", "entries")
+
+    def __init__(self) -> None:
+        self.count = 0  # edits recorded; a plan cache compares it with the count it has seen
+        self.base = 0  # the edit entries[0] is
+        self.entries: list[tuple[frozenset[int], bool]] = []  # (op ids, device edit), in order
+        self._lock = threading.Lock()  # edits from several threads: count stays base + entries
+
+    def record(self, ops: Iterable[Operation], placement: bool) -> None:
+        entry = (frozenset(map(id, ops)), placement)
+        with self._lock:
+            self.entries.append(entry)
+            if len(self.entries) > self.MAX:
+                drop = len(self.entries) // 2
+                del self.entries[:drop]
+                self.base += drop
+            self.count += 1
+
+    def since(self, seen: int, now: int | None = None) -> list[tuple[frozenset[int], bool]] | None:
+        """The edits after the first ``seen`` up to ``now`` (None: all), or None if forgotten."""
+        with self._lock:
+            if seen < self.base:
+                return None
+            end = None if now is None else now - self.base
+            return self.entries[seen - self.base : end]
+
+
+def changed(graph: Any, ops: Iterable[Operation], placement: bool = False) -> None:
+    """Record that ``ops`` (ops of ``graph``) changed or left it; ``placement``: their device.
+
+    The plans that hold one of them (or feed one of their outputs) are dropped
+    by every session's plan cache before its next run.
+    """
+    graph._edit_log.record(ops, placement)
+    graph._version += 1
+
+
+def reroute_ts(
+    ts0: Any, ts1: Any, can_modify: Any = None, cannot_modify: Any = None
+) -> list[Operation]:
+    """Make the readers of each tensor of ``ts1`` read the tensor of ``ts0`` at its place
+    instead (the graph editor's ``reroute_ts``); returns the ops changed.
+
+    ``can_modify`` (only these readers) and ``cannot_modify`` (never these)
+    restrict which readers change; the tensors of a pair need the same dtype.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default():
+    ...     a, b = fb.constant(1.0), fb.constant(5.0); c = a * 2.0
+    ...     [op.name for op in reroute_ts(b, a)], float(fb.Session().run(c))
+    (['mul'], 10.0)
+    """
+    ts0 = [ts0] if isinstance(ts0, Tensor) else list(ts0)
+    ts1 = [ts1] if isinstance(ts1, Tensor) else list(ts1)
+    if len(ts0) != len(ts1):
+        raise ValueError(f"reroute_ts: {len(ts0)} tensors to reroute onto {len(ts1)}")
+    for t0, t1 in zip(ts0, ts1):
+        if t0.dtype != t1.dtype or t0.graph is not t1.graph:
+            raise ValueError(f"reroute_ts: cannot reroute '{t1.name}' ({t1.dtype.name}) onto "
+                             f"'{t0.name}' ({t0.dtype.name}): not the same dtype and graph")  # fmt: skip
+    new_for = dict(zip(ts1, ts0))
+    allowed = None if can_modify is None else set(_ops_of(can_modify))
+    barred = set(_ops_of(() if cannot_modify is None else cannot_modify))
+    graph = ts1[0].graph if ts1 else None
+    edited: list[Operation] = []
+    for op in list(graph._ops.values()) if graph is not None else ():
+        if op in barred or (allowed is not None and op not in allowed):
+            continue
+        hits = [k for k, t in enumerate(op.inputs) if t in new_for]
+        for k in hits:
+            op._update_input(k, new_for[op.inputs[k]], record=False)
+        if hits:
+            edited.append(op)
+    if edited:
+        changed(graph, edited)
+    return edited
+
+
+def _ops_of(items: Any) -> list[Operation]:
+    items = items if isinstance(items, list | tuple | set | frozenset) else [items]
+    return [o for o in map(_op_of, items) if o is not None]
 
 
 def stale_ops(graph: Any) -> set[Operation]:
@@ -118,10 +233,13 @@ def _prefixes(name: str) -> Iterable[str]:
 def _free_names(graph: Any, names: list[str]) -> None:
     """Release the removed names and the scopes that no remaining op lives in."""
     free = {p for n in names for p in _prefixes(n.lower())}
+    tops = {p.partition("/")[0] for p in free}  # only names under these can share a prefix
     for name in graph._ops:
         if not free:
             break
-        free.difference_update(_prefixes(name.lower()))
+        low = name.lower()
+        if low.partition("/")[0] in tops:
+            free.difference_update(_prefixes(low))
     in_use = graph._names_in_use
     for key in free:
         in_use.pop(key, None)

@@ -140,6 +140,7 @@ class Pending:
 
 class _Mode(threading.local):
     parking = False  # the threaded scheduler runs kernels on this thread and parks Pendings
+    watch: Callable[[Pending], None] | None = None  # told of each wait begun on this thread
 
 
 _MODE = _Mode()
@@ -156,6 +157,25 @@ def parking() -> Iterator[None]:
         _MODE.parking = before
 
 
+@contextlib.contextmanager
+def watching(watch: Callable[[Pending], None]) -> Iterator[None]:
+    """Inside: each wait a kernel on this thread begins is handed to ``watch`` first (a
+    cluster task's step keeps its waits, to cancel them if the step is aborted).
+
+    >>> seen = []
+    >>> with watching(seen.append), parking():
+    ...     p = settle(Pending("x"))
+    >>> seen == [p]
+    True
+    """
+    before = _MODE.watch
+    _MODE.watch = watch
+    try:
+        yield
+    finally:
+        _MODE.watch = before
+
+
 def settle(p: Pending) -> Any:
     """What an asynchronous kernel returns: ``p``'s result if known or if nothing can park
     it (then this waits), else ``p`` itself."""
@@ -163,9 +183,13 @@ def settle(p: Pending) -> Any:
         if p.error is not None:
             raise p.error
         return p.result
+    if _MODE.watch is not None:
+        _MODE.watch(p)
+        if p.done:  # the watcher cancelled it at once
+            return settle(p)
     if _MODE.parking:
         return p
     return p.wait()
 
 
-__all__ = ["Pending", "parking", "settle"]
+__all__ = ["Pending", "parking", "settle", "watching"]

@@ -27,6 +27,12 @@ only covers the launch): those times form a second entry,
 ``.../device:GPU:0/stream:all``, as in TF's traces, and are what the profile
 table and the heat overlay count for that op.
 
+**Cluster runs.**  A run on a Dask cluster (``flowbook.distributed``) hands
+over its tasks' timings merged on the client's clock
+(``dist_trace.TaskTimings``): each op goes under its task's device
+(``/job:ps/replica:0/task:0/device:CPU:0``: a process per task in the
+Chrome trace), and the partitions' ``_Send``/``_Recv`` ops come along.
+
 **Times.**  Kernels are timed with ``time.perf_counter_ns`` (on the thread
 that ran them, pool threads included); one offset taken at ``on_start``,
 ``time.time_ns() - time.perf_counter_ns()``, turns them into epoch
@@ -55,11 +61,14 @@ from typing import Any
 
 from flowbook.config import RunOptions
 from flowbook.files import atomic_write
+from flowbook.profile_table import profile_table
+from flowbook.run.memory_plan import op_memory
 from flowbook.run.observers import Observer, observer_factory
 from flowbook.run.timings import KernelTiming, RunTimings
 from flowbook.session import observe
 from flowbook.step_stats import (
     AllocationDescription,
+    AllocatorMemoryUsed,
     DeviceStepStats,
     NodeExecStats,
     NodeOutput,
@@ -103,6 +112,11 @@ class _Recorder:
         self.end_ns = self.start_ns  # run end, set by on_finish
 
     @property
+    def plan(self) -> Any:
+        """The plan that ran (written or optimised), once its timings are in; else None."""
+        return self._raw[0] if self._raw is not None else None
+
+    @property
     def offset_ns(self) -> int:
         """What turns a perf_counter time into epoch time (read once, when stats are built)."""
         if self._offset is None:
@@ -122,6 +136,8 @@ class _Recorder:
                     self._devices = {op: d.full_name for op, d in zip(ops, plan.devices)}
                 if getattr(t, "device_ns", None):
                     self._stream = {ops[i]: se for i, se in t.device_ns.items()}
+                if getattr(t, "op_devices", None):  # a cluster run: each op's task
+                    self._devices = t.op_devices
         return self._timings
 
     @property
@@ -140,7 +156,8 @@ class _Recorder:
         """(op, timing, where) per kernel run: once per op, or per iteration in loops."""
         raw = self._raw[1] if self._raw is not None else None
         if raw is None or raw.runs is None:
-            return [(op, t, ()) for op, t in self.timings.items()]
+            extra = getattr(raw, "extra", ())  # a cluster run's Send/Recvs (dist_trace)
+            return [(op, t, ()) for op, t in [*self.timings.items(), *extra]]
         self.timings  # noqa: B018 (builds the device maps)
         ops = self._raw[0].ops  # type: ignore[index]
         waited = raw.waited_runs or {}  # position -> ns that kernel run waited on a queue
@@ -265,9 +282,18 @@ def _where_label(where: tuple[tuple[str, int], ...]) -> str:
     return "".join(f" [loop '{name}' iteration {k}]" for name, k in where)
 
 
+def _memory(rec: _Recorder) -> tuple[int, dict[Any, tuple[int, int, int]]]:
+    """``flowbook.run.memory_plan.op_memory`` of a recorded run; runs with loops: (0, {})."""
+    if rec._raw is None or rec._raw[1].runs is not None or not hasattr(rec._raw[0], "uses"):
+        return 0, {}  # (a test's stand-in plan has no last reads to go by)
+    plan, t = rec._raw
+    return op_memory(plan, t.order, lambda op: _outputs_of(rec, op))
+
+
 def _build(rec: _Recorder) -> list[DeviceStepStats]:
     """The NodeExecStats of a recorded run per device, ordered by start; the CPU first."""
     off = rec.offset_ns
+    _, memory = _memory(rec)
     groups: dict[str, list[NodeExecStats]] = {CPU_DEVICE: []}  # device -> its nodes
     for op, t, where in rec.runs():
         start = (t.start_ns - t.waited_ns + off) // 1000  # a queue op: from its wait's start
@@ -290,6 +316,7 @@ def _build(rec: _Recorder) -> list[DeviceStepStats]:
                 output=outputs,
                 frame_name=where[-1][0] if where else "",
                 iteration_id=where[-1][1] if where else 0,
+                memory=[AllocatorMemoryUsed("cpu", *memory[op])] if op in memory else [],
             )
         )
     for op, (s_ns, e_ns) in rec.stream.items():  # the device lane: kernels timed on the device
@@ -392,7 +419,8 @@ class Profile:
         return sum(r.end_ns - r.start_ns for r in self._recs) / 1000
 
     def table(self, by: str = "op", sort: str = "total") -> ProfileTable:
-        """Kernel time per op (``by="op"``) or per op type (``by="type"``).
+        """Kernel time per executed op (``by="op"``), per written op (``by="written"``)
+        or per op type (``by="type"``); see :mod:`flowbook.profile_table`.
 
         Time a queue op spent waiting (for an element, for room) is not kernel
         time: when some op waited, a ``waited_ms`` column counts it.
@@ -401,42 +429,7 @@ class Profile:
         threads at once the denominator is the threads' busy time instead, so
         shares always sum to at most 1.
         """
-        if by not in ("op", "type"):
-            raise ValueError(f"by must be 'op' or 'type', not {by!r}")
-        acc: dict[str, list[Any]] = {}  # key -> [type, count, total ns, waited ns]
-        busy = 0.0
-        for rec in self._recs:
-            kernels = 0
-            for op, t, _where in rec.runs():
-                row = acc.setdefault(op.name if by == "op" else op.type, [op.type, 0, 0, 0])
-                ns = rec.kernel_ns(op, t)
-                row[1] += 1
-                row[2] += ns
-                row[3] += t.waited_ns
-                kernels += ns
-            busy += max(kernels, rec.end_ns - rec.start_ns)
-        waits = any(row[3] for row in acc.values())  # a queue op waited: a waited_ms column
-        rows = [
-            {
-                by: key,
-                **({"type": typ} if by == "op" else {}),
-                "count": n,
-                "total_ms": ns / 1e6,
-                "mean_us": ns / n / 1e3,
-                "share": ns / busy if busy else 0.0,
-                **({"waited_ms": w / 1e6} if waits else {}),
-            }
-            for key, (typ, n, ns, w) in acc.items()
-        ]
-        key = {"total": "total_ms", "mean": "mean_us", "name": by}.get(sort, sort)
-        rows.sort(key=lambda r: r[key], reverse=key != by)
-        caption = (
-            f"{len(self._recs)} run(s), {self.run_time_us() / 1e3:.3f} ms; "
-            f"kernels {sum(r['total_ms'] for r in rows):.3f} ms; "
-            "share: of the run time (of the threads' busy time where kernels overlapped)"
-            + ("; waited_ms: time waiting on queues, apart from kernel time" if waits else "")
-        )
-        return ProfileTable(rows, caption)
+        return profile_table(self._recs, self.run_time_us(), by, sort, _memory)
 
     def timeline(self, max_bars: int = 5000) -> GanttChart:
         """A Gantt chart of the runs, one lane per thread (the last runs, up to ``max_bars`` ops)."""
@@ -462,8 +455,14 @@ class Profile:
 
 
 @contextlib.contextmanager
-def profile() -> Iterator[Profile]:
+def profile(optimized: bool = False) -> Iterator[Profile]:
     """Collect every run inside the ``with`` block, in any session.
+
+    By default the profiled runs run the plan as written, every op timed (as
+    the live graph shows them).  ``optimized=True`` profiles what actually
+    runs: the graph optimiser's plan (``flowbook.run.optimize``, from the
+    second run of a feed-shape signature on), whose executed ops
+    ``table(by="written")`` attributes back to the written ops.
 
     >>> import flowbook as tf
     >>> with tf.Graph().as_default(), tf.Session() as s, profile() as prof:
@@ -472,7 +471,9 @@ def profile() -> Iterator[Profile]:
     ['Add', 'Const']
     """
     prof = Profile()
-    with observe(_ProfileObserver(prof)):
+    watcher = _ProfileObserver(prof)
+    watcher.takes_optimized = optimized  # may the runs take the optimised plan
+    with observe(watcher):
         yield prof
 
 

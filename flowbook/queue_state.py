@@ -8,7 +8,10 @@ thread, shares it.  Elements are tuples of numpy arrays (the components).
 **State** (all guarded by ``lock``, never held while a caller waits):
 
 - ``items``: the elements; a deque (FIFO, padding FIFO), a list (random
-  shuffle: a seeded generator picks the one to take) or a heap of
+  shuffle: the element at ``word % size`` goes, the last takes its place,
+  ``word`` the next of TF's Philox words, :mod:`flowbook.philox`, seeded by
+  ``(seed, seed2)`` or, both 0, from the OS; so a seeded queue hands out
+  TensorFlow's order) or a heap of
   ``(priority, count, element)`` (priority: the lowest first, FIFO on ties)
 - ``enqueuers`` / ``dequeuers``: the attempts still waiting, each with its
   :class:`~flowbook.pending.Pending`, served first come first served
@@ -20,8 +23,9 @@ moves: the first enqueue attempt pushes what the capacity lets in (an
 dequeue attempt takes what is available (a ``dequeue_many`` collects piece
 by piece, so ``n`` may exceed the capacity; a random shuffle queue leaves
 ``min_after_dequeue`` elements until it is closed).  Once closed, a dequeue
-that cannot be served fails with ``OutOfRangeError`` and puts back what it
-had collected, or, for ``dequeue_up_to``, returns what it has.  The
+that cannot be served fails with ``OutOfRangeError`` (taking nothing more,
+as in TF, so no random word is spent) and puts back what it had collected,
+or, for ``dequeue_up_to``, returns what it has.  The
 Pendings are settled after the lock is released, so their callbacks may
 use the queue.
 
@@ -50,6 +54,7 @@ import numpy as np
 
 from flowbook.errors import CancelledError, OutOfRangeError
 from flowbook.pending import Pending
+from flowbook.philox import Philox, Words, fresh_seeds
 
 Element = tuple  # one element: a tuple of numpy arrays, one per component
 
@@ -95,7 +100,7 @@ class QueueState:
         dtypes: Sequence[np.dtype],
         shapes: Sequence[tuple] | None,
         min_after_dequeue: int = 0,
-        seed: int | None = None,
+        seed: tuple[int, int] | None = None,
     ) -> None:
         self.name = name  # the queue's op name, for messages
         self.kind = kind  # a key of KINDS
@@ -103,7 +108,9 @@ class QueueState:
         self.dtypes = list(dtypes)  # numpy dtype per component
         self.shapes = [tuple(s) for s in shapes] if shapes else None  # per component, may be None
         self.min_after_dequeue = min_after_dequeue  # random shuffle: kept back until closed
-        self.rng = np.random.default_rng(seed)  # random shuffle: which element goes next
+        self.words = (  # random shuffle: which element goes next
+            Words(Philox(*(seed or fresh_seeds()))) if kind == "random_shuffle" else None
+        )
         self.items: Any = [] if kind in ("random_shuffle", "priority") else deque()
         self.enqueuers: deque[_Enqueue] = deque()  # waiting enqueue attempts, in arrival order
         self.dequeuers: deque[_Dequeue] = deque()  # waiting dequeue attempts, in arrival order
@@ -126,7 +133,7 @@ class QueueState:
             return heapq.heappop(self.items)[2]
         if self.kind == "random_shuffle":
             items = self.items
-            k = int(self.rng.integers(len(items)))
+            k = self.words() % len(items)  # type: ignore[misc]  # TF's pick: one word each
             items[k], items[-1] = items[-1], items[k]
             return items.pop()
         return self.items.popleft()
@@ -163,7 +170,8 @@ class QueueState:
             while self.dequeuers:
                 d = self.dequeuers[0]
                 want = 1 if d.n < 0 else d.n
-                while len(d.taken) < want and self._available() > 0:
+                short = self.closed and not d.up_to and len(self.items) < want - len(d.taken)
+                while not short and len(d.taken) < want and self._available() > 0:
                     d.taken.append(self._pop())
                     moved = True
                 if len(d.taken) < want:

@@ -28,6 +28,7 @@ resource container, which ``tf.Session.reset(target, [name])`` releases
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,6 +81,8 @@ def _shape_list(shapes: Any, n: int) -> list[tuple | None] | None:
     if shapes is None:
         return None
     shapes = [shapes] if isinstance(shapes, TensorShape) or _is_shape(shapes) else list(shapes)
+    if not shapes and n == 1:  # shapes=() is one scalar shape, as in TF
+        shapes = [()]
     if len(shapes) != n:
         raise ValueError(f"shapes must have one entry per component ({n}), got {len(shapes)}")
     return [as_shape(s) for s in shapes]
@@ -303,6 +306,9 @@ class RandomShuffleQueue(QueueBase):
         types = _listed(dtypes)
         shapes_ = _shape_list(shapes, len(types))
         seed1, seed2 = get_seed(seed)
+        if seed is None and seed1 is not None and shared_name:  # TF: seed2 from the name
+            digest = hashlib.md5(f"{seed1}{shared_name}".encode()).hexdigest()
+            seed2 = int(digest[:8], 16) & 0x7FFFFFFF
         ref = _queue_ref(
             "RandomShuffleQueueV2",
             types,

@@ -26,7 +26,11 @@ more declarations tell placement where an input's value is read, as TF's
 kernel turns into Python ints (``Reshape``'s shape, a reduction's axes), so
 on a GPU they stay in host memory and are never uploaded; ``meta_inputs``
 are inputs of which the kernel reads only the shape and dtype (``Shape``),
-so they are never copied between devices at all.
+so they are never copied between devices at all.  A kernel that says
+``takes_out=True`` takes an ``out=`` array of its result's shape and dtype
+and writes its result there (the element-wise ufuncs, ``Relu``,
+``BiasAdd``): the memory plan (``flowbook.run.memory_plan``) hands it the
+buffer of an input that dies there.
 
 ``OPS`` is a plain dict filled by ``register_op``; registering a name twice is
 an error unless ``replace=True``.
@@ -89,6 +93,7 @@ class OpDef:
     # inputs read on the host as Python ints, kept in host memory on a GPU (negative: from the end)
     host_inputs: tuple[int, ...] = ()
     meta_inputs: tuple[int, ...] = ()  # inputs whose shape/dtype only is read: never copied
+    takes_out: bool = False  # the bound kernel takes out=: writes its result into that array
     grad: Any = None  # gradient builder (see flowbook.gradients) or NOT_DIFFERENTIABLE
     doc: str = field(default="", repr=False)
 

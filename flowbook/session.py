@@ -7,10 +7,10 @@
    a recipe to rebuild the structure; an op fetch gives None.
 2. **feeds** (for any tensor, by object or name) are converted to the
    tensor's dtype and checked against its static shape.
-3. the **plan** for (fetches, feeds, graph version) comes from the cache, or is
-   built once (``flowbook.run.plan``): a repeated run does no graph work.  Beside
-   each plan the session keeps its ``RunPath`` (``flowbook.run.compile``): what
-   its runs have learnt, such as its compiled straight line.
+3. the **plan** for (fetches, feeds) comes from the cache (adding ops keeps it,
+   edits of its ops drop it: ``flowbook.run.plan_cache``), or is built once
+   (``flowbook.run.plan``), with its ``RunPath`` (``flowbook.run.compile``):
+   what its runs learn, such as its compiled straight line.
 4. the **optimiser** (``flowbook.run.optimize.optimized``) may swap in the
    plan rewritten for the fed values' shapes (from the second run of a
    signature on; ``ConfigProto.graph_options.optimizer_options`` picks its
@@ -56,6 +56,7 @@ from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import CPU, Device
 from flowbook.graph import Graph, get_default_graph
 from flowbook.iterator_state import IteratorState
+from flowbook.philox import OpRandom
 from flowbook.resources import ResourceCell, cell_key
 from flowbook.run import blas
 from flowbook.run.compile import RunPath
@@ -64,11 +65,11 @@ from flowbook.run.observers import Observer, observers_for
 from flowbook.run.optimize import optimized, passes_for
 from flowbook.run.placement import Placer, log_placement
 from flowbook.run.plan import Plan, build_plan
+from flowbook.run.plan_cache import PlanCache
 from flowbook.run.values import feed_items, flatten, host_value, rebuild, to_numpy
 from flowbook.tensor import Operation, Tensor
 from flowbook.var_state import VarState
 
-MAX_PLANS = 256  # cached run signatures per session, for one graph version
 _observers: list[Observer] = []  # process-wide observers (fb.observe)
 _open: weakref.WeakSet[BaseSession] = weakref.WeakSet()  # open sessions, for Session.reset
 
@@ -96,6 +97,8 @@ def observe(observer: Observer) -> Iterator[Observer]:
 class BaseSession:
     """The machinery shared by Session and InteractiveSession."""
 
+    observed = True  # False: observe()'s process-wide observers skip its runs
+
     def __init__(
         self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
     ) -> None:
@@ -103,8 +106,9 @@ class BaseSession:
         self.config = config or ConfigProto()
         self.target = target
         blas.apply(self.config.intra_op_parallelism_threads)  # BLAS threads (run/blas.py)
-        self._plans: dict[tuple, Plan] = {}  # (fetches, feeds, graph version) -> plan
-        self._paths: dict[Plan, RunPath] = {}  # plan -> what its runs here have learnt
+        self._cache = PlanCache(self.graph)  # plans by run signature (flowbook.run.plan_cache)
+        self._plans = self._cache.plans  # (*fetches, None, *fed tensors) -> plan, LRU last
+        self._paths = self._cache.paths  # plan -> what its runs here have learnt
         # VariableV2 op -> its value, random op -> its generator; weak: a removed op's state goes
         self._variables: weakref.WeakKeyDictionary[Operation, VarState] = (
             weakref.WeakKeyDictionary()
@@ -150,12 +154,15 @@ class BaseSession:
             feed_tensors, feed_values = self._feeds(feed_dict)
         else:
             feed_tensors, feed_values = (), ()
-        key = (*elements, None, *feed_tensors, self.graph._version)
+        key = (*elements, None, *feed_tensors)
+        if self.graph._edit_log.count != self._cache.seen:  # existing ops were edited
+            self._cache.sweep(self._placer)
         plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plan(elements, feed_tensors, key)
-        path = self._paths[plan]
-        observers = self.observers + _observers if (self.observers or _observers) else ()
+        if plan is None or (path := self._paths.get(plan)) is None:
+            plan, path = self._plan(elements, feed_tensors, key)
+        elif plan is not self._cache.last:  # least recently used plans go first
+            self._cache.touch(key, plan)
+        observers = self.observers + _observers if _observers and self.observed else self.observers
         deadline = None
         if options is not None or self.config.check_numerics:
             observers = [*observers, *observers_for(options, self.config, run_metadata)]
@@ -171,18 +178,13 @@ class BaseSession:
             return tuple([to_numpy(v) for v in values])
         return rebuild(structure, [None if v is None else to_numpy(v) for v in values])
 
-    def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> Plan:
+    def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> tuple[Plan, RunPath]:
         plan = build_plan(self.graph, elements, (), feed_tensors, self._bind)
         if self.config.log_device_placement:
             devices = None if self._logged_mapping else self.placer.devices
             self._logged_mapping = True
             log_placement(plan, devices)
-        if len(self._plans) >= MAX_PLANS or any(k[-1] != key[-1] for k in list(self._plans)[:1]):
-            self._plans.clear()  # plans of an older graph version are never hit again
-            self._paths.clear()
-        self._plans[key] = plan
-        self._paths[plan] = RunPath(plan)
-        return plan
+        return plan, self._cache.add(key, plan)
 
     def prepare(self, fetches: Any, feed_dict: dict | None = None) -> Prepared:
         """What ``run(fetches, feed_dict)`` would execute, without running it (for the Stepper).
@@ -255,8 +257,7 @@ class BaseSession:
         with self._state_lock:
             rng = self._rngs.get(op)
             if rng is None:
-                rng = device.rng(op.attrs.get("seed", 0), op.attrs.get("seed2", 0))
-                self._rngs[op] = rng
+                rng = self._rngs[op] = OpRandom.of(op.attrs, device)  # TF's Philox, the device's
             return rng
 
     # ---------------------------------------------------------------- feeds
@@ -279,8 +280,7 @@ class BaseSession:
         _open.discard(self)
         for cell in list(self._cells.values()):
             cell.release("the session was closed")
-        self._plans.clear()
-        self._paths.clear()
+        self._cache.clear()
         self._variables.clear()
         self._rngs.clear()
         self._iterators.clear()

@@ -38,6 +38,18 @@ class NodeOutput:
 
 
 @dataclass
+class AllocatorMemoryUsed:
+    """Memory one op's run held, TF's ``AllocatorMemoryUsed``: ``total_bytes`` its outputs,
+    ``peak_bytes`` the run's live values while it ran, ``live_bytes`` after its inputs' last
+    reads were freed (``flowbook.run.memory_plan.live_bytes``)."""
+
+    allocator_name: str = ""
+    total_bytes: int = 0
+    peak_bytes: int = 0
+    live_bytes: int = 0
+
+
+@dataclass
 class NodeExecStats:
     """One executed op: when it was scheduled, ran and finished, on which thread."""
 
@@ -54,6 +66,7 @@ class NodeExecStats:
     # logs such an op once per iteration too; the label names every enclosing loop)
     frame_name: str = ""
     iteration_id: int = 0
+    memory: list[AllocatorMemoryUsed] = field(default_factory=list)  # runs without loops
 
 
 @dataclass
@@ -87,3 +100,20 @@ def tensor_facts(op: Any, slot: int, dtype: Any, shape: Any) -> tuple[str, list[
     for d in shape:
         n *= max(int(d), 0)
     return dtype.name, [int(d) for d in shape], n
+
+
+def peak_bytes(step_stats: StepStats) -> int:
+    """The peak of a traced run's live values: the largest ``peak_bytes`` of its ops.
+
+    >>> import flowbook as tf
+    >>> with tf.Graph().as_default(), tf.Session() as s:
+    ...     y = tf.ones([100]) * 2.0
+    ...     md = tf.RunMetadata()
+    ...     _ = s.run(y, options=tf.RunOptions(trace_level=3), run_metadata=md)
+    >>> peak_bytes(md.step_stats)  # the ones and the 4-byte 2.0, as the product is made
+    804
+    """
+    return max(
+        (m.peak_bytes for d in step_stats.dev_stats for n in d.node_stats for m in n.memory),
+        default=0,
+    )

@@ -4,8 +4,11 @@ An :class:`Operation` is a node: its type (an entry of the op registry), a
 unique name, input tensors, control inputs, attrs, a device string and the
 site (cell or file, and line) that created it.  A :class:`Tensor` is one
 output of an operation, named ``"op:0"``, with a dtype and a static shape
-that may have unknown dims.  Both are immutable once built; graphs grow by
-adding operations.  Python operators on tensors are attached by
+that may have unknown dims.  Graphs grow by adding operations; an op changes
+only through TensorFlow 1's private edits (``_update_input``,
+``_add_control_input(s)``, ``_remove_all_control_inputs``, ``_set_device``),
+each recorded by the graph (``flowbook.graph_edit.changed``) so that the
+sessions' cached plans holding the op are dropped.  Python operators on tensors are attached by
 ``flowbook.ops.operators``.
 
     >>> import flowbook as fb
@@ -21,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flowbook import hooks
+from flowbook.devices import DeviceSpec
 from flowbook.dtypes import DType
 from flowbook.source import Site
 from flowbook.tensor_shape import Shape, TensorShape, as_shape, fmt, merge
@@ -102,6 +106,55 @@ class Operation:
 
     def __repr__(self) -> str:
         return f"<flowbook.Operation '{self.name}' type={self.type}>"
+
+    # ------------------------------------------------ edits (TF1's private API)
+    def _update_input(self, index: int, tensor: Tensor, record: bool = True) -> None:
+        """Make data input ``index`` read ``tensor`` (same dtype, same graph) instead.
+
+        >>> import flowbook as fb
+        >>> with fb.Graph().as_default(), fb.Session() as s:
+        ...     a = fb.constant(1.0); y = a + 1.0; y.op._update_input(0, fb.constant(5.0))
+        ...     float(s.run(y))
+        6.0
+        """
+        old = self.inputs[index]
+        if tensor.graph is not self.graph or tensor.dtype != old.dtype:
+            where = "" if tensor.graph is self.graph else " of another graph"
+            raise ValueError(
+                f"{self.describe()}: input {index} is {old.dtype.name} '{old.name}'; it cannot "
+                f"read {tensor.dtype.name} '{tensor.name}'{where} instead"
+            )
+        self.inputs = (*self.inputs[:index], tensor, *self.inputs[index + 1 :])
+        if record:
+            self.graph._changed([self])
+
+    def _add_control_inputs(self, ops: Any) -> None:
+        """Run this op only after ``ops`` too (ops of its graph)."""
+        new = [op for op in ops if op not in self.control_inputs]
+        for op in new:
+            if not isinstance(op, Operation) or op.graph is not self.graph:
+                raise ValueError(
+                    f"{self.describe()}: control input {op!r} is not an op of its graph"
+                )
+        if new:
+            self.control_inputs = [*self.control_inputs, *new]
+            self.graph._changed([self])
+
+    def _add_control_input(self, op: Operation) -> None:
+        """Run this op only after ``op`` too."""
+        self._add_control_inputs([op])
+
+    def _remove_all_control_inputs(self) -> None:
+        """Forget this op's control inputs."""
+        if self.control_inputs:
+            self.control_inputs = []
+            self.graph._changed([self])
+
+    def _set_device(self, device: Any) -> None:
+        """Ask for another device (a string or ``DeviceSpec``; "" or None: none)."""
+        spec = device if isinstance(device, DeviceSpec) else DeviceSpec.from_string(device or "")
+        self.device = spec.to_string()
+        self.graph._changed([self], placement=True)
 
 
 class Tensor:

@@ -305,8 +305,24 @@ class Timeline:
 
 # ------------------------------------------------------------------- gantt
 def _lane_key(e: OpEvent) -> Any:
-    """A chart lane: the thread, or (device, lane) for a device's lane."""
-    return (e.device, e.lane) if e.lane else e.thread_id
+    """A chart lane: the thread, or (device, lane) for a device's lane, or (task, thread) for
+    an op of a cluster run (its thread is in the task's process)."""
+    if e.lane:
+        return (e.device, e.lane)
+    task = _task_of(e.device)
+    return (task, e.thread_id) if task else e.thread_id
+
+
+def _task_of(device: str) -> str:
+    """``"ps:0"`` for a device of a cluster task (``/job:ps/replica:0/task:0/...``), else "".
+
+    >>> _task_of("/job:worker/replica:0/task:1/device:CPU:0"), _task_of("/device:CPU:0")
+    ('worker:1', '')
+    """
+    if not device.startswith("/job:") or device.startswith("/job:localhost"):
+        return ""
+    parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
+    return f"{parts['job']}:{parts.get('task', '0')}"
 
 
 _PALETTE = (
@@ -386,6 +402,8 @@ class GanttChart:
             first = by_lane[key][0]
             tid = first.thread_id
             label = first.lane or self.names.get(tid, f"thread {tid}")
+            if isinstance(key, tuple) and not first.lane:  # a cluster task's thread
+                label = f"{key[0]} {label}"
             name = html.escape(label)
             bars = []
             for e in by_lane[key]:

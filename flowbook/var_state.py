@@ -71,3 +71,16 @@ class VarState:
             value.flags.writeable = False
         self.value = value
         return value
+
+    def keep(self, value: Any) -> Any:
+        """Make ``value`` the new value without copying it: an array the caller made for this
+        and shares with no one (an update kernel's fresh result).  Returns it.
+
+        >>> import numpy as np
+        >>> s = VarState(None); a = np.ones(2); s.keep(a) is a, a.flags.writeable
+        (True, False)
+        """
+        if type(value) is np.ndarray:  # CuPy arrays have no writeable flag
+            value.flags.writeable = False
+        self.value = value
+        return value

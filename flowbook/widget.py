@@ -33,8 +33,9 @@ from IPython import get_ipython
 from IPython.display import display
 
 from flowbook.graph import Graph, get_default_graph
-from flowbook.notebook import live
+from flowbook.notebook import live, rewrites
 from flowbook.notebook.history import answer_run, find_run, run_record
+from flowbook.rewrites import PlanRewrite
 
 STATIC = Path(__file__).parent / "static"  # the built front end
 
@@ -63,6 +64,7 @@ class GraphWidget(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)  # name of the node clicked in the browser
     height = traitlets.Int(520).tag(sync=True)  # view height in pixels
     present = traitlets.Bool(False).tag(sync=True)  # present mode: big type (toolbar's Present)
+    optimized = traitlets.Dict().tag(sync=True)  # a plan's rewrite (notebook/rewrites.py), or {}
 
     def __init__(self, graph: Graph | None = None, height: int = 520, **kwargs: Any) -> None:
         self._esm = _static("graph-widget.js")
@@ -157,6 +159,13 @@ class GraphWidget(anywidget.AnyWidget):
         entry = find_run(self.live.history, run)
         self.send({"replay": entry.state(), "seconds": float(seconds)})
 
+    def show_optimized(self, rewrite: Any, show: bool = True) -> None:
+        """Let the view toggle to ``rewrite`` (``tf.optimized_plan(...)``), drawn as optimised.
+
+        >>> w = fb.show(); w.show_optimized(fb.optimized_plan(train_step, feed))  # doctest: +SKIP
+        """
+        rewrites.send_rewrite(self.shown, rewrite, show)
+
     # ---------------------------------------------------------------- stepper
     def attach_stepper(self, stepper: Any) -> None:
         """Drive ``stepper`` from the widget's buttons and show its progress."""
@@ -192,7 +201,10 @@ class GraphWidget(anywidget.AnyWidget):
 
 
 def show(target: Any = None, height: int = 520, present: bool = False) -> GraphWidget:
-    """Display the live graph of the default graph, a Graph, or a Stepper; returns the widget.
+    """Display the live graph of the default graph, a Graph, a Stepper, or a plan's rewrite.
+
+    A rewrite (``tf.optimized_plan(fetches, feed)``) shows its graph with the
+    toggle "as written / as optimised" switched to the optimised plan.
 
     ``present=True`` starts in present mode (labels of 16 px or more, for a
     projector); ``widget.present`` or the toolbar's Present button switch it.
@@ -200,12 +212,16 @@ def show(target: Any = None, height: int = 520, present: bool = False) -> GraphW
     >>> import flowbook as fb
     >>> w = fb.show(present=True)  # doctest: +SKIP
     """
-    stepper = None
-    if target is not None and not isinstance(target, Graph) and hasattr(target, "plan"):
+    stepper = rewrite = None
+    if isinstance(target, PlanRewrite):  # tf.optimized_plan(...): the toggle, set to it
+        rewrite, target = target, target.graph
+    elif target is not None and not isinstance(target, Graph) and hasattr(target, "plan"):
         stepper, target = target, target.graph
     widget = GraphWidget(target, height=height, present=present)
     if stepper is not None:
         widget.attach_stepper(stepper)
+    if rewrite is not None:
+        widget.show_optimized(rewrite)
     display(widget)
     return widget
 

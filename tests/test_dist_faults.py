@@ -189,7 +189,7 @@ def test_a_worker_that_does_not_come_back_is_reported(client):
         assert s.run(y) == 2.0
         s._lost.add(W0)  # as if its worker were lost, and none of its name came back
         with pytest.raises(tf.errors.UnavailableError, match="did not come back"):
-            s.wait_for_tasks(timeout=0.5)
+            s.await_lost_tasks(timeout=0.5)
         assert SERVER_START_S >= ERROR_WITHIN_S
 
 

@@ -32,6 +32,7 @@ from flowbook.errors import InvalidArgumentError, ResourceExhaustedError
 from flowbook.gpu_sim import SimArray, SimulatedOutOfMemoryError, simulate_gpu
 from flowbook.ops import math_ops, reduction_ops
 from flowbook.ops._builder import make, make1
+from flowbook.ops.training_ops import apply_gradient_descent
 from flowbook.registry import OPS
 from flowbook.run.placement import CopyOp, Placer
 
@@ -186,6 +187,7 @@ def _variable_row():
     up = [
         fb.assign_add(v, [1.0, 1.0, 1.0, 1.0]),
         fb.assign_sub(v, [0.5, 0.5, 0.5, 0.5]),
+        apply_gradient_descent(v, 0.25, [1.0, 2.0, 3.0, 4.0]),
         fb.is_variable_initialized(v),
     ]
     with fb.control_dependencies(up):
@@ -356,6 +358,8 @@ STRING_OPS = (
     "StringToHashBucketFast", "StringToHashBucket", "StringToHashBucketStrong", "StringSplit",
     "EditDistance",
 )  # fmt: skip
+_ACCUMULATOR_OPS = ("ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorTakeGradient",
+                    "AccumulatorSetGlobalStep", "AccumulatorNumAccumulated")  # fmt: skip
 # op types the rows never run on the GPU, and why
 NOT_ON_GPU = {
     "Placeholder": "fed, never executed",
@@ -390,6 +394,7 @@ NOT_ON_GPU = {
     "StackPop": "a string handle: host only",
     **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
     "FIFOQueueV2": "queues and readers (issue 18): session state, host only",
+    **dict.fromkeys(_ACCUMULATOR_OPS, "gradient accumulators (issue 20): session state, host only"),
     "PaddingFIFOQueueV2": "queues and readers (issue 18): session state, host only",
     "RandomShuffleQueueV2": "queues and readers (issue 18): session state, host only",
     "PriorityQueueV2": "queues and readers (issue 18): session state, host only",
@@ -412,6 +417,7 @@ NOT_ON_GPU = {
     "ReaderNumRecordsProducedV2": "queues and readers (issue 18): session state, host only",
     "ReaderNumWorkUnitsCompletedV2": "queues and readers (issue 18): session state, host only",
     "ReaderResetV2": "queues and readers (issue 18): session state, host only",
+    "RandomShuffle": "TF's order: a swap loop over Philox words, host only (as TF's kernel)",
     "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
     "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
     "RefMerge": "a GraphDef's twin of Merge, same kernel",
@@ -420,6 +426,15 @@ NOT_ON_GPU = {
     "RefNextIteration": "a GraphDef's twin of NextIteration, same kernel",
     **dict.fromkeys(STRING_OPS, "strings: host only"),
     "CTCGreedyDecoder": "a per-sequence decoding loop: host only",
+    **dict.fromkeys(
+        [
+            "_FusedMatMul",
+            "_FusedElementwise",
+            "_FusedSum",
+            "_FusedSparseSoftmaxCrossEntropyWithLogits",
+        ],
+        "made only by the optimiser, for ops placed on the CPU (tests/test_optimize_fuse.py)",
+    ),
     "Timestamp": "the host's clock: host only",
     "_Send": "a cluster task's Send (issue 20): host only, tested in tests/test_distributed.py",
     "_Recv": "a cluster task's Recv (issue 20): host only, tested in tests/test_distributed.py",

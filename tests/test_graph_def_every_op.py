@@ -335,6 +335,7 @@ def every_op():
     tf.assign(v, x)
     tf.assign_add(v, x)
     tf.assign_sub(v, x)
+    fused_ops(x, v)
     tf.is_variable_initialized(v)
     control_flow_ops(x)
     tensor_array_ops(x)
@@ -351,6 +352,23 @@ def every_op():
         "n:0": np.ones((2, 3), np.int32),
     }
     return feed, grads[0].name
+
+
+def fused_ops(x, v):
+    """ApplyGradientDescent, and the fused ops only the optimiser makes (here by hand)."""
+    from flowbook.ops.training_ops import apply_gradient_descent
+
+    apply_gradient_descent(v, 0.1, x)
+    g, w, labels = x.graph, tf.ones([3, 3]), tf.constant([0, 1])
+    for kind, inputs, attrs in [
+        ("_FusedMatMul", [x, w, w[0]],
+         {"transpose_a": False, "transpose_b": True, "fused_ops": ["Add", "Relu"]}),
+        ("_FusedElementwise", [x, x, x], {"head": "Mul", "fused_ops": ["Sub"]}),
+        ("_FusedSum", [x], {"axes": [0], "keep_dims": False, "fused_ops": []}),
+        ("_FusedSparseSoftmaxCrossEntropyWithLogits", [x, labels, x],
+         {"with_loss": True, "fused_ops": ["Mul"]}),
+    ]:  # fmt: skip
+        g.create_op(kind, inputs, attrs, name=kind[1:])
 
 
 def data_ops():
@@ -387,6 +405,9 @@ def queue_ops():
     readers[0].read_up_to(names, 3)
     tf.count_up_to(tf.Variable(0, name="counter"), 3)
     sendrecv_ops()
+    acc = tf.ConditionalAccumulator(tf.float32, [2], shared_name="w/grad_accum")
+    acc.apply_grad([1.0, 2.0], local_step=3), acc.take_grad(2), acc.num_accumulated()
+    acc.set_global_step(4)
 
 
 def sendrecv_ops():

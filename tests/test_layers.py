@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
               "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
               "tfrecord", "nest", "pending", "queue_state", "resources", "record_files",
-              "version"}),
+              "version", "philox", "philox_sampling"}),
     # the graph and what it is made of
     ("graph", {"tensor", "graph", "graph_edit", "registry", "devices", "grad_overrides"}),
     # the op library, and what builds or reads graphs with it
@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
              "variable_scope", "layers", "contrib", "loss_reduction",
              "regression_losses", "custom_gradient", "tensor_protos", "iterator_state",
              "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn", "rnn_dynamic",
-             "functional_ops", "queues", "tf_names", "spectral", "strings", "sparse", "linalg",
+             "functional_ops", "queues", "accumulators", "tf_names", "spectral", "strings", "sparse", "linalg",
              "manip"}),
     # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
     # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
@@ -55,7 +55,7 @@ LAYERS: tuple[tuple[str, set[str]], ...] = (
     ("train", {"gradients", "control_flow_grad", "gradient_checker", "train", "summary", "live_plots", "datasets",
                "input_data"}),
     # observers built from RunOptions/ConfigProto
-    ("debug", {"debug", "profiling", "timeline"}),
+    ("debug", {"debug", "profiling", "profile_table", "timeline", "rewrites"}),
     # tf.test: TestCase's sessions and assertions
     ("testing", {"test_util"}),
     # the notebook, the widget, the package's front door, and the TF1 alias on top of it

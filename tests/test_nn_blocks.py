@@ -429,7 +429,7 @@ X32 = [1, 8, 8, 3]
             "batch and depth",
         ),
         (
-            lambda x: fb.nn.conv2d(x, fb.zeros([3, 3, 3, 4]), 1, "SAME", dilations=[1, 2, 2, 1]),
+            lambda x: fb.nn.conv2d(x, fb.zeros([3, 3, 3, 4]), 1, "SAME", dilations=[2, 1, 1, 1]),
             "dilations",
         ),
         (lambda x: fb.nn.conv2d(x, fb.zeros([3, 3, 3, 4]), 1, "SAME", data_format="NCHW"), "NHWC"),

@@ -69,7 +69,7 @@ def test_slice_input_producer_and_batch_give_every_row_once_per_epoch():
     np.testing.assert_array_equal(xs, images[ys])
 
 
-def test_shuffle_batch_of_a_string_producer_is_seeded():
+def test_shuffle_batch_of_a_string_producer_loses_and_repeats_nothing():
     def run_once():
         with tf.Graph().as_default():
             tf.set_random_seed(3)
@@ -81,9 +81,12 @@ def test_shuffle_batch_of_a_string_producer_is_seeded():
                 s.run(tf.local_variables_initializer())
                 return [v for batch in _run_all(s, b) for v in batch]
 
-    a = run_once()
-    assert sorted(a) == sorted(f"f{i}".encode() for i in range(8))
-    assert a == run_once()
+    # With runner threads, how full the queue is when a dequeue_many takes its
+    # elements depends on the threads' timing, in TensorFlow too, so two runs
+    # may differ; the seeded order under a fixed schedule is TF's
+    # (tests/test_tf_order.py).  What must hold: every name once, none lost.
+    for _ in range(2):
+        assert sorted(run_once()) == sorted(f"f{i}".encode() for i in range(8))
 
 
 def test_batch_join_dict_and_dynamic_pad():

@@ -327,9 +327,11 @@ def test_repeated_run_does_no_graph_work(monkeypatch):
         for i in range(5):
             assert s.run(y, {x: float(i)}) == 2.0 * i
         assert len(calls) == 1
-        fb.constant(0.0)  # a new op changes the graph version: the plan is rebuilt once
+        fb.constant(0.0)  # a new op changes no plan: the plan is kept
         s.run(y, {x: 1.0})
-        s.run(y, {x: 1.0})
+        assert len(calls) == 1
+        y.op._update_input(1, fb.constant(3.0))  # an edit of one of its ops: rebuilt once
+        assert s.run(y, {x: 1.0}) == 3.0 and s.run(y, {x: 1.0}) == 3.0
         assert len(calls) == 2
 
 

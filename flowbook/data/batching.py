@@ -4,16 +4,22 @@ All work on chunks (``dataset``): ``batch`` reads ``n`` elements through a
 ``dataset.Reader`` (a slice of one chunk, or a join of several), and hands
 the batch on as a chunk of one element.
 
-**shuffle** keeps TF's buffer semantics: a buffer of ``buffer_size``
-elements is filled, then each output is a uniform pick from the buffer whose
-place the next input element takes; once the input ends the rest of the
-buffer comes out in random order.  When the whole input fits in the buffer
-that is a uniform random permutation, and it is drawn as one
-(``rng.permutation``) and applied to the joined chunk.  The generator is
-numpy's PCG64 seeded with the op's ``(seed, seed2)`` (TF's ``get_seed``
-rules) and the pass number when ``reshuffle_each_iteration``; TF's own
-generator is Philox, so a seeded order is deterministic here but not TF's
-order.
+**shuffle** is TF's buffer shuffle, draw for draw: a ring of
+``buffer_size`` elements is filled, then each output is the element at
+``start + word % held`` (``start`` the ring's oldest slot, ``held`` how many
+it holds), the oldest moves into its place and the next input element into
+the oldest's slot; once the input ends the ring drains the same way.  Each
+``word`` is the next of TF's Philox words (:mod:`flowbook.philox`) for this
+pass, whose seeds are, as in TF, the op's ``(seed, seed2)`` (TF's
+``get_seed`` rules; both 0: fresh from the OS) when not
+``reshuffle_each_iteration``, else the next two words of a seed stream
+started from them at each iterator start (and for each dataset that a
+``flat_map`` / ``interleave`` function returns, a new dataset in TF): so a
+seeded shuffle gives TensorFlow's order, every pass.  An unseeded one (no op
+or graph seed), whose order TF draws fresh from the OS, draws from numpy's
+generator instead (:class:`FreshWords`: faster, and the same per-pass rules).  When the whole input fits in the buffer
+that is TF's Fisher-Yates, drawn as one order and applied to the joined
+chunk.
 
 ``cache`` keeps the first complete pass in memory (also when given a file
 name) and replays it.  (``prefetch`` is in ``prefetch``.)
@@ -45,6 +51,7 @@ from flowbook.data.dataset import (
 from flowbook.data.structure import Spec, batched, flatten, unbatched
 from flowbook.errors import InvalidArgumentError
 from flowbook.ops.random_ops import get_seed
+from flowbook.philox import Philox, Words, fisher_yates, fresh_seeds
 from flowbook.tensor_shape import as_shape, fmt
 
 
@@ -175,45 +182,82 @@ class ShuffleDataset(Dataset):
         self.reshuffle = bool(reshuffle_each_iteration)
         super().__init__(input._spec, (input,))
 
-    def _rng(self, ctx: Context) -> np.random.Generator:
-        """This pass's generator: one per iterator start that reshuffles, else the same seed."""
-        state = ctx.state.get(id(self))
-        if state is None:  # unseeded: fixed for this iterator start, new for the next
-            seeds = self.seeds or tuple(np.random.SeedSequence().generate_state(2))
-            state = ctx.state[id(self)] = {"seeds": seeds, "rng": None}
-        if not self.reshuffle:
-            return np.random.default_rng(state["seeds"])
-        if state["rng"] is None:
-            state["rng"] = np.random.default_rng(state["seeds"])
-        return state["rng"]  # drawn on across passes: a new order each pass
+    def _pass_seeds(self, ctx: Context) -> tuple[int, int]:
+        """This pass's Philox seeds: TF's fixed or reshuffling seed generator."""
+        state = ctx.own.get(id(self))
+        if state is None:  # one per iterator start, and per dataset a function returns
+            seeds = self.seeds or fresh_seeds()
+            state = ctx.own[id(self)] = Words(Philox(*seeds)) if self.reshuffle else seeds
+        return (state(), state()) if self.reshuffle else state
 
     def _chunks(self, ctx: Context) -> Iterator[Chunk]:
-        rng = self._rng(ctx)
+        seeds = self._pass_seeds(ctx)
+        words: Words | FreshWords = (
+            Words(Philox(*seeds)) if self.seeds is not None else FreshWords(seeds)
+        )
         reader = Reader(self._inputs[0]._chunks(ctx))
+        size = self.buffer_size
         pieces: list[Chunk] = []
         held = 0
-        while held < self.buffer_size and reader.available():
-            piece = reader.read(min(reader.available(), self.buffer_size - held))
+        while held < size and reader.available():
+            piece = reader.read(min(reader.available(), size - held))
             assert piece is not None
             pieces.append(piece)
             held += len(piece[0])
-        if not reader.available():  # the input fits: one uniform permutation
-            yield from _permuted(pieces, held, rng)
+        if not reader.available():  # the input fits: TF's Fisher-Yates, as one order
+            yield from _permuted(pieces, held, words)
             return
-        buffer = [r for p in pieces for r in rows(p)]
-        while reader.available():
-            incoming = reader.read(1)
-            j = int(rng.integers(len(buffer)))
-            yield buffer[j]
-            buffer[j] = incoming  # type: ignore[assignment]
-        for j in rng.permutation(len(buffer)):
-            yield buffer[j]
+        ring = [r for p in pieces for r in rows(p)]
+        start, end = 0, size  # elements start .. end-1 are in the ring, at index % size
+        while start < end:
+            k = (start + words() % (end - start)) % size
+            oldest = start % size
+            yield ring[k]
+            ring[k] = ring[oldest]
+            start += 1
+            if reader.available():
+                ring[oldest] = reader.read(1)  # type: ignore[assignment]
+                end += 1
 
 
-def _permuted(pieces: list[Chunk], n: int, rng: np.random.Generator) -> Iterator[Chunk]:
+class FreshWords:
+    """The words of an unseeded shuffle: numpy's generator, seeded with the pass's seeds.
+
+    TensorFlow's order of an unseeded shuffle is fresh from the OS each time,
+    so no run can reproduce it; drawing it from numpy's generator (as
+    unseeded random ops do) costs a fraction of TF's Philox stream and
+    Fisher-Yates in numpy calls, and keeps what TF does define: without
+    ``reshuffle_each_iteration`` every pass of one iterator takes the same
+    order (the same seeds), with it each pass a new one.
+
+    >>> w = FreshWords((1, 2))
+    >>> sorted(w.order(4).tolist()), w() < 2**32
+    ([0, 1, 2, 3], True)
+    """
+
+    __slots__ = ("_left", "rng")
+
+    BLOCK = 1024  # words drawn at once for one-at-a-time use
+
+    def __init__(self, seeds: tuple[int, int]) -> None:
+        self.rng = np.random.default_rng(seeds)
+        self._left: list[int] = []
+
+    def __call__(self) -> int:
+        """The next word (a Python int below 2**32)."""
+        if not self._left:
+            self._left = self.rng.integers(0, 2**32, self.BLOCK, np.uint64).tolist()[::-1]
+        return self._left.pop()
+
+    def order(self, n: int) -> np.ndarray:
+        """A random order of ``n`` items."""
+        return self.rng.permutation(n)
+
+
+def _permuted(pieces: list[Chunk], n: int, words: Words | FreshWords) -> Iterator[Chunk]:
     if n == 0:
         return
-    order = rng.permutation(n)
+    order = words.order(n) if isinstance(words, FreshWords) else fisher_yates(n, words)
     try:
         joined = concat(pieces, "shuffle")
     except InvalidArgumentError:  # elements of different shapes: one by one

@@ -51,11 +51,12 @@ MAKERS: dict[str, Callable[..., Any]] = {}  # method name -> the transformation'
 class Context:
     """One iterator start: the captured tensors' values and the per-dataset state."""
 
-    __slots__ = ("state", "values")
+    __slots__ = ("own", "state", "values")
 
     def __init__(self, values: dict[Tensor, Any]) -> None:
         self.values = values  # captured tensor -> its value in the run that started the iterator
         self.state: dict[int, Any] = {}  # id(dataset) -> what it keeps across its passes
+        self.own: dict[int, Any] = {}  # the same, never shared with a function's inner datasets
 
 
 class Dataset:

@@ -44,6 +44,7 @@ from flowbook.devices import CPU
 from flowbook.graph import Graph, get_default_graph, name_scope
 from flowbook.ops.constant_op import convert_to_tensor, placeholder
 from flowbook.ops.elementwise import BINARY, UNARY
+from flowbook.philox import OpRandom
 from flowbook.run.compile import RunPath
 from flowbook.run.executor import execute
 from flowbook.run.plan import Plan, build_plan
@@ -158,7 +159,7 @@ class Compiled:
 def _bind(op: Operation) -> Any:
     attrs = op.attrs
     if op._opdef.resource == "rng":
-        attrs = {**attrs, "rng": CPU.rng(attrs.get("seed", 0), attrs.get("seed2", 0))}
+        attrs = {**attrs, "rng": OpRandom.of(attrs, CPU)}
     return op._opdef.bound_kernel(np, attrs)
 
 

@@ -7,10 +7,11 @@ walk back from the fetches, stop at feeds), then :func:`partition`:
    device string (``/job:ps/task:0``, set by ``tf.device`` scopes or
    ``replica_device_setter``); an op naming no job runs on the default task
    (``/job:worker/task:0`` where there is one, as a TF master runs unplaced
-   ops on its own task).  Two colocations override the scope, as in
+   ops on its own task).  Three colocations override the scope, as in
    TensorFlow: an op that updates a variable (``ref_inputs``: Assign,
    ApplyGradientDescent...) runs where the variable lives, and so does the
-   variable's snapshot ``W/read``.  A device naming a task the cluster does
+   variable's snapshot ``W/read``; an op taking a queue's or accumulator's
+   handle first runs where that resource lives (TF1's ref handles).  A device naming a task the cluster does
    not have is ``InvalidArgumentError`` naming the op and its line;
 2. **copies each op's NodeDef** into its task's GraphDef, with its device
    completed to the task (``/job:ps/replica:0/task:0/device:CPU:0`` keeps the
@@ -119,6 +120,8 @@ def assign_tasks(
             host = where.get(op.inputs[refs[0]].op)  # updates run where the variable lives
         elif is_snapshot(op) and op.inputs[0] not in fed:
             host = where.get(op.inputs[0].op)  # W/read lives with W
+        elif op.inputs and op.inputs[0].op._opdef.resource == "container":
+            host = where.get(op.inputs[0].op)  # a queue's (accumulator's) ops live with it
         if host is None:
             job, k = task_of_spec(DeviceSpec.from_string(op.device), default)
             if (job, k) not in known:

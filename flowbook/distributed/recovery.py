@@ -9,7 +9,7 @@ was -- it does what TensorFlow's monitored sessions do:
 1. logs that the session will be made again;
 2. for a cluster session, waits (up to ``wait_s``) until the cluster has
    the session's tasks back: Dask's nanny restarts a lost worker under the
-   same name, at a new address (``DaskSession.wait_for_tasks``);
+   same name, at a new address (``DaskSession.await_lost_tasks``);
 3. closes the old session and makes a new one with ``create()``: in a
    ``MonitoredSession`` that is its session creator, which restores the
    latest checkpoint (the new task server's variables are uninitialised,
@@ -83,8 +83,8 @@ class RecoverableSession:
         failures = 0
         while True:
             if old is not None:
-                if hasattr(old, "wait_for_tasks"):  # a cluster session: its tasks come back
-                    old.wait_for_tasks(self.wait_s)
+                if hasattr(old, "await_lost_tasks"):  # a cluster session: its tasks come back
+                    old.await_lost_tasks(self.wait_s)
                 with contextlib.suppress(Exception):  # one that lost a task may not close cleanly
                     old.close()
             try:

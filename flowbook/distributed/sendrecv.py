@@ -29,7 +29,10 @@ by (step, tensor name):
   partition that receives everything first (``flowbook.distributed.stages``);
 - ``abort(step)`` fails the step's waiting receives and gates with
   ``AbortedError`` (another task of the step failed) and drops what
-  arrives later.
+  arrives later; the step's other waits (a queue's dequeue, an
+  accumulator's take, which the rendezvous watches while the step runs:
+  ``flowbook.pending.watching``) are cancelled, so a closed client session
+  leaves no step waiting on a task.
 
 Which step a kernel belongs to is the run's thread's: the server sets it
 (``Rendezvous.stepping``) around the partition's run, and Send/Recv kernels
@@ -55,7 +58,7 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.errors import AbortedError, InternalError
 from flowbook.graph_def import OP_ATTR_KINDS
-from flowbook.pending import Pending, settle
+from flowbook.pending import Pending, settle, watching
 from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
 
 __all__ = ["Rendezvous"]
@@ -69,11 +72,12 @@ class Rendezvous:
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport  # delivers a sent value to the receiving task
-        self._lock = threading.Lock()  # guards the four tables below
+        self._lock = threading.Lock()  # guards the five tables below
         self._values: dict[int, dict[str, Any]] = {}  # step -> tensor name -> value arrived
         self._waiting: dict[int, dict[str, Pending]] = {}  # step -> tensor name -> its Recv
         self._gates: dict[int, list[tuple[set[str], Pending]]] = {}  # step -> (missing, gate)
         self._aborted: OrderedDict[int, str] = OrderedDict()  # step -> why, newest last
+        self._waits: dict[int, list[Pending]] = {}  # step -> its kernels' other waits
         self._local = threading.local()  # .step: the step this thread runs
 
     @contextlib.contextmanager
@@ -82,9 +86,19 @@ class Rendezvous:
         before = getattr(self._local, "step", None)
         self._local.step = step
         try:
-            yield
+            with watching(lambda p: self._watch(step, p)):
+                yield
         finally:
             self._local.step = before
+
+    def _watch(self, step: int, pending: Pending) -> None:
+        """A kernel of ``step`` waits: keep the wait (cancelled at once if the step was aborted)."""
+        with self._lock:
+            why = self._aborted.get(step)
+            if why is None:
+                self._waits.setdefault(step, []).append(pending)
+        if why is not None:
+            pending.cancel(f"step {step} was aborted: {why}")
 
     def _step(self) -> int:
         step = getattr(self._local, "step", None)
@@ -174,8 +188,11 @@ class Rendezvous:
             self._values.pop(step, None)
             waiting = list(self._waiting.pop(step, {}).values())
             waiting += [gate for _, gate in self._gates.pop(step, ())]
+            others = self._waits.pop(step, [])
         for pending in waiting:
             pending.fail(AbortedError(None, None, f"Step {step} was aborted: {why}"))
+        for pending in others:
+            pending.cancel(f"step {step} was aborted: {why}")
 
     def end(self, step: int) -> None:
         """Forget what is left of ``step`` here (its partition finished)."""
@@ -183,6 +200,7 @@ class Rendezvous:
             self._values.pop(step, None)
             self._waiting.pop(step, None)
             self._gates.pop(step, None)
+            self._waits.pop(step, None)
 
     def pending_steps(self) -> int:
         """How many steps still hold values or waiting Recvs here (0 between steps)."""

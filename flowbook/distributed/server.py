@@ -61,6 +61,7 @@ from typing import Any
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.devices import DeviceSpec
 from flowbook.distributed.cluster import task_name
+from flowbook.distributed.dist_trace import TaskRecorder, now
 from flowbook.distributed.sendrecv import Rendezvous
 from flowbook.errors import DeadlineExceededError, NotFoundError, OpError
 from flowbook.graph import Graph
@@ -100,7 +101,14 @@ class RemoteOpError(Exception):
 
 
 class TaskSession(BaseSession):
-    """A partition's session on its task: variables and queues are the task server's."""
+    """A partition's session on its task: variables and queues are the task server's.
+
+    ``fb.observe``'s process-wide observers do not watch it: a client in the
+    same process (an in-process ``LocalCluster``) sees its step as the
+    client's plan, with the tasks' reports (``flowbook.distributed.dist_watch``).
+    """
+
+    observed = False
 
     def __init__(self, server: TaskServer, graph: Graph) -> None:
         super().__init__("", graph, ConfigProto(allow_soft_placement=True))
@@ -187,9 +195,14 @@ class TaskServer:
     # ------------------------------------------------------------ steps
     async def run(
         self, step: int, key: str, feeds: list, graph: Any = None, peers: Any = None,
-        timeout_ms: int = 0,
+        timeout_ms: int = 0, report: int = 0,
     ) -> list:  # fmt: skip
-        """Run partition ``key`` for ``step``; the values it fetches, in order."""
+        """Run partition ``key`` for ``step``; the values it fetches, in order.
+
+        ``report`` 1 or 2 (a watched step): ``[values, report]`` instead, the
+        report a ``dist_trace.TaskReport`` (2: with every kernel's timing).
+        """
+        t_in = now()
         loop = asyncio.get_running_loop()
         if peers:
             with self.lock:
@@ -204,17 +217,22 @@ class TaskServer:
             if part.first and part.recvs:
                 await self._arrived(step, part.recvs, timeout_ms)
             if part.quick:
-                out = self._run(step, part, timeout_ms)
+                out = self._run(step, part, timeout_ms, report)
             else:
-                out = await loop.run_in_executor(self.pool, self._run, step, part, timeout_ms)
+                out = await loop.run_in_executor(
+                    self.pool, self._run, step, part, timeout_ms, report
+                )
             await self._written(step)
-            return out
         except OpError as e:
             raise RemoteOpError.of(e, self.name) from None
         finally:
             r.end(step)
             with self.lock:
                 self.pushes.pop(step, None)
+        if not report:
+            return out
+        values, (start, end, kernels) = out
+        return [values, (t_in, start, end, now(), kernels)]  # a dist_trace.TaskReport
 
     async def _written(self, step: int) -> None:
         """Wait until this step's sends are written to their connections (not delivered:
@@ -242,16 +260,20 @@ class TaskServer:
         if gate.error is not None:
             raise gate.error
 
-    def _run(self, step: int, part: _Registered, timeout_ms: int) -> list:
-        options = RunOptions(timeout_in_ms=timeout_ms) if timeout_ms else None
-        began = time.perf_counter()
+    def _run(self, step: int, part: _Registered, timeout_ms: int, report: int = 0) -> Any:
+        recorder = TaskRecorder() if report >= 2 else None  # its kernels' timings
+        options = RunOptions(timeout_in_ms=timeout_ms) if timeout_ms or recorder else None
+        start, began = now(), time.perf_counter()
         with self.rendezvous.stepping(step):
-            values = part.session.run(part.fetches, options=options)
+            values = part.session.run(part.fetches, options=options, run_metadata=recorder)
         part.timed(time.perf_counter() - began)
+        end = now()
         out = values[: part.n_fetched]
         with self.lock:
             self.counts["steps"] += 1
             self.counts["returned_bytes"] += sum(getattr(v, "nbytes", 0) for v in out)
+        if report:
+            return out, (start, end, recorder.kernels() if recorder is not None else None)
         return out
 
     def _known(self, key: str) -> _Registered | None:

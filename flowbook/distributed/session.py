@@ -4,11 +4,12 @@
 (``flowbook.session.Session`` asks ``hooks.cluster_session`` for the class).
 Connecting, it:
 
-1. finds the cluster's tasks in its workers' names (:func:`map_workers`):
-   a worker named ``ps-0``, ``worker-1``, ``ps:0`` or ``/job:ps/task:0`` is
-   that task; workers with other names (a plain ``LocalCluster``'s 0, 1, 2)
-   become ``worker`` tasks in name order.  ``session.cluster`` is the
-   resulting ``ClusterSpec`` (job -> Dask worker addresses);
+1. finds the cluster's tasks in its workers' names (:func:`map_workers`,
+   ``flowbook.distributed.task_servers``): a worker named ``ps-0``,
+   ``worker-1``, ``ps:0`` or ``/job:ps/task:0`` is that task; workers with
+   other names (a plain ``LocalCluster``'s 0, 1, 2) become ``worker`` tasks
+   in name order.  ``session.cluster`` is the resulting ``ClusterSpec``
+   (job -> Dask worker addresses);
 2. finds or starts one ``TaskServer`` actor per task, on its worker,
    published on the scheduler so later sessions and other clients reach
    the same servers (and the same variables).
@@ -50,8 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
-import re
 import secrets
 import sys
 import threading
@@ -61,21 +62,30 @@ from typing import Any
 from flowbook import errors, hooks
 from flowbook.config import ConfigProto, RunOptions
 from flowbook.distributed.cluster import ClusterSpec, task_name
+from flowbook.distributed.dist_repr import session_html
+from flowbook.distributed.dist_trace import ClockSync
+from flowbook.distributed.dist_watch import StepWatch, remember
 from flowbook.distributed.partition import Partitioned, partition
-from flowbook.distributed.server import RemoteOpError, TaskServer
+from flowbook.distributed.server import RemoteOpError
+from flowbook.distributed.server_api import wait_for_tasks
 from flowbook.distributed.stages import gate_updates, receive_first
+from flowbook.distributed.task_servers import (
+    SERVER_START_S,
+    await_tasks,
+    map_workers,
+    start_servers,
+)
 from flowbook.graph import Graph
+from flowbook.run.observers import Observer, observers_for
 from flowbook.run.plan import build_plan
 from flowbook.run.values import flatten, rebuild, to_numpy
-from flowbook.session import Session, _DeviceAttributes
+from flowbook.session import Session, _DeviceAttributes, _observers
 
-__all__ = ["DaskSession", "is_cluster_target", "map_workers"]
+__all__ = ["SERVER_START_S", "DaskSession", "is_cluster_target", "map_workers"]
 
-_NAME = re.compile(r"^(?:/job:)?([A-Za-z_]\w*?)(?:/replica:\d+)?(?:/task:|[-:_/])(\d+)$")
 ABORT_WAIT_S = 10.0  # after a task failed, the longest wait for the others to stop
 CONNECT_S = 5.0  # longest wait for a connection to a task's worker (a lost one refuses)
 MAX_PLANS = 256  # distributed plans kept per session
-SERVER_START_S = 60.0  # longest wait for the task servers to start
 
 
 def is_cluster_target(target: Any) -> bool:
@@ -87,38 +97,6 @@ def is_cluster_target(target: Any) -> bool:
     if isinstance(target, str | bytes):
         return (target.decode() if isinstance(target, bytes) else target).startswith("dask://")
     return target is not None
-
-
-def map_workers(workers: dict[str, dict[str, Any]]) -> ClusterSpec:
-    """The cluster's tasks from Dask's worker table (address -> info with a ``name``).
-
-    >>> map_workers({"tcp://a:1": {"name": "/job:ps/task:1"}}).as_dict()
-    {'ps': {1: 'tcp://a:1'}}
-    """
-    tasks: dict[tuple[str, int], str] = {}
-    others: list[tuple[str, str]] = []
-    for address, info in workers.items():
-        name = str(info.get("name", address))
-        m = _NAME.match(name)
-        if m is None:
-            others.append((name, address))
-            continue
-        key = (m.group(1), int(m.group(2)))
-        if key in tasks:
-            raise ValueError(
-                f"Two Dask workers are task {task_name(*key)}: {tasks[key]}, {address}"
-            )
-        tasks[key] = address
-    k = max((t for j, t in tasks if j == "worker"), default=-1) + 1
-    for _, address in sorted(others, key=lambda o: (len(o[0]), o[0])):
-        tasks[("worker", k)] = address
-        k += 1
-    if not tasks:
-        raise errors.UnavailableError(None, None, "The Dask cluster has no workers")
-    spec: dict[str, dict[int, str]] = {}
-    for (job, t), address in tasks.items():
-        spec.setdefault(job, {})[t] = address
-    return ClusterSpec(spec)
 
 
 def _client_for(target: Any) -> tuple[Any, bool]:
@@ -142,47 +120,13 @@ def _client_for(target: Any) -> tuple[Any, bool]:
     )
 
 
-def _servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], list[Any]]:
-    """Task name -> its TaskServer actor, found on the scheduler or started on its worker;
-    and the futures that keep the actors alive while the session holds them.
-
-    A server's key names its worker's address: a worker that Dask replaced (same name,
-    new address) gets a new server, and the lost one's name is unpublished.  The actor
-    handle is made from the address and key (a second client cannot gather an actor
-    another client made), bound to ``client``.
-    """
-    from distributed import Actor, wait  # lazy: dask is an optional extra
-
-    futures, servers, started = [], {}, []
-    for job, k in cluster.tasks():
-        address = cluster.task_address(job, k)
-        name = f"flowbook-task-{job}-{k}@{address}"
-        future = client.get_dataset(name, default=None)
-        if future is None:
-            future = client.submit(TaskServer, job, k, actor=True, key=name,
-                                   workers=[address], allow_other_workers=False)  # fmt: skip
-            client.publish_dataset(future, name=name, override=True)
-            started.append(name.partition("@")[0] + "@")
-        futures.append(future)
-        servers[task_name(job, k)] = (address, name)
-    if started:  # servers of workers that are gone
-        for old in client.list_datasets():
-            if str(old).startswith(tuple(started)) and old not in {n for _, n in servers.values()}:
-                client.unpublish_dataset(old)
-    with client.as_current():
-        wait(futures, timeout=SERVER_START_S)
-        for f in futures:
-            if f.status != "finished":
-                raise errors.UnavailableError(None, None, f"Task server {f.key}: {f.exception()}")
-        return {t: Actor(TaskServer, a, name) for t, (a, name) in servers.items()}, futures
-
-
 class _DistPlan:
     """A run signature split over tasks: its partitions, their keys and what to send first."""
 
-    __slots__ = ("gated", "keys", "n_fetches", "parted", "payloads")
+    __slots__ = ("gated", "keys", "n_fetches", "parted", "payloads", "plan")
 
-    def __init__(self, parted: Partitioned, prefix: str, n_fetches: int) -> None:
+    def __init__(self, parted: Partitioned, prefix: str, n_fetches: int, plan: Any = None) -> None:
+        self.plan = plan  # the client's plan of the run (what its observers see)
         self.parted = parted
         self.n_fetches = n_fetches
         self.keys = {t: f"{prefix}{t}" for t in parted.parts}  # task -> partition key
@@ -204,10 +148,15 @@ class DaskSession(Session):
         super().__init__("", graph, config)
         self.target = target
         self._client, self._owns_client = _client_for(target)
-        workers = self._client.scheduler_info(n_workers=-1)["workers"]
+        try:
+            workers = wait_for_tasks(self._client, target)  # a tf.train.Server's cluster: all
+        except BaseException:
+            if self._owns_client:
+                self._client.close()
+            raise
         self.cluster = map_workers(workers)  # job -> the Dask worker address of each task
         # task name -> its TaskServer actor; the futures keep the actors alive meanwhile
-        self._servers, self._server_futures = _servers(self._client, self.cluster)
+        self._servers, self._server_futures = start_servers(self._client, self.cluster)
         self._peers = {t: (a._address, a.key) for t, a in self._servers.items()}
         self._lost: set[str] = set()  # tasks whose worker was lost; the next run finds them
         self.calls: collections.Counter[str] = collections.Counter()  # Dask calls by method
@@ -218,6 +167,8 @@ class DaskSession(Session):
         self._plan_ids = itertools.count()
         self._steps = itertools.count(secrets.randbits(40) << 20)  # unique step ids
         self.last_step: dict[str, Any] = {}  # the last step: tasks called, values per task
+        self._in_flight: set[int] = set()  # steps sent, not yet answered (close aborts them)
+        self.clock = ClockSync()  # each task's clock against ours, from watched steps' replies
 
     # ---------------------------------------------------------------- run
     def run(
@@ -238,7 +189,13 @@ class DaskSession(Session):
         dplan = self._dplans.get(key)
         if dplan is None:
             dplan = self._dist_plan(elements, tensors, key)
-        got = self._step(dplan, values, options)
+        observers: list[Observer] = [*self.observers, *_observers]
+        if options is not None:
+            observers += observers_for(options, self.config, run_metadata)
+        if observers:
+            got = self._watched(dplan, elements, values, options, observers)
+        else:
+            got = self._step(dplan, values, options)
         return rebuild(structure, [None if v is None else to_numpy(v) for v in got])
 
     def _dist_plan(self, elements: list, feeds: Any, key: tuple) -> _DistPlan:
@@ -250,7 +207,8 @@ class DaskSession(Session):
             ]
             sys.stdout.write("\n".join(lines) + "\n")
         with self._lock:
-            dplan = _DistPlan(parted, f"{self._prefix}{next(self._plan_ids)}", len(elements))
+            dplan = _DistPlan(parted, f"{self._prefix}{next(self._plan_ids)}", len(elements), plan)
+            remember(plan, parted)  # for the live graph (dist_watch.task_layout)
             if len(self._dplans) >= MAX_PLANS or any(
                 k[-1] != key[-1] for k in list(self._dplans)[:1]
             ):
@@ -273,7 +231,26 @@ class DaskSession(Session):
                 self._call(task, "release", mine), self._client.loop.asyncio_loop
             )
 
-    def _step(self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None) -> list:
+    def _watched(
+        self, dplan: _DistPlan, elements: list, feeds: tuple, options: Any, observers: list
+    ) -> list:
+        """A step someone watches: the observers' calls around it (``dist_watch``)."""
+        watch = StepWatch(dplan, elements, observers, self.clock)
+        watch.start()
+        error = None
+        try:
+            return self._step(dplan, feeds, options, watch)
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            watch.finish(error)
+            if error is None:
+                self.last_step["spans"] = watch.spans()  # task -> its run, our clock (ns)
+
+    def _step(
+        self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None, watch: Any = None
+    ) -> list:
         from distributed.protocol import to_serialize  # lazy: dask is an optional extra
 
         timeout_ms = int(options.timeout_in_ms) if options is not None else 0
@@ -286,7 +263,13 @@ class DaskSession(Session):
                     None if known else to_serialize(dplan.payloads[task]),
                     None if known else self._peers, timeout_ms)  # fmt: skip
             calls.append((task, args))
-        results = self._client.sync(self._gather, step, calls, timeout_ms)
+        with self._lock:
+            self._in_flight.add(step)
+        try:
+            results = self._client.sync(self._gather, step, calls, timeout_ms, watch)
+        finally:
+            with self._lock:
+                self._in_flight.discard(step)
         with self._lock:
             self._registered.update((t, dplan.keys[t]) for t, _ in calls)
         values: list[Any] = [None] * dplan.n_fetches
@@ -299,9 +282,10 @@ class DaskSession(Session):
                           "returned": {t: list(out) for (t, _), out in zip(calls, results)}}  # fmt: skip
         return values
 
-    async def _gather(self, step: int, calls: list, timeout_ms: int) -> list:
+    async def _gather(self, step: int, calls: list, timeout_ms: int, watch: Any = None) -> list:
         """All tasks' calls of one step; on the first failure the others abort the step."""
-        runs = [asyncio.ensure_future(self._call(t, "run", *args)) for t, args in calls]
+        runs = [asyncio.ensure_future(watch.call(self._call, t, args) if watch is not None
+                                      else self._call(t, "run", *args)) for t, args in calls]  # fmt: skip
         if not runs:
             return []
         limit = timeout_ms / 1000 + ABORT_WAIT_S if timeout_ms else None
@@ -355,8 +339,8 @@ class DaskSession(Session):
     def _reconnect(self) -> None:
         """Find the lost tasks again: wait for Dask to bring back workers of the same names,
         start task servers on them and register every partition again."""
-        cluster = self.wait_for_tasks()
-        servers, futures = _servers(self._client, cluster)
+        cluster = self.await_lost_tasks()
+        servers, futures = start_servers(self._client, cluster)
         with self._lock:
             self.cluster = cluster
             self._servers, self._server_futures = servers, futures
@@ -364,30 +348,11 @@ class DaskSession(Session):
             self._registered.clear()  # the peer table changed: every task learns it again
             self._lost.clear()
 
-    def wait_for_tasks(self, timeout: float = SERVER_START_S) -> ClusterSpec:
+    def await_lost_tasks(self, timeout: float = SERVER_START_S) -> ClusterSpec:
         """Wait until the cluster has this session's tasks again, each lost one on a new
-        worker of its name (Dask's nanny restarts a lost worker); the new ClusterSpec.
-
-        UnavailableError after ``timeout`` seconds.
-        """
+        worker of its name (Dask's nanny restarts a lost worker); the new ClusterSpec."""
         lost = {t: self._peers[t][0] for t in self._lost}
-        deadline = time.monotonic() + timeout
-        while True:
-            workers = self._client.scheduler_info(n_workers=-1)["workers"]
-            try:
-                cluster = map_workers(workers)
-            except (ValueError, errors.UnavailableError):
-                cluster = None
-            if cluster is not None and cluster.tasks() == self.cluster.tasks():
-                now = {task_name(j, k): cluster.task_address(j, k) for j, k in cluster.tasks()}
-                if all(now[t] != a for t, a in lost.items()):
-                    return cluster
-            if time.monotonic() > deadline:
-                raise errors.UnavailableError(
-                    None, None, f"Tasks {sorted(lost)} did not come back within "
-                    f"{timeout:.0f} s (Dask restarts a lost worker under its nanny)",
-                )  # fmt: skip
-            time.sleep(0.1)
+        return await_tasks(self._client, self.cluster, lost, timeout)
 
     def _error(self, e: BaseException) -> BaseException:
         """A task's error as the client's: TF's class, naming the client's op and line."""
@@ -403,6 +368,7 @@ class DaskSession(Session):
         """Forget this session's partitions on the tasks (variables stay there); close."""
         if self._closed:
             return
+        self._abort_in_flight()
         with self._lock:
             keys: dict[str, list[str]] = {}
             for task, key in self._registered:
@@ -419,6 +385,22 @@ class DaskSession(Session):
             super().close()
             if self._owns_client:
                 self._client.close()
+
+    def _abort_in_flight(self) -> None:
+        """Abort the steps other threads still wait on (a queue runner's): their waits on the
+        tasks are cancelled and their runs end with CancelledError, as TF's close does."""
+        with self._lock:
+            steps = list(self._in_flight)
+        if not steps:
+            return
+        why = "the session was closed"
+        with contextlib.suppress(Exception):  # a cluster already gone has nothing waiting
+            tasks = [t for t in self._peers if t not in self._lost]
+            for step in steps:
+                self._on_tasks("abort", tasks, [[step, why]] * len(tasks), find_lost=False)
+        deadline = time.monotonic() + ABORT_WAIT_S
+        while self._in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def reset_cluster(self) -> None:
         """Drop every variable, queue and reader on every task (TF's ``Session.reset``)."""
@@ -453,6 +435,20 @@ class DaskSession(Session):
         """The CPU of every task of the cluster."""
         return [_DeviceAttributes(f"{task_name(j, k)}/device:CPU:0", "CPU")
                 for j, k in self.cluster.tasks()]  # fmt: skip
+
+    @property
+    def dashboard_link(self) -> str | None:
+        """The Dask dashboard of the cluster (``client.dashboard_link``), if it has one."""
+        try:
+            return self._client.dashboard_link
+        except Exception:  # a scheduler started without a dashboard
+            return None
+
+    def clock_offsets(self) -> dict[str, dict[str, float]]:
+        """Per task: its clock's offset from ours and the bound on it, µs (from watched steps)."""
+        return self.clock.table()
+
+    _repr_html_ = session_html
 
     def prepare(self, fetches: Any, feed_dict: dict | None = None) -> Any:
         raise errors.UnimplementedError(

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.graph import get_default_graph
-from flowbook.notebook import live
+from flowbook.notebook import live, rewrites
 from flowbook.notebook.history import answer_run
 
 TARGET = "flowbook.graph"
@@ -55,6 +55,7 @@ class PanelView:
             self.hub.remove_view(self)
         self.hub = live.live_graph(graph)
         self.hub.add_view(self)
+        rewrites.resend(self.hub, [self])  # the rewrite its widgets were sent, if any
 
     def _on_msg(self, msg: Any) -> None:
         data = msg.get("content", {}).get("data", {}) if isinstance(msg, dict) else {}

@@ -53,6 +53,7 @@ from flowbook.devices import Device
 from flowbook.notebook.loops import follow
 from flowbook.notebook.queues import follow_waits
 from flowbook.notebook.snapshot import preview
+from flowbook.notebook.tasks import pair_names, pair_times, task_state
 from flowbook.run.observers import Observer
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import Plan
@@ -105,7 +106,8 @@ class PlanStats:
         # perf_counter_ns before which a run is watched whole without asking `mode` (0: ask);
         # set by `mode`, cleared by a long run, a run watched op by op, or the views leaving
         self.whole_until = 0
-        self.names = [op.name for op in plan.ops]  # op names, plan order
+        # op names, plan order (a cluster plan's Send/Recv pairs after them: tasks.py)
+        self.names = [op.name for op in plan.ops] + pair_names(plan)
         self.fed: list[str] = []  # ops whose outputs are fed (filled lazily by the record)
         self.n = max(1, len(plan.ops))  # op count, for the mean time (op runs: loops.py)
         self.loops: Any = None  # a plan with branches or loops: its LoopStats (loops.py)
@@ -156,13 +158,14 @@ class PlanStats:
         if t is not None:
             names, starts, ends = self.names, t.start_ns, t.end_ns
             self.times_us = {names[i]: (ends[i] - starts[i]) / 1000 for i in t.order}
+            self.times_us.update(pair_times(t))  # a cluster run's transfers (tasks.py)
             self.timings = None
         return self.times_us
 
     def devices(self, plan: Plan) -> tuple[dict[str, str], list[dict[str, Any]]]:
         """``plan``'s placement and copy nodes (:func:`device_state`), worked out once."""
         if self.placement is None:
-            self.placement, self.copies = device_state(plan)
+            self.placement, self.copies = task_state(plan) or device_state(plan)
         return self.placement, self.copies
 
     def fresh_values(self, seq: int) -> None:

@@ -5,6 +5,7 @@ every other module converts Python values with it.
 """
 
 from flowbook.ops import (  # noqa: F401  (importing registers the ops)
+    accumulator_ops,
     activation_grads,
     array_more,
     array_ops,
@@ -23,6 +24,7 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     example_ops,
     fake_quant_ops,
     fft_ops,
+    fused_ops,
     iterator_ops,
     linalg_more,
     logit_losses,
@@ -59,4 +61,5 @@ from flowbook.ops import (  # noqa: F401  (importing registers the ops)
     summary_ops,
     tensor_array,
     tensor_array_ops,
+    training_ops,
 )

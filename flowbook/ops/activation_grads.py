@@ -42,8 +42,16 @@ SELU_ALPHA = 1.6732632423543772848170429916717  # the SELU paper's constants (Kl
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _relu_grad(xp: Any, g: Any, y: Any) -> Any:
-    return masked(xp, y > 0, g)
+def _relu_grad(xp: Any, g: Any, y: Any, out: Any = None) -> Any:
+    if out is None:
+        return masked(xp, y > 0, g)
+    # into a dead input's buffer (flowbook.run.memory_plan): g where y > 0, else +0, as masked
+    mask = y > 0  # before out (which may be y's buffer) is written
+    drop = xp.logical_not(mask, out=mask)
+    if out is not g:
+        xp.copyto(out, g)
+    xp.copyto(out, 0, where=drop)
+    return out
 
 
 def _relu6_grad(xp: Any, g: Any, y: Any) -> Any:
@@ -141,7 +149,17 @@ def _checked(row: GradRow) -> Callable[..., Any]:
 
 for _row in ROWS:
     _inputs = ("gradients", _row.second)
-    register(OpDef(_row.op_type, _inputs, _row.attrs, _infer(_row), _checked(_row), grad=_row.grad))
+    register(
+        OpDef(
+            _row.op_type,
+            _inputs,
+            _row.attrs,
+            _infer(_row),
+            _checked(_row),
+            grad=_row.grad,
+            takes_out=_row.kernel is _relu_grad,
+        )
+    )  # ReluGrad's kernel takes out=
 
 
 def activation_grad(op_type: str, g: Tensor, second: Tensor, **attrs: Any) -> Tensor:

@@ -7,18 +7,24 @@ and the ``max((out - 1) * stride + k - in, 0)`` padded cells split with the
 smaller half before.  ``VALID`` takes ``(in - k) // stride + 1`` windows.
 
 One kernel body serves numpy and CuPy, on the window machinery of
-``windows``: ``windows`` is an ``as_strided`` view ``[N, OH, OW, KH, KW, C]``
-of the padded input; copied once into the ``[N*OH*OW, KH*KW*C]`` matrix
-(:func:`im2col`), the forward conv is one matmul with the filter.  The
-filter gradient is the transposed matrix times the output gradient, or, when
-that matrix passes 16 MiB, one matmul per kernel row (``windows.row_windows``'s
-``[N*OH*OW, KW*C]`` copy): a fifth of the memory of a 5x5 im2col, and 1.4x
-faster than one matmul on it (24 -> 17 ms for [64,14,14,32] * [5,5,32,64]);
-on a small matrix ([64,28,28,1] * [5,5,1,32], 5 MB) rows were 1.5x slower.  The input
-gradient scatters back window cell by window cell (``scatter_windows``: KH*KW
-matmuls and slice-adds, never a loop over pixels or images); one matmul
-``dy @ F.T`` into a ``[N*OH*OW, KH*KW*C]`` matrix and col2im took 30 ms
-there against 19.
+``windows`` and the patch matrix of ``conv_patches``, float32 in, float32
+through every GEMM (no upcast), with ``dilations`` (taps ``d`` apart: the
+window's geometry is that of its span ``(k - 1) * d + 1``):
+
+- **Conv2D**: one GEMM, the ``[N*OH*OW, KH*KW*C]`` patch matrix times the
+  ``[KH*KW*C, O]`` filter; the matrix is lent to the filter gradient
+  (``conv_patches.CACHE``: found by ``id(x)``, used only if ``x`` still has
+  the bytes it was built from).
+- **Conv2DBackpropFilter**: the lent matrix's transpose times ``dy`` (18.3 ms
+  at the shapes above, against 23.1 for a GEMM per kernel row on copied
+  rows); without it, the matrix rebuilt, or past ``_ROWS_ABOVE_BYTES`` one
+  GEMM per kernel row (``windows.row_windows``: a KH-th of the memory).
+- **Conv2DBackpropInput**: col2im (``windows.scatter_windows``: KH*KW
+  strided slice-adds, never a loop over pixels or images) of one GEMM per
+  tap, ``dy @ F[i, j].T``.  One GEMM ``dy @ F.T`` into the whole
+  ``[N*OH*OW, KH*KW*C]`` matrix first was slower at [64,14,14,64] *
+  [5,5,32,64]: 33 ms against 26 (CPU time, best of 8; the 40 MB matrix is
+  written, then read back in strided slices), and one GEMM per kernel row 36.
 
 Every op's gradient is declared beside it, built from these same ops, so the
 backprops have gradients too (second derivatives of a conv net).
@@ -37,6 +43,7 @@ from typing import Any
 
 from flowbook.errors import InvalidArgumentError
 from flowbook.ops import array_ops
+from flowbook.ops import conv_patches as cp
 from flowbook.ops import windows as win
 from flowbook.ops._builder import make1, operands, same_dtype, tensor
 from flowbook.ops._shape_inputs import check_int, host_ints, int_input
@@ -55,7 +62,9 @@ __all__ = [
 ]
 
 
-def _conv_shapes(x: Shape, f: Shape, strides: Any, padding: str) -> Shape:
+def _conv_shapes(
+    x: Shape, f: Shape, strides: Any, padding: str, dilations: Any = (1, 1, 1, 1)
+) -> Shape:
     """The output shape of Conv2D(x, f); checks channels and window sizes."""
     xs, fs = win.rank4("input", x), win.rank4("filter", f)
     if xs[3] is not None and fs[2] is not None and xs[3] != fs[2]:
@@ -64,8 +73,9 @@ def _conv_shapes(x: Shape, f: Shape, strides: Any, padding: str) -> Shape:
             f"input{fmt(xs)}, filter{fmt(fs)} (HWIO)"
         )
     shapes = f"input{fmt(xs)}, filter{fmt(fs)}"
-    oh = win.static_out(xs[1], fs[0], strides[1], padding, shapes)
-    ow = win.static_out(xs[2], fs[1], strides[2], padding, shapes)
+    kh, kw = (None if k is None else (k - 1) * r + 1 for k, r in zip(fs[:2], dilations[1:3]))
+    oh = win.static_out(xs[1], kh, strides[1], padding, shapes)
+    ow = win.static_out(xs[2], kw, strides[2], padding, shapes)
     return (xs[0], oh, ow, fs[3])
 
 
@@ -78,11 +88,14 @@ def _check_conv_attrs(
     **_: Any,
 ) -> Any:
     win.check_padding(op_type, padding)
-    if dilations is not None and tuple(int(d) for d in dilations) != (1, 1, 1, 1):
-        raise ValueError(
-            f"dilations other than [1, 1, 1, 1] are not supported, got {list(dilations)}"
-        )
+    if dilations is not None:
+        win.check_window_attr("dilations", dilations, data_format)
     return win.check_window_attr("strides", strides, data_format)
+
+
+def _dil(dilations: Any) -> tuple[int, int]:
+    """The (rows, cols) dilation of a ``dilations`` attr (None: 1, 1)."""
+    return (1, 1) if dilations is None else (int(dilations[1]), int(dilations[2]))
 
 
 # ------------------------------------------------------------ Conv2D
@@ -101,11 +114,11 @@ def _conv2d_infer(
     dt = same_dtype("Conv2D", ("input", "filter"), input, filter)
     check_dtype(dt, FLOAT, "input")
     st = _check_conv_attrs("Conv2D", strides, padding, data_format, dilations)
-    return Out(dt, _conv_shapes(input._shape, filter._shape, st, padding))
+    return Out(dt, _conv_shapes(input._shape, filter._shape, st, padding, (1, *_dil(dilations), 1)))
 
 
 def _geometry_for(
-    x_shape: tuple[int, ...], f_shape: tuple[int, ...], strides: Any, padding: str
+    x_shape: tuple[int, ...], f_shape: tuple[int, ...], strides: Any, padding: str, d: Any
 ) -> win.Geometry:
     if x_shape[3] != f_shape[2]:
         raise InvalidArgumentError(
@@ -114,20 +127,21 @@ def _geometry_for(
             f"input depth {x_shape[3]} does not match filter in_channels {f_shape[2]}: "
             f"input{fmt(x_shape)}, filter{fmt(f_shape)}",
         )
-    return win.window_geometry(x_shape[1:3], f_shape[:2], (strides[1], strides[2]), padding)
+    span = win.span(tuple(f_shape[:2]), d)
+    return win.window_geometry(x_shape[1:3], span, (strides[1], strides[2]), padding)
 
 
 @register_op("Conv2D", ("input", "filter"), _conv2d_infer, _CONV_ATTRS, heavy=True)
-def _conv2d(xp: Any, x: Any, f: Any, strides: Any, padding: str, **_: Any) -> Any:
-    g = _geometry_for(x.shape, f.shape, strides, padding)
-    cols = im2col(xp, x, g, f.shape[:2], strides)
-    return (cols @ f.reshape(-1, f.shape[3])).reshape(x.shape[0], g.oh, g.ow, f.shape[3])
-
-
-def im2col(xp: Any, x: Any, g: win.Geometry, k: tuple[int, int], strides: Any) -> Any:
-    """The ``[N*OH*OW, KH*KW*C]`` matrix of windows (one copy of the strided view)."""
-    cols = win.windows(xp, win.pad_nhwc(xp, x, g), g, k, (strides[1], strides[2]))
-    return cols.reshape(x.shape[0] * g.oh * g.ow, k[0] * k[1] * x.shape[3])
+def _conv2d(
+    xp: Any, x: Any, f: Any, strides: Any, padding: str, dilations: Any = None, **_: Any
+) -> Any:
+    d = _dil(dilations)
+    g = _geometry_for(x.shape, f.shape, strides, padding, d)
+    k, s = tuple(f.shape[:2]), (strides[1], strides[2])
+    cols = cp.patches(xp, x, g, k, s, d)
+    out = (cols @ f.reshape(-1, f.shape[3])).reshape(x.shape[0], g.oh, g.ow, f.shape[3])
+    cp.CACHE.put(xp, x, cp.lend_key(x, g, k, s, d), cols)  # for Conv2DBackpropFilter
+    return out
 
 
 def _conv_attrs(op: Any) -> dict[str, Any]:
@@ -169,7 +183,7 @@ def _backprop_infer(op_type: str) -> Any:
         st, padding = _check_conv_attrs(op_type, **attrs), attrs["padding"]
         out = win.rank4(sizes_name, _sizes(op_type, sizes, sizes_name))
         xs, fs = (out, given._shape) if given_name == "filter" else (given._shape, out)
-        forward = _conv_shapes(xs, fs, st, padding)
+        forward = _conv_shapes(xs, fs, st, padding, (1, *_dil(attrs.get("dilations")), 1))
         win.check_static(
             op_type, "out_backprop", out_backprop._shape, forward, "the forward output"
         )
@@ -197,19 +211,20 @@ def _backprop_op(op_type: str, inputs: tuple[str, ...]) -> Any:
 
 
 def _check_dy(dy: Any, x_shape: tuple[int, ...], g: win.Geometry, o: int) -> None:
+    """InvalidArgumentError unless ``dy`` has the forward conv's output shape."""
     win.check_runtime("out_backprop", dy, (x_shape[0], g.oh, g.ow, o), "the forward output")
 
 
 @_backprop_op("Conv2DBackpropInput", ("input_sizes", "filter", "out_backprop"))
 def _conv2d_backprop_input(
-    xp: Any, input_sizes: Any, f: Any, dy: Any, strides: Any, padding: str, **_: Any
+    xp: Any, input_sizes: Any, f: Any, dy: Any, strides: Any, padding: str, **attrs: Any
 ) -> Any:
-    shape = host_ints(input_sizes)
-    g = _geometry_for(shape, f.shape, strides, padding)
+    shape, d = host_ints(input_sizes), _dil(attrs.get("dilations"))
+    g = _geometry_for(shape, f.shape, strides, padding, d)
     _check_dy(dy, shape, g, f.shape[3])
-    k, s = f.shape[:2], (strides[1], strides[2])
+    k, s = tuple(f.shape[:2]), (strides[1], strides[2])
     return win.scatter_windows(
-        xp, shape, g, k, s, lambda i, j: xp.tensordot(dy, f[i, j], axes=((3,), (1,)))
+        xp, shape, g, k, s, lambda i, j: xp.tensordot(dy, f[i, j], axes=((3,), (1,))), d
     )
 
 
@@ -230,18 +245,21 @@ _ROWS_ABOVE_BYTES = 16 << 20  # a larger im2col matrix is built and multiplied r
 
 @_backprop_op("Conv2DBackpropFilter", ("input", "filter_sizes", "out_backprop"))
 def _conv2d_backprop_filter(
-    xp: Any, x: Any, filter_sizes: Any, dy: Any, strides: Any, padding: str, **_: Any
+    xp: Any, x: Any, filter_sizes: Any, dy: Any, strides: Any, padding: str, **attrs: Any
 ) -> Any:
-    fshape = host_ints(filter_sizes)
-    g = _geometry_for(x.shape, fshape, strides, padding)
+    fshape, d = host_ints(filter_sizes), _dil(attrs.get("dilations"))
+    g = _geometry_for(x.shape, fshape, strides, padding, d)
     _check_dy(dy, x.shape, g, fshape[3])
-    k, s, dy2 = fshape[:2], (strides[1], strides[2]), dy.reshape(-1, fshape[3])
-    if dy2.shape[0] * k[0] * k[1] * x.shape[3] * x.itemsize <= _ROWS_ABOVE_BYTES:
-        return (im2col(xp, x, g, k, strides).T @ dy2).reshape(fshape)
+    k, s, dy2 = tuple(fshape[:2]), (strides[1], strides[2]), dy.reshape(-1, fshape[3])
+    cols = cp.CACHE.take(xp, x, cp.lend_key(x, g, k, s, d))  # the forward's, if x is unchanged
+    if cols is None and dy2.shape[0] * k[0] * k[1] * x.shape[3] * x.itemsize <= _ROWS_ABOVE_BYTES:
+        cols = cp.patches(xp, x, g, k, s, d)
+    if cols is not None:
+        return (cols.T @ dy2).reshape(fshape)
     padded = win.pad_nhwc(xp, x, g)
     out = xp.empty(fshape, dtype=dy.dtype)
-    for i in range(k[0]):  # one GEMM per kernel row: 1/KH of im2col's memory, and faster
-        out[i] = (win.row_windows(xp, padded, g, k, s, i).T @ dy2).reshape(fshape[1:])
+    for i in range(k[0]):  # one GEMM per kernel row: 1/KH of im2col's memory
+        out[i] = (win.row_windows(xp, padded, g, k, s, i, d).T @ dy2).reshape(fshape[1:])
     return out
 
 
@@ -286,8 +304,8 @@ def _bias_add_infer(value: Tensor, bias: Tensor, data_format: str = "NHWC") -> O
     return Out(dt, vs)
 
 
-@register_op("BiasAdd", ("value", "bias"), _bias_add_infer, ("data_format",))
-def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC") -> Any:
+@register_op("BiasAdd", ("value", "bias"), _bias_add_infer, ("data_format",), takes_out=True)
+def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC", out: Any = None) -> Any:
     axis = _channel_axis(value.ndim, data_format)
     if value.shape[axis] != bias.shape[0]:
         raise InvalidArgumentError(
@@ -296,7 +314,8 @@ def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC") -> Any:
             f"Must provide as many biases as the channel dimension of the input: "
             f"{bias.shape[0]} vs. {value.shape[axis]} (value{fmt(value.shape)})",
         )
-    return value + bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
+    # out: a dead input's buffer (flowbook.run.memory_plan)
+    return xp.add(value, bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis)), out=out)
 
 
 @register_gradient("BiasAdd")

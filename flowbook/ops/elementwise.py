@@ -15,7 +15,9 @@ wrapper, which the table module binds by plain assignment:
     ('exp',)
 
 A row whose ``fn`` is a ufunc name binds straight to ``xp.<fn>``, so the
-executor calls the ufunc with no Python layer in between.  The dtype sets
+executor calls the ufunc with no Python layer in between; its OpDef says
+``takes_out`` (the ufunc's ``out=``), so the memory plan may have it write
+into the buffer of an input that dies there.  The dtype sets
 (``FLOAT``, ``NUMBER``...) and :func:`check_dtype` are shared by every op
 module that checks the dtypes it takes.
 """
@@ -113,7 +115,10 @@ def _kernel_and_bind(fn: str | Callable[..., Any]) -> tuple[Callable[..., Any], 
 
 def _declare(row: Elementwise, table: list[Elementwise], infer: Any, inputs: tuple) -> None:
     kernel, bind = _kernel_and_bind(row.fn)
-    register(OpDef(row.op_type, inputs, (), infer, kernel, bind=bind, grad=row.grad))
+    # a ufunc takes out= (flowbook.run.memory_plan writes into a dead input's buffer)
+    takes_out = isinstance(row.fn, str)
+    register(OpDef(row.op_type, inputs, (), infer, kernel, bind=bind, grad=row.grad,
+                   takes_out=takes_out))  # fmt: skip
     table.append(row)
 
 

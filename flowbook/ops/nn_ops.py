@@ -55,8 +55,8 @@ __all__ = [
 ]
 
 
-def _relu(xp: Any, x: Any) -> Any:
-    return xp.maximum(x, 0)
+def _relu(xp: Any, x: Any, out: Any = None) -> Any:
+    return xp.maximum(x, 0, out=out)  # out: a dead input's buffer (flowbook.run.memory_plan)
 
 
 def _relu6(xp: Any, x: Any) -> Any:
@@ -133,8 +133,9 @@ def _activation_grad(row: Activation) -> Callable[..., Tensor]:
 for _row in ACTIVATIONS:
     _infer = _activation_infer(_row.dtypes)
     register(
-        OpDef(_row.op_type, ("features",), (), _infer, _row.kernel, grad=_activation_grad(_row))
-    )
+        OpDef(_row.op_type, ("features",), (), _infer, _row.kernel, grad=_activation_grad(_row),
+              takes_out=_row.kernel is _relu)  # Relu's kernel takes out=
+    )  # fmt: skip
 
 
 def _softmax_infer(logits: Tensor, axis: int = -1, **_: Any) -> Out:

@@ -4,30 +4,54 @@ A window of ``k = (KH, KW)`` cells at strides ``s`` visits, for its cell
 ``(i, j)``, the strided slice ``padded[:, i::s0, j::s1, :]`` (cut to the
 output size) of the padded input: an ``[N, OH, OW, C]`` view, no copy.  Every
 pool here is a loop over the KH*KW cells in row-major order, each step one
-element-wise pass over output-sized arrays (numpy and CuPy alike):
+element-wise pass over output-sized arrays (numpy and CuPy alike).  For
+non-overlapping windows (``stride == ksize``) these slices are exactly the
+views of ``x.reshape(N, OH, KH, OW, KW, C)[:, :, i, :, j]``: the reshape
+fast path, with no copy and no extra pass (a ``max`` over the reshaped axes
+2 and 4 reads the same memory through numpy's generic reduction and took
+1.9 ms against the slices' 0.45 ms at [64,28,28,32]).
 
 - **max / sum** (:func:`window_max`, :func:`window_sum`): a running
-  ``maximum`` / ``+`` of the cell slices.  A reduction over the axes of the
-  6-D window view did the same reads through numpy's generic iterator and was
-  ~4x slower; the running sum adds in the same row-major order as that
-  reduction did, so the results are bit for bit the same.
-- **the first maximum** (:func:`first_max_masks`): per cell, the mask of the
-  windows whose first maximum (row-major, the cell TF's CPU MaxPoolGrad
-  picks on ties) is this cell: ``(cell == max) & ~taken``, ``taken |= mask``.
-  Computed once and consumed as it goes, so MaxPoolGrad makes one sweep where
-  it made two (a ``where`` pass per cell to find the argmax index, another per
-  cell to compare against it).  A window whose maximum is NaN has no cell
-  equal to it and passes no gradient (the argmax version sent it to cell 0).
+  ``maximum`` / ``+`` of the cell slices.  The running sum adds in the same
+  row-major order as a reduction over the window axes would, so the results
+  are bit for bit the same.
+- **the first maximum** (:func:`first_max_codes`): per window, the row-major
+  index of its first maximum (the cell TF's CPU MaxPoolGrad picks on ties),
+  as a ``uint8`` code computed beside the running max: cell ``t`` takes over
+  where it is strictly greater than the maximum so far, so the code is the
+  largest ``t * (cell_t > max_before_t)`` (a ``maximum`` on bytes, no
+  branch).  A window whose maximum is NaN gets :data:`NONE` and passes no
+  gradient (no cell is its maximum).
 - **masking** (:func:`masked`): ``where(mask, values, 0)`` as a bitwise
   ``and`` of the values' bits with a mask of all-ones or all-zeros words.
   Same bits as ``where`` (an infinite or NaN gradient is not spread as
-  ``inf * 0`` would), but no branch per element: numpy's ``where`` on a
-  random mask ran ~8x slower than a multiply.
-- **scatter** (:func:`max_pool_grad`): each cell's masked gradient is added
-  into its slice of a zero array of the padded shape, then the padding is
-  cut off.  Adds, not assignments, even where windows do not overlap, so the
-  sums (and the sign of a zero) are those of the window-cell-order
-  ``scatter_windows`` this replaces.
+  ``inf * 0`` would), but no branch per element: numpy's ``where`` (and
+  ``copyto(..., where=)``) on a random mask ran ~8x slower than this.
+- **scatter** (:func:`scatter_codes`): each cell's masked gradient goes to
+  its slice of the padded shape.  Overlapping windows add into zeros;
+  disjoint ones (``stride >= ksize``) write each slice once, as ``value +
+  0`` so the bits are those the adds would give (``-0.0`` becomes ``0.0``).
+  Windows that tile the input exactly (``stride == ksize``, the size a
+  multiple: the CNN's 2x2 pool) with a finite gradient take the reshape fast
+  path: each cell's gradient times its mask in a contiguous block, then one
+  copy interleaving the ``[KH, KW, N, OH, OW, C]`` blocks into
+  ``[N, OH, KH, OW, KW, C]``, which is NHWC (1.4 ms against 1.9 for a
+  broadcast one-hot product and 2.1 for the per-cell path, CPU time, cold
+  caches, at [64,28,28,32]).
+
+**No argmax cache.**  The first-max codes are recomputed by MaxPoolGrad from
+``orig_input``, as TF's CPU kernel does, rather than kept from the forward
+pass: a decision taken on these figures at the CNN's [64,28,28,32] 2x2/2
+pool (best of 30): the running max alone 0.45 ms, with the codes 0.91 ms.
+Keeping the codes would move their 0.46 ms from the gradient into the
+forward pass, which every inference run would then pay, to save 0.46 ms per
+training step -- less the proof a cache keyed by array identity needs that
+neither ``x`` nor ``y`` changed in between (a copy of ``x`` and a
+comparison: 0.36 ms).  A net 0.1 ms per step, against a cost on every
+inference and a cache to keep right: not kept.  With nothing kept, nothing
+can be stale.  (The convolutions do keep their patch matrix: there the
+saving is the whole im2col copy, KH*KW times the size of that proof;
+``flowbook.ops.conv_patches``.)
 
     >>> import numpy as np
     >>> from flowbook.ops.windows import window_geometry
@@ -46,7 +70,19 @@ import numpy as np
 
 from flowbook.ops.windows import Geometry, pad_nhwc
 
-__all__ = ["first_max_masks", "lowest", "masked", "max_pool_grad", "window_max", "window_sum"]
+__all__ = [
+    "NONE",
+    "cells",
+    "first_max_codes",
+    "lowest",
+    "masked",
+    "max_pool_grad",
+    "scatter_codes",
+    "window_max",
+    "window_sum",
+]
+
+NONE = 255  # the code of a window with no first maximum (its maximum is NaN)
 
 
 def lowest(xp: Any, dtype: Any) -> Any:
@@ -60,16 +96,22 @@ def _cell(i: int, j: int, g: Geometry, s: tuple[int, int]) -> tuple[slice, slice
     return slice(None), rows, slice(j, j + s[1] * (g.ow - 1) + 1, s[1])
 
 
-def _cells(g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Iterator[tuple]:
+def cells(g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Iterator[tuple]:
+    """The index of each window cell's slice, in row-major order."""
     for i in range(k[0]):
         for j in range(k[1]):
             yield _cell(i, j, g, s)
 
 
+def _code_dtype(k: tuple[int, int]) -> Any:
+    """Bytes while the cells fit below :data:`NONE`, else 32-bit codes."""
+    return np.dtype(np.uint8) if k[0] * k[1] < NONE else np.dtype(np.int32)
+
+
 def window_max(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Any:
     """``[N, OH, OW, C]``: the maximum of each window of the (already padded) input."""
     out = None
-    for idx in _cells(g, k, s):
+    for idx in cells(g, k, s):
         if out is None:
             out = padded[idx].copy()
         else:
@@ -80,7 +122,7 @@ def window_max(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[i
 def window_sum(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Any:
     """``[N, OH, OW, C]``: the sum of each window, added in row-major cell order."""
     out = None
-    for idx in _cells(g, k, s):
+    for idx in cells(g, k, s):
         if out is None:
             out = padded[idx].copy()
         else:
@@ -88,27 +130,32 @@ def window_sum(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[i
     return out
 
 
-def first_max_masks(
-    xp: Any, padded: Any, top: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]
-) -> Iterator[tuple[tuple, Any]]:
-    """Per window cell in row-major order: (its index, the windows whose first max it is).
+def first_max_codes(
+    xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]
+) -> tuple[Any, Any]:
+    """(window max, row-major index of each window's first max) of the padded input.
 
     >>> import numpy as np
     >>> from flowbook.ops.windows import window_geometry
-    >>> x = np.array([3.0, 1.0, 3.0, 3.0]).reshape(1, 2, 2, 1)  # a tie: the first 3 wins
-    >>> g = window_geometry((2, 2), (2, 2), (2, 2), "VALID")
-    >>> [bool(m.item()) for _, m in first_max_masks(np, x, x.max(), g, (2, 2), (2, 2))]
-    [True, False, False, False]
+    >>> x = np.array([1.0, 3.0, 3.0, 3.0, np.nan, 0.0]).reshape(1, 1, 6, 1)
+    >>> g = window_geometry((1, 6), (1, 2), (1, 2), "VALID")
+    >>> first_max_codes(np, x, g, (1, 2), (1, 2))[1].ravel().tolist()  # a tie: the first
+    [1, 0, 255]
     """
-    taken = None
-    for idx in _cells(g, k, s):
-        eq = padded[idx] == top
-        if taken is None:
-            taken = eq.copy()
-        else:
-            eq = eq > taken  # for booleans: eq and not taken
-            taken |= eq
-        yield idx, eq
+    dt = _code_dtype(k)
+    top = codes = None
+    for t, idx in enumerate(cells(g, k, s)):
+        cell = padded[idx]
+        if top is None:
+            top, codes = cell.copy(), xp.zeros(cell.shape, dtype=dt)
+            continue
+        xp.maximum(codes, (cell > top) * dt.type(t), out=codes)
+        xp.maximum(top, cell, out=top)
+    if top.dtype.kind in "fc":
+        nan = top != top
+        if nan.any():
+            codes[nan] = NONE if dt == np.uint8 else -1  # no cell's code
+    return top, codes
 
 
 def masked(xp: Any, mask: Any, values: Any) -> Any:
@@ -125,15 +172,56 @@ def masked(xp: Any, mask: Any, values: Any) -> Any:
     return keep.view(values.dtype)
 
 
+def scatter_codes(
+    xp: Any,
+    codes: Any,
+    grad: Any,
+    padded_shape: tuple[int, ...],
+    g: Geometry,
+    k: tuple[int, int],
+    s: tuple[int, int],
+) -> Any:
+    """An array of ``padded_shape``: each window's gradient on the cell its code names."""
+    tiled = tuple(s) == tuple(k) and tuple(padded_shape[1:3]) == (g.oh * k[0], g.ow * k[1])
+    if tiled and grad.dtype.kind == "f" and bool(xp.isfinite(grad).all()):
+        return _scatter_tiled(xp, codes, grad, padded_shape, k)
+    disjoint = s[0] >= k[0] and s[1] >= k[1]
+    out = (xp.empty if tiled else xp.zeros)(padded_shape, dtype=grad.dtype)
+    zero = grad.dtype.type(0)
+    for t, idx in enumerate(cells(g, k, s)):
+        part = masked(xp, codes == t, grad)
+        if disjoint:
+            xp.add(part, zero, out=out[idx])  # one write; + 0 as the adds into zeros would
+        else:
+            out[idx] += part
+    return out
+
+
+def _scatter_tiled(
+    xp: Any, codes: Any, grad: Any, shape: tuple[int, ...], k: tuple[int, int]
+) -> Any:
+    """:func:`scatter_codes` for windows that tile the input, a finite ``grad``.
+
+    Per cell, the gradient times the mask of its code, each into its own
+    contiguous block (long inner loops, unlike the strided cell slices);
+    ``+ 0`` turns the ``-0.0`` of a negative gradient times 0 into the
+    ``0.0`` the adds into zeros give; one transposing copy interleaves the
+    blocks into NHWC.  (Not for inf or NaN: ``inf * 0`` is NaN.)
+    """
+    parts = xp.empty((k[0], k[1], *grad.shape), dtype=grad.dtype)
+    for t in range(k[0] * k[1]):
+        xp.multiply(grad, codes == t, out=parts[t // k[1], t % k[1]])
+    parts += grad.dtype.type(0)
+    return parts.transpose(2, 3, 0, 4, 1, 5).reshape(shape)
+
+
 def max_pool_grad(
     xp: Any, x: Any, grad: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]
 ) -> Any:
     """MaxPoolGrad's body: each window's gradient added onto its first maximum in ``x``."""
     padded = pad_nhwc(xp, x, g, lowest(xp, x.dtype))
-    top = window_max(xp, padded, g, k, s)
-    out = xp.zeros(padded.shape, dtype=grad.dtype)
-    for idx, mask in first_max_masks(xp, padded, top, g, k, s):
-        out[idx] += masked(xp, mask, grad)
+    _, codes = first_max_codes(xp, padded, g, k, s)
+    out = scatter_codes(xp, codes, grad, padded.shape, g, k, s)
     if not (g.top or g.bottom or g.left or g.right):
         return out
     h, w = x.shape[1:3]

@@ -2,8 +2,9 @@
 
 The geometry is :mod:`flowbook.ops.windows`' (shared with the convolutions);
 the kernel bodies are :mod:`flowbook.ops.pool_kernels`' passes over one
-strided slice per window cell (a running max or sum, the first-max masks
-computed once and scattered as they come).  Each op's gradient is declared
+strided slice per window cell (a running max or sum; each window's first-max
+cell as a byte code beside the running max, scattered cell by cell, with one
+write per cell for disjoint windows).  Each op's gradient is declared
 beside it:
 
 - MaxPool pads with the lowest value, so padding never wins; MaxPoolGrad
@@ -29,7 +30,15 @@ from flowbook.ops._builder import make, make1, same_dtype, tensor
 from flowbook.ops._shape_inputs import check_int, host_ints
 from flowbook.ops.constant_op import partial_shape_value
 from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
-from flowbook.ops.pool_kernels import first_max_masks, lowest, max_pool_grad, window_max, window_sum
+from flowbook.ops.pool_kernels import (
+    cells,
+    first_max_codes,
+    lowest,
+    masked,
+    max_pool_grad,
+    window_max,
+    window_sum,
+)
 from flowbook.ops.windows import (
     Geometry,
     attrs_of,
@@ -112,14 +121,12 @@ def _max_pool(xp: Any, x: Any, ksize: Any, strides: Any, padding: str, **_: Any)
 def _argmax(xp: Any, x: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> tuple:
     """(The window max, per output cell the flat window index (row-major) of its first max).
 
-    Ties go to the first, as in TF's CPU kernel (``pool_kernels.first_max_masks``).
+    Ties go to the first, as in TF's CPU kernel (``pool_kernels.first_max_codes``); a
+    window whose maximum is NaN points at its first cell.
     """
-    padded = pad_nhwc(xp, x, g, lowest(xp, x.dtype))
-    top = window_max(xp, padded, g, k, s)
-    arg = xp.zeros(top.shape, dtype=xp.int32)
-    for idx, (_, mask) in enumerate(first_max_masks(xp, padded, top, g, k, s)):
-        if idx:
-            arg[mask] = idx
+    top, codes = first_max_codes(xp, pad_nhwc(xp, x, g, lowest(xp, x.dtype)), g, k, s)
+    arg = codes.astype(xp.int64)
+    arg[(arg < 0) | (arg >= k[0] * k[1])] = 0
     return top, arg
 
 
@@ -182,11 +189,11 @@ def _max_pool_grad_grad_kernel(
 ) -> Any:
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     check_runtime("grad", grad, tuple(x.shape), "orig_input")
-    padded = pad_nhwc(xp, x, g, lowest(xp, x.dtype))
-    top, grad_padded = window_max(xp, padded, g, k, s), pad_nhwc(xp, grad, g)
+    top, codes = first_max_codes(xp, pad_nhwc(xp, x, g, lowest(xp, x.dtype)), g, k, s)
+    grad_padded = pad_nhwc(xp, grad, g)
     out = xp.zeros(top.shape, dtype=grad.dtype)
-    for idx, mask in first_max_masks(xp, padded, top, g, k, s):
-        out = xp.where(mask, grad_padded[idx], out)  # the grad at each window's first max
+    for t, idx in enumerate(cells(g, k, s)):  # the grad at each window's first max
+        out += masked(xp, codes == t, grad_padded[idx])
     return out
 
 
@@ -234,7 +241,6 @@ def _max_pool_with_argmax(
     ``(y * W + x) * C + c``, plus ``b * H * W * C`` with ``include_batch_in_index``."""
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     y, arg = _argmax(xp, x, g, k, s)
-    arg = arg.astype(xp.int64)
     n, h, w, c = x.shape
     rows = (xp.arange(g.oh) * s[0] - g.top)[None, :, None, None] + arg // k[1]
     cols = (xp.arange(g.ow) * s[1] - g.left)[None, None, :, None] + arg % k[1]

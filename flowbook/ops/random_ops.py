@@ -7,7 +7,11 @@ attrs, or from the OS when both are 0) and binds it into the kernel as the
 seed2)`` and draws with ``rng.random`` / ``rng.standard_normal`` /
 ``rng.integers``, which numpy's and CuPy's generators share.  Repeated runs in
 one session give new values; two fresh sessions of a seeded graph give the
-same ones.
+same ones.  A seeded op (``seed`` or ``seed2`` set) draws TensorFlow's own
+words instead (``rng.reserve``, :mod:`flowbook.philox`) and turns them into
+values as TF does (:mod:`flowbook.philox_sampling`; ``RandomShuffle``: TF's
+Fisher-Yates), so it gives TensorFlow's values and orders, run after run;
+``RandomShuffle`` draws them unseeded too, from seeds of the OS.
 
 The seed attrs are fixed when the op is built, by TensorFlow's ``get_seed``
 rules: the graph seed (``set_random_seed``) and the op's ``seed`` argument;
@@ -27,13 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
+from flowbook import dtypes, philox_sampling
 from flowbook.errors import InvalidArgumentError
 from flowbook.graph import get_default_graph, name_scope
 from flowbook.ops import math_ops
 from flowbook.ops._builder import make1
 from flowbook.ops._shape_inputs import check_int, const_ints, host_ints, int_input
 from flowbook.ops.constant_op import constant_value, convert_to_tensor, partial_shape_value
+from flowbook.philox import OpRandom, Words, fisher_yates
 from flowbook.registry import Out, no_gradient, register_op
 from flowbook.tensor import Tensor
 from flowbook.tensor_shape import fmt
@@ -103,6 +108,18 @@ def _native(dtype: dtypes.DType) -> Any:
     return dtype.np if dtype is not dtypes.float16 else np.float32
 
 
+def _tf_stream(rng: Any, seed: int, seed2: int) -> OpRandom:
+    """The op's :class:`~flowbook.philox.OpRandom` (a bare generator, bound by hand: wrapped)."""
+    return rng if isinstance(rng, OpRandom) else OpRandom(seed, seed2, rng)
+
+
+def _tf_values(xp: Any, draw: Any, rng: OpRandom, shape: Any, dtype: np.dtype) -> Any:
+    """A seeded op's values as TF draws them: 256 blocks reserved per element."""
+    dims = host_ints(shape)
+    n = int(np.prod(dims))
+    return draw(rng.reserve(n * 256), n, dtype, xp).reshape(dims)
+
+
 _RNG = {"stateful": True, "resource": "rng"}
 _SHAPED = {**_RNG, "host_inputs": (0,)}  # the shape input is read on the host
 _FLOAT_ATTRS = ("dtype", "seed", "seed2")
@@ -112,6 +129,10 @@ _FLOAT_ATTRS = ("dtype", "seed", "seed2")
 def _random_uniform_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
+    if seed or seed2:  # TF's values
+        return _tf_values(
+            xp, philox_sampling.uniform, _tf_stream(rng, seed, seed2), shape, dtype.np
+        )
     out = rng.random(host_ints(shape), dtype=_native(dtype))
     return out.astype(dtype.np, copy=False)
 
@@ -126,6 +147,8 @@ def _random_uniform_kernel(
 def _random_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
+    if seed or seed2:  # TF's values
+        return _tf_values(xp, philox_sampling.normal, _tf_stream(rng, seed, seed2), shape, dtype.np)
     out = rng.standard_normal(host_ints(shape), dtype=_native(dtype))
     return out.astype(dtype.np, copy=False)
 
@@ -136,6 +159,10 @@ def _random_normal_kernel(
 def _truncated_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
+    if seed or seed2:  # TF's values
+        return _tf_values(
+            xp, philox_sampling.truncated_normal, _tf_stream(rng, seed, seed2), shape, dtype.np
+        )
     native = _native(dtype)
     out = rng.standard_normal(host_ints(shape), dtype=native)
     redraw = xp.abs(out) > 2.0
@@ -175,6 +202,9 @@ def _random_uniform_int_kernel(
     lo, hi = int(minval), int(maxval)
     if not lo < hi:
         raise InvalidArgumentError(None, None, f"Need minval < maxval: {lo} >= {hi}")
+    if seed or seed2:  # TF's values
+        draw = lambda g, n, dt, xp: philox_sampling.uniform_int(g, n, lo, hi, dt, xp)
+        return _tf_values(xp, draw, _tf_stream(rng, seed, seed2), shape, Tout.np)
     return rng.integers(lo, hi, host_ints(shape), dtype=Tout.np)
 
 
@@ -184,11 +214,16 @@ def _random_uniform_int_kernel(
     lambda value, seed, seed2: Out(value.dtype, value._shape),
     ("seed", "seed2"),
     **_RNG,
+    host_only=True,  # as in TF: its order comes of a swap loop on the host
 )
 def _random_shuffle_kernel(xp: Any, value: Any, *, rng: Any, seed: int, seed2: int) -> Any:
     if value.ndim == 0:
         return value
-    return value[xp.argsort(rng.random(value.shape[0]))]
+    n = value.shape[0]
+    words = Words(
+        _tf_stream(rng, seed, seed2).reserve((max(n - 1, 0) + 3) // 4)
+    )  # TF: n - 1 words, 4 a block
+    return value[fisher_yates(n, words)]
 
 
 def _float_dtype(dtype: Any, what: str) -> dtypes.DType:

@@ -5,8 +5,11 @@ ceil(in / stride)``, the ``max((out - 1) * stride + k - in, 0)`` padded cells
 split with the smaller half before; ``VALID``: ``(in - k) // stride + 1``),
 :func:`windows` is im2col without a loop (an ``as_strided`` view
 ``[N, OH, OW, KH, KW, C]`` of the padded input, which numpy and CuPy both
-have), :func:`row_windows` the copy of one kernel row of it, and :func:`scatter_windows` its transpose, col2im, as KH*KW slice-adds
-(a loop over the window, never over pixels or images).  Then the checks every
+have; dilated taps are just larger strides), :func:`row_windows` the copy of
+one kernel row of it, and :func:`scatter_windows` its transpose, col2im, as
+KH*KW slice-adds (a loop over the window, never over pixels or images; one
+write per slice when windows cannot overlap).  A dilated window's geometry
+is that of its :func:`span`.  Then the checks every
 window op makes: its attrs when the graph is built, and a backprop's incoming
 gradient against the shape the forward op produced, statically
 (:func:`check_static`, a ValueError at the line that built it) and at run
@@ -72,49 +75,93 @@ def pad_nhwc(xp: Any, x: Any, g: Geometry, value: Any = 0) -> Any:
     return xp.pad(x, pads, mode="constant", constant_values=value)
 
 
-def windows(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Any:
-    """A strided view ``[N, OH, OW, KH, KW, C]`` of every window (no copy: im2col on demand)."""
+def span(k: tuple[int, int], d: tuple[int, int] = (1, 1)) -> tuple[int, int]:
+    """The cells a window of ``k`` taps dilated by ``d`` covers: ``(k - 1) * d + 1``.
+
+    >>> span((3, 3), (2, 1))
+    (5, 3)
+    """
+    return (k[0] - 1) * d[0] + 1, (k[1] - 1) * d[1] + 1
+
+
+def windows(
+    xp: Any,
+    padded: Any,
+    g: Geometry,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    d: tuple[int, int] = (1, 1),
+) -> Any:
+    """A strided view ``[N, OH, OW, KH, KW, C]`` of every window (no copy: im2col on demand).
+
+    ``d`` dilates the taps: tap (i, j) reads ``padded[:, r*s0 + i*d0, c*s1 + j*d1]``.
+    """
     n, _, _, c = padded.shape
     s0, s1, s2, s3 = padded.strides
     return xp.lib.stride_tricks.as_strided(
         padded,
         shape=(n, g.oh, g.ow, k[0], k[1], c),
-        strides=(s0, s1 * s[0], s2 * s[1], s1, s2, s3),
+        strides=(s0, s1 * s[0], s2 * s[1], s1 * d[0], s2 * d[1], s3),
     )
 
 
 def row_windows(
-    xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int], i: int
+    xp: Any,
+    padded: Any,
+    g: Geometry,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    i: int,
+    d: tuple[int, int] = (1, 1),
 ) -> Any:
     """Row ``i`` of every window, copied: ``[N*OH*OW, KW*C]`` (im2col of one kernel row)."""
     n, _, _, c = padded.shape
     s0, s1, s2, s3 = padded.strides
     view = xp.lib.stride_tricks.as_strided(
-        padded[:, i:],
+        padded[:, i * d[0] :],
         shape=(n, g.oh, g.ow, k[1], c),
-        strides=(s0, s1 * s[0], s2 * s[1], s2, s3),
+        strides=(s0, s1 * s[0], s2 * s[1], s2 * d[1], s3),
     )
     return view.reshape(n * g.oh * g.ow, k[1] * c)
 
 
+def tap(i: int, j: int, g: Geometry, s: tuple[int, int], d: tuple[int, int] = (1, 1)) -> tuple:
+    """Index of the ``[N, OH, OW, C]`` slice of a padded array that tap (i, j) reads."""
+    r, c = i * d[0], j * d[1]
+    rows = slice(r, r + s[0] * (g.oh - 1) + 1, s[0])
+    return slice(None), rows, slice(c, c + s[1] * (g.ow - 1) + 1, s[1])
+
+
 def scatter_windows(
-    xp: Any, shape: tuple[int, ...], g: Geometry, k: tuple[int, int], s: tuple[int, int], part: Any
+    xp: Any,
+    shape: tuple[int, ...],
+    g: Geometry,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    part: Any,
+    d: tuple[int, int] = (1, 1),
 ) -> Any:
     """Sum window contributions back onto an NHWC array of ``shape`` (col2im, KH*KW slice-adds).
 
-    ``part(i, j)`` gives the ``[N, OH, OW, C]`` values that window cell (i, j) sends back.
+    ``part(i, j)`` gives the ``[N, OH, OW, C]`` values that window tap (i, j) sends back.
+    Windows that cannot overlap (``stride >= span``) write each slice once, as ``value
+    + 0`` (the bits the adds into zeros give), into zeros only where they leave gaps.
     """
     n, h, w, c = shape
+    full = (n, h + g.top + g.bottom, w + g.left + g.right, c)
+    ks = span(k, d)
+    disjoint = s[0] >= ks[0] and s[1] >= ks[1]
+    tiled = disjoint and tuple(s) == tuple(k) and full[1:3] == (g.oh * k[0], g.ow * k[1])
     out = None
     for i in range(k[0]):
         for j in range(k[1]):
             v = part(i, j)
             if out is None:
-                full = (n, h + g.top + g.bottom, w + g.left + g.right, c)
-                out = xp.zeros(full, dtype=v.dtype)
-            rows = slice(i, i + s[0] * (g.oh - 1) + 1, s[0])
-            cols = slice(j, j + s[1] * (g.ow - 1) + 1, s[1])
-            out[:, rows, cols, :] += v
+                out = (xp.empty if tiled else xp.zeros)(full, dtype=v.dtype)
+            if disjoint:
+                xp.add(v, v.dtype.type(0), out=out[tap(i, j, g, s, d)])
+            else:
+                out[tap(i, j, g, s, d)] += v
     if not (g.top or g.bottom or g.left or g.right):
         return out
     return xp.ascontiguousarray(out[:, g.top : g.top + h, g.left : g.left + w, :])

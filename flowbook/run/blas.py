@@ -7,7 +7,14 @@ take the CPU the next element-wise kernel needs: on the 2-vCPU machines this
 project is measured on (about one core of parallel throughput), mixed
 workloads ran up to 16x slower with 2 BLAS threads than with 1, and even a
 lone GEMM was faster on one thread (a 12544x800 @ 800x64 float32 product:
-16.5 ms on 1 thread, 20 ms on 2).
+16.5 ms on 1 thread, 20 ms on 2).  Re-measured by ``benchmarks/train.py``
+(its ``blas_threads`` figures, 2026-11-24, load average 3-6 from other
+work): the CNN training step 76.6 steps/s on 1 BLAS thread against 62.1 on 2,
+3x apart (14.5 against 4.9) in a run at load 6 and 18x (51.4 against 2.9) at load 7; the lone GEMM alone went
+either way between runs (16.4 against 17.8-20 ms, then 28.4 against 17.0),
+within this machine's noise.  A conv net's step is many GEMMs between
+element-wise passes, so one thread it is: flowbook's own pool runs
+independent kernels (the two conv backprops) side by side instead.
 
 The policy, applied when a Session is created (:func:`apply`):
 
@@ -38,6 +45,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+
+from flowbook.run import heap
 
 __all__ = ["SMALL_MACHINE_CPUS", "apply", "blas_threads"]
 
@@ -70,8 +79,12 @@ def wanted(intra_op_threads: int) -> int | None:
 
 
 def apply(intra_op_threads: int) -> int | None:
-    """Put the policy in force for a new session; returns the count set (None: untouched)."""
+    """Put the policy in force for a new session; returns the count set (None: untouched).
+
+    Also the process's other native setting, malloc's thresholds (``heap.apply``, once).
+    """
     global _applied, _modules
+    heap.apply()
     n = wanted(intra_op_threads)
     if n is None or (n == _applied and len(sys.modules) == _modules):
         return n

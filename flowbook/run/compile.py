@@ -22,13 +22,19 @@ Everything a session learns by running it lives here, in one
   ``Shape`` -> ``BroadcastGradientArgs`` -> ``Reshape`` arithmetic of gradients
   cost the traced run nothing); only the ops whose shapes depend on data
   (``tf.where``, a reshape to fed values) are recorded by the run;
-- ``inline_feeds``: the feed shapes of the last threaded run of a plan with
-  heavy ops if it sent no kernel to the pool: runs with feeds of those shapes
-  take the straight line too;
+- ``inline_feeds``: for a plan with heavy ops, the feed-shape signatures
+  whose last threaded run sent no kernel to the pool: runs with feeds of those
+  shapes take the straight line too.  Up to ``MAX_SHAPE_SIGNATURES`` of them,
+  the least recently used dropped first, so batches that alternate between
+  shapes (100, 99, 100...) each keep the straight line;
 - ``optimized``: per feed-shape signature, the plan ``flowbook.run.optimize``
   rewrote for it and that plan's own RunPath (so each signature has its own
   straight line).  A plan's ``constants`` (folded values) are bound into its
-  straight line as ``c<slot>`` names, read once at its start.
+  straight line as ``c<slot>`` names, read once at its start;
+- ``buffers``: for a path made for one feed-shape signature, the memory
+  plan's choice per op of the input whose buffer its output takes
+  (``flowbook.run.memory_plan``): the straight line calls such an op as
+  ``v3 = (f2(v1, v2, out=v1) if owned(v1, 1) else f2(v1, v2))``.
 
     >>> import numpy as np, flowbook as fb
     >>> from flowbook.run.plan import build_plan
@@ -42,18 +48,20 @@ Everything a session learns by running it lives here, in one
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from flowbook.ops.constant_op import given_shapes
 from flowbook.registry import Out
+from flowbook.run.memory_plan import owned
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import DISCARD, Plan
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import compatible
 
 COMPILE_AFTER_RUNS = 1  # compile a plan once it has run this many times
-MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a path keeps timed twins and shapes for
+MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a path keeps twins, shapes, inline runs for
 PLAN_FILENAME = "<flowbook plan>"  # the file name of compiled plans in tracebacks
 
 # (run_timed, its line map, the shapes it need not record, whether it records any)
@@ -65,20 +73,22 @@ __all__ = ["COMPILE_AFTER_RUNS", "MAX_SHAPE_SIGNATURES", "RunPath", "shapes_give
 class RunPath:
     """What the runs of one plan in one session have learnt.  See the module docstring."""
 
-    __slots__ = ("compiled", "given_feeds", "inline_feeds", "layout", "line_to_op", "optimized",
-                 "plan", "runs", "timed")  # fmt: skip
+    __slots__ = ("buffers", "compiled", "given_feeds", "inline_feeds", "layout", "line_to_op",
+                 "optimized", "plan", "runs", "timed")  # fmt: skip
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, buffers: tuple[int, ...] | None = None) -> None:
         self.plan = plan  # the fixed layout this path runs
+        # per op: the input whose buffer its output takes (-1: none), flowbook.run.memory_plan
+        self.buffers = buffers
         self.runs = 0  # runs that asked for the straight line (it compiles at COMPILE_AFTER_RUNS)
         self.compiled: Callable[[Any], list[Any]] | None = None  # the straight line
         self.line_to_op: dict[int, int] = {}  # line of ``compiled`` -> op index
         # timed twins of ``compiled`` by the ops whose shapes they record (None: none)
         self.timed: dict[tuple[int, ...] | None, tuple[Callable[..., list[Any]], dict]] = {}
         self.given_feeds: dict[tuple[Any, ...], TimedTwin] = {}  # feed shapes -> its twin
-        # feed shapes of the last threaded run of a plan with heavy ops that sent no kernel
-        # to the pool (then runs with feeds of those shapes may take the straight line)
-        self.inline_feeds: tuple[Any, ...] | None = None
+        # feed shapes whose last threaded run (of a plan with heavy ops) sent no kernel to the
+        # pool: runs with feeds of those shapes may take the straight line.  LRU last
+        self.inline_feeds: OrderedDict[tuple[Any, ...], None] = OrderedDict()
         self.layout: Any = None  # for a plan with branches or loops: its flowbook.run.frames.Layout
         # feed shapes -> (optimised plan, its RunPath), None (nothing to gain) or a marker
         # (seen once); kept by flowbook.run.optimize.optimized
@@ -91,13 +101,30 @@ class RunPath:
             self.compile()
         return self.compiled is not None
 
+    def inline(self, shapes: tuple[Any, ...]) -> bool:
+        """Whether a run fed values of ``shapes`` may take the straight line (heavy ops kept
+        inline by the last threaded run of that signature)."""
+        if shapes in self.inline_feeds:
+            self.inline_feeds.move_to_end(shapes)
+            return True
+        return False
+
+    def ran_threaded(self, shapes: tuple[Any, ...], inline: bool) -> None:
+        """Note a threaded run fed values of ``shapes``: ``inline`` if it used no pool thread."""
+        if not inline:
+            self.inline_feeds.pop(shapes, None)
+            return
+        self.inline_feeds[shapes] = None
+        if len(self.inline_feeds) > MAX_SHAPE_SIGNATURES:
+            self.inline_feeds.popitem(last=False)
+
     def compile(self) -> None:
         """Make ``compiled``: the plan's ops in its static order, as one function.
 
         It takes the fed values (in ``feed_slots`` order) and returns the
         fetched values (in ``fetch_slots`` order, None for op fetches).
         """
-        source, self.line_to_op = _straight_line(self.plan, timed=False)
+        source, self.line_to_op = _straight_line(self.plan, timed=False, buffers=self.buffers)
         self.compiled = _define(self.plan, source, "run")
 
     def timed_twin(self, feed_shapes: tuple[Any, ...] | None) -> TimedTwin:
@@ -163,12 +190,16 @@ def _define(plan: Plan, source: str, name: str) -> Callable[..., list[Any]]:
     """The function ``name`` that ``source`` defines, with the plan's kernels as ``f0, f1...``."""
     namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
     namespace.update((f"c{s}", v) for s, v in plan.constants)
+    namespace["owned"] = owned  # the memory plan's check before writing into a buffer
     exec(compile(source, PLAN_FILENAME, "exec"), namespace)
     return namespace[name]
 
 
 def _straight_line(
-    plan: Plan, timed: bool, record: tuple[int, ...] | None = None
+    plan: Plan,
+    timed: bool,
+    record: tuple[int, ...] | None = None,
+    buffers: tuple[int, ...] | None = None,
 ) -> tuple[str, dict[int, int]]:
     """The source of the straight-line function (``run`` or ``run_timed``) and its line map."""
     names: dict[int, str] = {}  # live slot -> local variable name
@@ -195,6 +226,8 @@ def _straight_line(
     for i in range(len(plan.ops)):
         call_line = len(lines) + 1  # 1-based: the line the call will be on
         call = f"f{i}({', '.join(names[s] for s in plan.inputs[i])})"
+        if buffers is not None and buffers[i] >= 0:  # the memory plan: into a dead input's buffer
+            call = _into_buffer(call, names[plan.inputs[i][buffers[i]]])
         released = [names.pop(s) for s in plan.frees[i]]
         free_names.extend(reversed(released))
         targets = []
@@ -219,6 +252,11 @@ def _straight_line(
     fetched = ", ".join(names[s] if s is not None else "None" for s in plan.fetch_slots)
     lines.append(f"    return [{fetched}]")
     return "\n".join(lines), line_to_op
+
+
+def _into_buffer(call: str, name: str) -> str:
+    """``call`` writing into ``name``'s buffer where ``name`` holds the only reference to it."""
+    return f"({call[:-1]}, out={name}) if owned({name}, 1) else {call})"
 
 
 def _timed_call(i: int, call: str, targets: list[str], record: Any) -> list[str]:

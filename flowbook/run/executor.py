@@ -66,6 +66,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -74,6 +75,7 @@ from flowbook import errors
 from flowbook.pending import Pending, parking
 from flowbook.run.compile import RunPath, feed_shapes
 from flowbook.run.frame_entry import run_frames
+from flowbook.run.memory_plan import owned
 from flowbook.run.observers import Observer, hooks_of, split_for_run, timings_hooks
 from flowbook.run.op_errors import deadline_error, run_error
 from flowbook.run.plan import DISCARD, Plan, as_outputs
@@ -101,8 +103,9 @@ def execute(
     Observers that watch this run whole (``Observer.for_run`` gives None) see
     only its start and end, and leave the run on its fast path.  ``faster``
     (the session's optimiser, ``flowbook.run.optimize``) gives the plan to
-    run instead when nobody watches op by op; whole watchers still see the
-    written plan start and end.
+    run instead when nobody watches op by op, or all who do take the
+    optimised plan (``Observer.takes_optimized``: ``profile(optimized=True)``);
+    whole watchers still see the written plan start and end.
     """
     if not observers:  # the common case: nobody watches
         if faster is not None:
@@ -112,7 +115,9 @@ def execute(
     whole, watchers = split_for_run(observers, plan)
     for o in whole:
         o.on_start(plan)
-    run_plan, run_path = faster() if faster is not None and not watchers else (plan, path)
+    # the optimised plan, unless someone watches the ops as written (Observer.takes_optimized)
+    as_run = faster is not None and all(w.takes_optimized for w in watchers)
+    run_plan, run_path = faster() if as_run else (plan, path)
     error: BaseException | None = None
     try:
         with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
@@ -145,7 +150,7 @@ def _choose(
         straight = True
         if plan.any_heavy:
             shapes = feed_shapes(feeds)
-            straight = path.inline_feeds == shapes
+            straight = path.inline(shapes)
         if straight and path.straight():
             if hooks:
                 return run_compiled_timed(path, feeds, observers, hooks, shapes)
@@ -324,6 +329,8 @@ def run_threaded(
     run = _Threaded(plan, feeds, observers, deadline, max_in_flight or pool()._max_workers)
     if timer is not None:
         run.fns = timer.fns
+    elif path is not None and path.buffers is not None:  # the memory plan (untimed runs only)
+        run.buffers = path.buffers
     error: BaseException | None = None
     try:
         with parking():
@@ -335,7 +342,7 @@ def run_threaded(
         raise
     else:
         if plan.any_heavy and path is not None:
-            path.inline_feeds = None if run.futures else feed_shapes(feeds)
+            path.ran_threaded(feed_shapes(feeds), inline=not run.futures)
     finally:
         if timer is not None:
             timer.finish()
@@ -371,10 +378,13 @@ class _Threaded:
         self.wait_end_hooks = hooks_of(observers, "on_wait_end")  # told when its wait ends
         self.deadline = deadline
         self.max_in_flight = max_in_flight
+        # per op: the input whose dead buffer its output may take (flowbook.run.memory_plan)
+        self.buffers: tuple[int, ...] | None = None
 
     def loop(self) -> None:
         plan, sched, before, fns = self.plan, self.sched, self.before_hooks, self.fns
         inputs, heavy, vals, ready = plan.inputs, plan.heavy, sched.vals, sched.ready
+        buffers = self.buffers
         while sched.remaining:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise errors.DeadlineExceededError(
@@ -387,12 +397,13 @@ class _Threaded:
             args = [vals[s] for s in inputs[i]]
             for hook in before:
                 hook(plan.ops[i])
+            fn = fns[i] if buffers is None or buffers[i] < 0 else self._into_buffer(i, args)
             if heavy[i] and ready and self.in_flight < self.max_in_flight and large(args):
-                self.futures.append(pool().submit(self._work, i, fns[i], args))
+                self.futures.append(pool().submit(self._work, i, fn, args))
                 self.in_flight += 1
                 continue
             try:
-                result = fns[i](*args)
+                result = fn(*args)
             except Exception as e:
                 args = result = None  # the traceback keeps this frame: not its buffers
                 raise run_error(plan, i, e) from e
@@ -405,8 +416,21 @@ class _Threaded:
                 result.then(lambda r, e, i=i: self.done.put((i, r, e)))
                 continue
             self._finish(i, result)
+            result = fn = None  # a buffer the next op may take is held by the values alone
             if self.in_flight:
                 self._collect(block=False)
+
+    def _into_buffer(self, i: int, args: list[Any]) -> Callable[..., Any]:
+        """Op i's kernel writing into the buffer of its input ``buffers[i]``, if no other read of
+        it is to come and only the run holds it (``flowbook.run.memory_plan``), else as is."""
+        k = self.buffers[i]  # type: ignore[index]
+        s = self.plan.inputs[i][k]
+        if self.sched.uses[s] != 1:  # type: ignore[index]
+            return self.fns[i]
+        value = args[k]  # held here, in the values and in args (once per read of it)
+        if not owned(value, 2 + self.plan.inputs[i].count(s)):
+            return self.fns[i]
+        return partial(self.fns[i], out=value)
 
     def _work(self, i: int, fn: Callable[..., Any], args: list[Any]) -> None:
         try:

@@ -50,6 +50,9 @@ class Observer:
     """
 
     keeps_shapes = False  # True: on_timings gets each op's output dtypes and shapes too
+    # True: a run it watches may run the optimised plan (flowbook.run.optimize), whose
+    # ops are a subset of the written ones; False: it watches the plan as written
+    takes_optimized = False
 
     def for_run(self, plan: Plan) -> Observer | None:
         """The observer that watches this run of ``plan`` op by op, or None to watch it whole.

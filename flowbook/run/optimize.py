@@ -39,10 +39,14 @@ The passes, one function each, share one :class:`Rewrite`:
   inputs compute the same value: the later ones read the first's outputs.
   Stateful ops, and ops reading a variable (two reads may see two values),
   are never merged.
+- :func:`flowbook.run.optimize_fuse.fuse`: chains of ops with one reader
+  each (``MatMul -> Add -> Relu``, the cross-entropy's backprop times the
+  mean's scale, ``ReluGrad -> Sum``, a ``Sum`` over folded axes) become one
+  fused op of ``flowbook.ops.fused_ops`` making the same numpy calls.
 
 Then ops nothing reads or waits for any more are dropped, unless they change
-state.  Every kept op runs the same kernel on the same values as before, so
-the results are bit-identical to the written plan's (``tests/test_optimize.py``
+state.  Every kept op runs the same kernel on the same values as before, and
+a fused op the calls its ops made, so the results are bit-identical to the written plan's (``tests/test_optimize.py``
 checks it on generated graphs, gradients included).
 
 **When.**  ``flowbook.session`` asks :func:`optimized` before each run.  The
@@ -58,14 +62,15 @@ for runs that no observer watches (training loops, scripts, benchmarks).  A
 run the live graph, ``tf.profile``, a trace or the NaN guard watches, and
 the Stepper (``Session.prepare``), run the plan as written, so what they show
 is the graph the user wrote, op for op: every op timed, every intermediate
-value there to ask for, one plan per fetch in the widget's history.  (The
-optimised plan holds only written ops, bound to the same kernels, so
-observers could watch it too: its removed ops would simply not appear.)
+value there to ask for, one plan per fetch in the widget's history.
 
 **Turning it off** is TensorFlow 1's ``ConfigProto(graph_options=GraphOptions(
 optimizer_options=OptimizerOptions(opt_level=OptimizerOptions.L0)))``, or
 ``do_constant_folding=False`` / ``do_common_subexpression_elimination=False``
-for one pass (see :func:`passes_for`).
+for one pass (see :func:`passes_for`).  The same per-signature path carries
+the memory plan's buffer reuse (``"memory"``, ``flowbook.run.memory_plan``),
+off at ``L0`` or with ``rewrite_options.memory_optimization=NO_MEM_OPT``.
+TensorFlow has no switch for fusion alone: ``L0`` turns it off with the rest.
 
     >>> import numpy as np, flowbook as fb
     >>> from flowbook.run.plan import build_plan
@@ -80,37 +85,122 @@ for one pass (see :func:`passes_for`).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from flowbook.devices import CPU
 from flowbook.run.compile import MAX_SHAPE_SIGNATURES, RunPath, feed_shapes, shapes_given_feeds
+from flowbook.run.memory_plan import buffer_plan
+from flowbook.run.optimize_fuse import fuse
 from flowbook.run.optimize_layout import Rewrite, relayout
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import DISCARD, Plan, as_outputs, carries_variable, is_snapshot
 from flowbook.tensor import Operation
 
-PASSES = frozenset({"fold", "identity", "merge"})  # every pass
+# every pass; "memory": the memory plan's buffer reuse (flowbook.run.memory_plan)
+PASSES = frozenset({"fold", "identity", "merge", "fuse", "memory"})
 MAX_FOLDED_BYTES = 10 * 1024 * 1024  # TensorFlow's default for max_folded_constant_in_bytes
 IDENTITIES = frozenset({"Identity", "StopGradient"})  # ops whose output is their input
 # inputs of which the kernel reads only the shape and dtype, beyond those declared meta_inputs
 SHAPE_ONLY = {"ZerosLike": (0,), "OnesLike": (0,)}
 _SEEN = object()  # a signature run once: optimised when it comes again
 
-__all__ = ["PASSES", "Optimized", "optimize", "optimized", "passes_for"]
+__all__ = ["PASSES", "Change", "Optimized", "optimize", "optimized", "origin_of", "passes_for"]
+
+
+class Change(NamedTuple):
+    """What became of one written op (``Optimized.changes``), by names only.
+
+    ``kind``: "folded" (its value is a constant now; ``text`` shows it),
+    "merged" (``into``: the op computing the same value, which runs),
+    "removed" (an identity or no-op: ``into`` is the tensor its readers read
+    instead, "" for a NoOp), "fused" (``into``: the fused op that runs in its
+    place) or "dropped" (nothing needs it any more: it fed only folded ops).
+    """
+
+    kind: str
+    op: str  # the written op's name
+    into: str = ""
+    text: str = ""
 
 
 class Optimized:
-    """A plan rewritten for one feed-shape signature, and what was done to it."""
+    """A plan rewritten for one feed-shape signature, and what was done to it.
 
-    __slots__ = ("notes", "plan", "written")
+    ``origin`` maps each executed op's name to the written ops it stands for:
+    a kept op to itself and the duplicates merged into it, a fused op to all
+    it replaced; folded, removed and dropped ops appear in none.  ``changes``
+    says what became of each written op that does not run as written, and
+    ``notes`` says it in one sentence per rewrite.  ``origin_of(plan)`` finds
+    the origin of an optimised plan again (the profiler's per-written-op table).
+    """
 
-    def __init__(self, written: Plan, plan: Plan, notes: list[str]) -> None:
+    __slots__ = ("changes", "notes", "origin", "plan", "written")
+
+    def __init__(self, written: Plan, plan: Plan, rw: Rewrite) -> None:
         self.written = written  # the plan as the graph says it
         self.plan = plan  # the plan that runs
-        self.notes = notes  # one sentence per rewrite, naming written ops
+        self.notes = rw.notes  # one sentence per rewrite, naming written ops
+        self.changes: list[Change] = _changes(written, plan, rw)  # written ops not run as written
+        # executed op name -> the written op names it stands for
+        self.origin: dict[str, tuple[str, ...]] = _origin(plan, self.changes, rw.fused)
+        _ORIGINS[plan] = self.origin  # names only: the weak key stays collectable
+
+
+_ORIGINS: weakref.WeakKeyDictionary[Plan, dict[str, tuple[str, ...]]] = (
+    weakref.WeakKeyDictionary()
+)  # optimised plan -> its Optimized.origin
+
+
+def origin_of(plan: Plan) -> dict[str, tuple[str, ...]] | None:
+    """The ``origin`` of an optimised plan (executed op -> written ops); None for a written one."""
+    return _ORIGINS.get(plan)
+
+
+def _changes(written: Plan, plan: Plan, rw: Rewrite) -> list[Change]:
+    """What became of each written op that ``plan`` does not run as written, in written order."""
+    tensor = {}  # slot -> the written tensor's name
+    for op, slots in zip(written.ops, written.inputs):
+        for t, s in zip(op.inputs, slots):
+            tensor[s] = t.name
+    for op, slots in zip(written.ops, written.outputs):
+        for t, s in zip(op.outputs, slots):
+            tensor.setdefault(s, t.name)
+    kept = {op.name for op in plan.ops}
+    fused_into = {w: f for f, ws in rw.fused.items() for w in ws}
+    out = []
+    for i, op in enumerate(written.ops):
+        how = rw.removed.get(i)
+        if how == "folded":
+            values = [rw.consts[s] for s in written.outputs[i] if s in rw.consts]
+            out.append(Change("folded", op.name, "", _show(values)))
+        elif how == "merged":
+            out.append(Change("merged", op.name, written.ops[rw.waits_on[i][0]].name))
+        elif how == "removed":
+            into = tensor.get(rw.resolve(written.inputs[i][0]), "") if written.inputs[i] else ""
+            out.append(Change("removed", op.name, into))
+        elif op.name in fused_into:
+            out.append(Change("fused", op.name, fused_into[op.name]))
+        elif op.name not in kept:
+            out.append(Change("dropped", op.name))
+    return out
+
+
+def _origin(
+    plan: Plan, changes: list[Change], fused: dict[str, tuple[str, ...]]
+) -> dict[str, tuple[str, ...]]:
+    """Executed op name -> the written op names it stands for (see ``Optimized``)."""
+    merged: dict[str, list[str]] = {}
+    for c in changes:
+        if c.kind == "merged":
+            merged.setdefault(c.into, []).append(c.op)
+    return {  # a fused op stands for its members and what was merged into them
+        op.name: tuple(m for n in fused.get(op.name, (op.name,)) for m in (n, *merged.get(n, ())))
+        for op in plan.ops
+    }
 
 
 # ----------------------------------------------------------------- front door
@@ -126,7 +216,7 @@ def passes_for(config: Any) -> frozenset[str]:
     >>> import flowbook as fb
     >>> opts = fb.OptimizerOptions(do_constant_folding=False)
     >>> sorted(passes_for(fb.ConfigProto(graph_options=fb.GraphOptions(optimizer_options=opts))))
-    ['identity', 'merge']
+    ['fuse', 'identity', 'memory', 'merge']
     """
     opts = config.graph_options.optimizer_options
     on = set(PASSES) if opts.opt_level >= opts.L1 else set()
@@ -138,6 +228,9 @@ def passes_for(config: Any) -> frozenset[str]:
             on.add(name)
         elif flag is False:
             on.discard(name)
+    rewrite = getattr(config.graph_options, "rewrite_options", None)  # memory_optimization
+    if rewrite is not None and rewrite.memory_optimization == rewrite.NO_MEM_OPT:
+        on.discard("memory")
     return frozenset(on)
 
 
@@ -158,16 +251,19 @@ def optimized(
         cache[key] = _SEEN
         return plan, path
     opt = optimize(plan, key, passes)
-    if opt is None:
+    run = plan if opt is None else opt.plan
+    # the memory plan for this signature (flowbook.run.memory_plan): which dead buffers to reuse
+    buffers = buffer_plan(run, _slot_shapes(run, key)) if "memory" in passes else None
+    if opt is None and buffers is None:
         cache[key] = None
         return plan, path
-    chosen = cache[key] = (opt.plan, RunPath(opt.plan))
+    chosen = cache[key] = (run, RunPath(run, buffers))
     return chosen
 
 
 def optimize(plan: Plan, shapes: tuple[Any, ...], passes: frozenset[str]) -> Optimized | None:
     """``plan`` rewritten by ``passes`` for fed values of ``shapes``; None if nothing changed."""
-    if plan.control_flow or not passes:
+    if plan.control_flow or not passes - {"memory"}:
         return None
     rw = Rewrite(plan, _slot_shapes(plan, shapes))
     with np.errstate(all="ignore"):
@@ -177,10 +273,12 @@ def optimize(plan: Plan, shapes: tuple[Any, ...], passes: frozenset[str]) -> Opt
             remove_identities(plan, rw)
         if "merge" in passes:
             merge_common(plan, rw)
+        if "fuse" in passes:
+            fuse(plan, rw)
     new = relayout(plan, rw)
     if new is None:
         return None
-    return Optimized(plan, new, rw.notes)
+    return Optimized(plan, new, rw)
 
 
 def _slot_shapes(plan: Plan, shapes: tuple[Any, ...]) -> dict[int, tuple[int, ...]]:

@@ -9,7 +9,13 @@ written plan's op indices and slots:
   duplicate merged), resolved through chains by ``resolve``;
 - ``removed``: ops that no longer run, each with ``waits_on``, the ops
   that what waited for it must wait for instead (a NoOp's control inputs, a
-  merged op's first copy, nothing for a folded op).
+  merged op's first copy, nothing for a folded op);
+- ``fusions``: ops whose place a fused op (``flowbook.run.optimize_fuse``)
+  takes, each with the :class:`Fused` op that runs there instead: its own
+  op object, kernel, input and output slots, and the written ops it stands
+  for (the others of them are ``removed``; it waits for all they waited for);
+  ``fused`` says the same by names (fused op -> the written ops it replaced),
+  which ``flowbook.run.optimize.Optimized`` reads for ``origin``.
 
 :func:`relayout` then builds the Plan that runs: the ops not removed, in the
 written order (rewiring only ever points back to earlier ops, so the order
@@ -34,6 +40,7 @@ kept ops read are ``plan.constants``, never freed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flowbook.run.placement import CopyOp
@@ -41,10 +48,31 @@ from flowbook.run.plan import DISCARD, Plan, _static_frees
 from flowbook.tensor import Operation
 
 
+class Fused:
+    """A fused op that runs in place of the written ops ``members``."""
+
+    __slots__ = ("fn", "inputs", "members", "op", "outputs")
+
+    def __init__(
+        self,
+        op: Operation,
+        fn: Callable[..., Any],
+        inputs: tuple[int, ...],
+        outputs: tuple[int, ...],
+        members: tuple[int, ...],
+    ) -> None:
+        self.op = op  # the fused op (not in the graph), named as the last member
+        self.fn = fn  # its bound kernel (reading the variables among its inputs)
+        self.inputs = inputs  # slots of its data inputs (the written plan's)
+        self.outputs = outputs  # slots of its outputs
+        self.members = members  # the written ops it replaces, by index, in order
+
+
 class Rewrite:
     """The passes' decisions for one plan and feed-shape signature.  See the module docstring."""
 
-    __slots__ = ("alias", "consts", "notes", "plan", "removed", "shapes", "waits_on")
+    __slots__ = ("alias", "consts", "fused", "fusions", "notes", "plan", "removed", "shapes",
+                 "waits_on")  # fmt: skip
 
     def __init__(self, plan: Plan, shapes: dict[int, tuple[int, ...]]) -> None:
         self.plan = plan  # the written plan
@@ -54,6 +82,8 @@ class Rewrite:
         self.removed: dict[int, str] = {}  # op index -> how it went ("folded", "merged"...)
         self.waits_on: dict[int, tuple[int, ...]] = {}  # removed op -> what its waiters wait for
         self.notes: list[str] = []  # one sentence per rewrite
+        self.fused: dict[str, tuple[str, ...]] = {}  # fused op name -> the written ops it replaced
+        self.fusions: dict[int, Fused] = {}  # op index -> the fused op that runs in its place
 
     def resolve(self, s: int) -> int:
         """The slot that holds slot ``s``'s value once the rewrites are made."""
@@ -73,6 +103,11 @@ class Rewrite:
         self.removed[i] = how
         self.waits_on[i] = waits_on
 
+    def outputs(self, i: int) -> tuple[int, ...]:
+        """The output slots of what runs at op ``i``'s place (a fused op's, if one does)."""
+        fused = self.fusions.get(i)
+        return self.plan.outputs[i] if fused is None else fused.outputs
+
     def note(self, op: Operation, what: str) -> None:
         self.notes.append(f"{op.type} '{op.name}': {what}.")
 
@@ -90,8 +125,19 @@ class Rewrite:
 
 def relayout(plan: Plan, rw: Rewrite) -> Plan | None:
     """The Plan that runs ``plan`` as ``rw`` rewrote it; None if it drops nothing."""
-    n = len(plan.ops)
     inputs = [tuple(rw.resolve(s) for s in ins) for ins in plan.inputs]
+    for i, fused in rw.fusions.items():
+        inputs[i] = tuple(rw.resolve(s) for s in fused.inputs)
+    waits, asked = waits_of(plan, rw)
+    live = _live(plan, rw, waits, asked)
+    if all(live):
+        return None
+    return _layout(plan, rw, inputs, waits, live)
+
+
+def waits_of(plan: Plan, rw: Rewrite) -> tuple[list[set[int]], set[int]]:
+    """Per op, the kept ops it waits for once the rewrites are made (none for removed ops),
+    and the ops the run must run because a removed root (a target NoOp) asked for them."""
     expanded: dict[int, frozenset[int]] = {}
 
     def through(j: int) -> frozenset[int]:  # the kept ops waiting for op j means waiting for
@@ -102,16 +148,23 @@ def relayout(plan: Plan, rw: Rewrite) -> Plan | None:
             got = expanded[j] = frozenset().union(*(through(k) for k in rw.waits_on[j]))
         return got
 
-    waits: list[set[int]] = [set() for _ in range(n)]
-    for i in range(n):
+    waits: list[set[int]] = [set() for _ in plan.ops]
+    for i in range(len(plan.ops)):
         if i not in rw.removed:  # waiting for a removed op: for what it stands for now
-            waits[i] = set().union(*(through(j) for j in plan.producers[i]))
-    # a removed root (a target NoOp) still asks for what it waited for
+            members = rw.fusions[i].members if i in rw.fusions else (i,)
+            waits[i] = set().union(*(through(j) for m in members for j in plan.producers[m]))
+            waits[i].discard(i)  # a fused op's members waiting for one another
     asked = set().union(*(through(i) for i in rw.removed if not plan.consumers[i]))
-    live = _live(plan, rw, waits, asked)
-    if all(live):
-        return None
-    return _layout(plan, rw, inputs, waits, live)
+    return waits, asked
+
+
+def drop_dead(plan: Plan, rw: Rewrite) -> None:
+    """Mark removed the ops the rewritten plan would not run (nothing reads or waits for
+    them, and they change no state), so later passes count only live readers."""
+    waits, asked = waits_of(plan, rw)
+    for i, alive in enumerate(_live(plan, rw, waits, asked)):
+        if not alive and i not in rw.removed:
+            rw.remove(i, "dropped", ())
 
 
 def _live(plan: Plan, rw: Rewrite, waits: list[set[int]], asked: set[int]) -> list[bool]:
@@ -126,7 +179,7 @@ def _live(plan: Plan, rw: Rewrite, waits: list[set[int]], asked: set[int]) -> li
             opdef = None if type(op) is CopyOp else op._opdef
             root = not plan.consumers[i]  # a fetched op or a target
             effect = opdef is not None and (opdef.stateful or opdef.resource or opdef.blocking)
-            live[i] = root or effect or any(s in fetched for s in plan.outputs[i])
+            live[i] = root or effect or any(s in fetched for s in rw.outputs(i))
         if live[i]:
             for j in waits[i]:
                 live[j] = True
@@ -140,12 +193,14 @@ def _layout(
     kept = [i for i, alive in enumerate(live) if alive]
     new_index = {i: k for k, i in enumerate(kept)}
     new = Plan()
-    new.ops = [plan.ops[i] for i in kept]
-    new.fns = [plan.fns[i] for i in kept]
+    fused = rw.fusions
+    new.ops = [fused[i].op if i in fused else plan.ops[i] for i in kept]
+    new.fns = [fused[i].fn if i in fused else plan.fns[i] for i in kept]
     new.inputs = [inputs[i] for i in kept]
-    new.heavy = [plan.heavy[i] for i in kept]
+    new.heavy = [any(plan.heavy[m] for m in fused[i].members) if i in fused else plan.heavy[i]
+                 for i in kept]  # fmt: skip
     new.devices = [plan.devices[i] for i in kept]
-    new.dynamic = tuple(plan.dynamic[i] for i in kept)
+    new.dynamic = tuple(_dynamic(fused[i].op) if i in fused else plan.dynamic[i] for i in kept)
     new.n_slots = plan.n_slots
     new.feed_slots = list(plan.feed_slots)
     new.fetch_slots = [None if s is None else rw.resolve(s) for s in plan.fetch_slots]
@@ -155,7 +210,7 @@ def _layout(
             uses[s] += 1
     fetched = {s for s in new.fetch_slots if s is not None}
     new.outputs = [
-        tuple(s if s != DISCARD and (uses[s] or s in fetched) else DISCARD for s in plan.outputs[i])
+        tuple(s if s != DISCARD and (uses[s] or s in fetched) else DISCARD for s in rw.outputs(i))
         for i in kept
     ]
     new.constants = tuple((s, rw.consts[s]) for s in sorted(rw.consts) if uses[s])
@@ -181,3 +236,10 @@ def _layout(
     new.off_host = plan.off_host
     new.blocking = any(op._opdef.blocking for op in new.ops if type(op) is not CopyOp)
     return new
+
+
+def _dynamic(op: Operation) -> int:
+    """``Plan.dynamic`` for a fused op: 0 if its outputs' shapes are all known."""
+    if all(t._shape is not None and None not in t._shape for t in op.outputs):
+        return 0
+    return 1 if len(op.outputs) == 1 else 2

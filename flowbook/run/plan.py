@@ -244,11 +244,11 @@ def _reading_variables(op: Operation, fn: Any, inputs: tuple[Tensor, ...]) -> An
     if not reads or fn is None:
         return fn
 
-    def read_then_run(*args: Any) -> Any:
+    def read_then_run(*args: Any, **out: Any) -> Any:  # out: flowbook.run.memory_plan's out=
         values = list(args)
         for k in reads:
             values[k] = values[k].read()
-        return fn(*values)
+        return fn(*values, **out)
 
     return read_then_run
 

@@ -144,6 +144,8 @@ def host_value(value: Any) -> Any:
 
 # ------------------------------------------------------------------ feeds
 def feed_target(graph: Graph, key: Any) -> Tensor:
+    if type(key) is Tensor and key.op.graph is graph:  # the common case, fast
+        return key
     try:
         t = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
     except (TypeError, ValueError, KeyError) as e:

@@ -14,7 +14,9 @@
 - hooks and monitored sessions: ``session_run_hook`` (the protocol),
   ``basic_hooks`` (stop, log, NaN, feed, final ops), ``saving_hooks``
   (checkpoints, summaries, step rate), ``monitored_session`` (``Scaffold``,
-  ``MonitoredSession``, ``MonitoredTrainingSession``).
+  ``MonitoredSession``, ``MonitoredTrainingSession``, ``WorkerSessionCreator``).
+- distribution: ``ClusterSpec``, ``replica_device_setter`` and ``Server``
+  (``flowbook.distributed``), ``SyncReplicasOptimizer`` (``sync_replicas``).
 - ``moving_averages``: ``ExponentialMovingAverage`` (shadow variables).
 - ``saver``: ``Saver`` (checkpoints as ``.npz``, written atomically);
   ``checkpoint_management``: ``latest_checkpoint`` and the ``checkpoint`` file;
@@ -39,6 +41,7 @@ import importlib
 from typing import Any
 
 from flowbook.distributed.cluster import ClusterSpec, replica_device_setter
+from flowbook.distributed.server_api import Server
 from flowbook.graph_def import write_graph
 from flowbook.ops.example_ops import example_pb2
 from flowbook.summary import FileWriter as SummaryWriter
@@ -104,6 +107,7 @@ from flowbook.train.monitored_session import (
     MonitoredTrainingSession,
     Scaffold,
     SingularMonitoredSession,
+    WorkerSessionCreator,
     basic_train_loop,
 )
 from flowbook.train.moving_averages import ExponentialMovingAverage
@@ -128,6 +132,7 @@ from flowbook.train.session_run_hook import (
     SessionRunHook,
     SessionRunValues,
 )
+from flowbook.train.sync_replicas import SyncReplicasOptimizer
 from flowbook.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -179,6 +184,7 @@ __all__ = [
     "Saver",
     "Scaffold",
     "SecondOrStepTimer",
+    "Server",
     "SessionCreator",
     "SessionRunArgs",
     "SessionRunContext",
@@ -189,7 +195,9 @@ __all__ = [
     "StopAtStepHook",
     "SummarySaverHook",
     "SummaryWriter",
+    "SyncReplicasOptimizer",
     "VocabInfo",
+    "WorkerSessionCreator",
     "add_queue_runner",
     "assert_global_step",
     "basic_train_loop",

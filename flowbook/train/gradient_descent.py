@@ -1,4 +1,8 @@
-"""``GradientDescentOptimizer``: ``var -= learning_rate * grad`` (TF's ApplyGradientDescent).
+"""``GradientDescentOptimizer``: ``var -= learning_rate * grad``, one ApplyGradientDescent per variable.
+
+As TensorFlow 1 builds it: the learning rate cast to the variable's dtype, then
+``ApplyGradientDescent(var, lr, grad)`` (``flowbook.ops.training_ops``) named
+``<name>/update_<var>/ApplyGradientDescent``, so GraphDefs line up with TF's.
 
 >>> import flowbook as fb
 >>> from flowbook.train import GradientDescentOptimizer
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook.ops import state_ops
+from flowbook.ops import training_ops
 from flowbook.tensor import Tensor
 from flowbook.train.optimizer import Optimizer
 from flowbook.variables import Variable
@@ -35,4 +39,4 @@ class GradientDescentOptimizer(Optimizer):
 
     def _apply_dense(self, grad: Tensor, var: Variable) -> Any:
         lr = self._cast(self._learning_rate_tensor, var)
-        return state_ops.assign_sub(var, grad * lr, use_locking=self._use_locking)
+        return training_ops.apply_gradient_descent(var, lr, grad, use_locking=self._use_locking)

@@ -9,13 +9,25 @@
 - ``ChiefSessionCreator`` makes a flowbook ``Session`` and restores the latest
   checkpoint of ``checkpoint_dir`` -- or, without one, runs ``init_op`` and
   ``init_fn`` -- then ``local_init_op``, and checks ``ready_op``.
-- ``MonitoredSession`` calls the hooks (``session_run_hook``) around every
-  ``run``, merging their fetches and feeds into the caller's one
+- ``WorkerSessionCreator`` (a non-chief replica) makes a Session and waits,
+  polling, until the chief has initialised the global variables
+  (``ready_for_local_init_op``: ``report_uninitialized_variables``), at most
+  ``max_wait_secs``; then runs ``local_init_op`` and checks ``ready_op``.
+- ``MonitoredSession`` starts the graph's queue runners on a ``Coordinator``
+  (which hooks get in ``after_create_session``) and calls the hooks
+  (``session_run_hook``) around every ``run``, merging their fetches and feeds into the caller's one
   ``Session.run``; ``should_stop()`` turns True once a hook requests it.
   Leaving its ``with`` block on ``OutOfRangeError`` (input exhausted) ends
   it normally, as TF does: hooks' ``end`` run and the error is swallowed.
 - ``MonitoredTrainingSession`` adds the standard chief hooks: checkpoints
-  every N secs/steps, summaries and the step rate into ``checkpoint_dir``.
+  every N secs/steps, summaries and the step rate into ``checkpoint_dir``;
+  with ``is_chief=False`` it waits for the chief instead, with only ``hooks``.
+  On a cluster (``master`` a ``tf.train.Server``'s target) every hook runs
+  here, on the client.
+
+Closing stops the coordinator, gives the queue-runner threads a moment to
+see it, closes the session (which cancels the runs still waiting: a chief's
+sync queue runner waiting for gradients that will not come) and joins them.
 
     >>> import flowbook as fb
     >>> from flowbook import train
@@ -31,19 +43,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
 from typing import Any
 
 from flowbook.distributed.recovery import RecoverableSession
-from flowbook.errors import OutOfRangeError
+from flowbook.errors import DeadlineExceededError, OutOfRangeError
 from flowbook.graph import GraphKeys, get_default_graph
 from flowbook.ops.control_flow_ops import group
 from flowbook.session import Session
 from flowbook.summary import merge_all
 from flowbook.train.checkpoint_management import latest_checkpoint
+from flowbook.train.coordinator import Coordinator
+from flowbook.train.queue_runner import start_queue_runners
 from flowbook.train.saver import Saver
 from flowbook.train.saving_hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
 from flowbook.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
 from flowbook.variables import (
+    global_variables,
     global_variables_initializer,
     local_variables_initializer,
     report_uninitialized_variables,
@@ -103,6 +120,10 @@ class Scaffold:
             self._init_op = _one_of(GraphKeys.INIT_OP, global_variables_initializer)
         if self._ready_op is None:
             self._ready_op = _one_of(GraphKeys.READY_OP, report_uninitialized_variables)
+        if self._ready_for_local_init_op is None:
+            self._ready_for_local_init_op = _one_of(
+                READY_FOR_LOCAL_INIT_OP, lambda: report_uninitialized_variables(global_variables())
+            )
         if self._local_init_op is None:
             self._local_init_op = _one_of(
                 GraphKeys.LOCAL_INIT_OP,
@@ -163,6 +184,51 @@ class ChiefSessionCreator:
         return sess
 
 
+WORKER_POLL_S = 0.25  # how often a non-chief looks whether the chief has initialised the model
+
+
+def _names(found: Any) -> list[str]:
+    return [m.decode() if isinstance(m, bytes) else str(m) for m in found]
+
+
+class WorkerSessionCreator:
+    """Makes a non-chief's Session: waits (bounded) for the chief to initialise the model."""
+
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config: Any = None,
+        max_wait_secs: float = 30 * 60,
+    ) -> None:
+        self._scaffold = scaffold or Scaffold()
+        self._master, self._config = master, config
+        self._max_wait_secs = max_wait_secs  # then DeadlineExceededError
+
+    def create_session(self) -> Session:
+        s = self._scaffold.finalize()
+        sess = Session(self._master, graph=get_default_graph(), config=self._config)
+        deadline = time.monotonic() + self._max_wait_secs
+        try:
+            while len(missing := sess.run(s.ready_for_local_init_op)):
+                if time.monotonic() + WORKER_POLL_S > deadline:
+                    raise DeadlineExceededError(
+                        None, None, f"Session was not ready after waiting {self._max_wait_secs} "
+                        f"secs: the chief has not initialised {_names(missing)}",
+                    )  # fmt: skip
+                time.sleep(WORKER_POLL_S)
+            sess.run(s.local_init_op)
+            missing = sess.run(s.ready_op)
+            if len(missing):
+                raise RuntimeError(
+                    f"Init operations did not make the model ready: {_names(missing)}"
+                )
+        except BaseException:
+            sess.close()
+            raise
+        return sess
+
+
 class MonitoredSession:
     """A session that runs ``hooks`` around each ``run`` (TF1's ``tf.train.MonitoredSession``).
 
@@ -184,14 +250,23 @@ class MonitoredSession:
         self._graph = get_default_graph()  # the graph the session runs
         for hook in self._hooks:
             hook.begin()
-        # None once closed
+        self._grace = stop_grace_period_secs  # how long close waits for those threads
+        self._coord: Any = None  # stops the queue runners' threads at close (per session made)
+        self._threads: list = []  # the graph's queue runners' threads
+        # None once closed; made again when a task is lost
         self._sess: Any = RecoverableSession(self._create) if self._recover else self._create()
         self._stop = False  # a hook requested a stop
 
     def _create(self) -> Session:
+        if self._coord is not None:  # made again: the old session's runners stop
+            self._coord.request_stop()
+            with contextlib.suppress(Exception):
+                self._coord.join(stop_grace_period_secs=0.5, ignore_live_threads=True)
         sess = self._creator.create_session()
+        self._coord = Coordinator()
+        self._threads = start_queue_runners(sess, self._coord)
         for hook in self._hooks:
-            hook.after_create_session(sess, None)
+            hook.after_create_session(sess, self._coord)
         return sess
 
     @property
@@ -199,8 +274,8 @@ class MonitoredSession:
         return self._graph
 
     def should_stop(self) -> bool:
-        """True once a hook requested a stop, or the session is closed."""
-        return self._stop or self._sess is None
+        """True once a hook or a queue runner's error requested a stop, or the session is closed."""
+        return self._stop or self._sess is None or self._coord.should_stop()
 
     def run(self, fetches: Any, feed_dict: dict | None = None, options=None, run_metadata=None):
         """``Session.run(fetches, feed_dict)`` with the hooks' fetches and feeds merged in."""
@@ -239,8 +314,14 @@ class MonitoredSession:
                 for hook in self._hooks:
                     hook.end(self._sess)
         finally:
-            self._sess.close()
-            self._sess = None
+            self._coord.request_stop()
+            try:  # the threads between runs see the stop; the ones inside a run are cancelled
+                self._coord.join(stop_grace_period_secs=min(self._grace, 0.5),
+                                 ignore_live_threads=True)  # fmt: skip
+            finally:
+                self._sess.close()
+                self._sess = None
+                self._coord.join(stop_grace_period_secs=self._grace, ignore_live_threads=True)
 
     def __enter__(self) -> MonitoredSession:
         return self
@@ -278,6 +359,7 @@ class SingularMonitoredSession(MonitoredSession):
         return self._sess
 
 
+READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"  # TF's GraphKeys.READY_FOR_LOCAL_INIT_OP
 USE_DEFAULT = object()  # "argument not given": TF's defaults apply
 
 
@@ -303,10 +385,8 @@ def MonitoredTrainingSession(
     step rate into ``summary_dir`` (default ``checkpoint_dir``).
     """
     if not is_chief:
-        raise ValueError(
-            "flowbook runs one process: is_chief=False (a worker waiting for a chief) needs "
-            "distributed training, which flowbook does not have."
-        )
+        creator = WorkerSessionCreator(scaffold, master, config, max_wait_secs)
+        return MonitoredSession(creator, list(hooks or []), stop_grace_period_secs)
     if save_checkpoint_secs is USE_DEFAULT and save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_secs, save_checkpoint_steps = 600, None
     save_checkpoint_secs = None if save_checkpoint_secs is USE_DEFAULT else save_checkpoint_secs

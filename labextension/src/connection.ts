@@ -1,7 +1,7 @@
 /**
  * The side panel's connection to the kernel: a comm, target TARGET
  * (panel.ts), that the panel opens itself. Python answers with messages
- * holding any of {graph, run, tick, stepper, history} or {history_run}; the
+ * holding any of {graph, run, tick, stepper, history, optimized} or {history_run}; the
  * panel sends {selected}, {action, node} and {action: "history_run", seq}. The comm is (re)opened when the current notebook or its
  * kernel changes, after a restart, and after a cell runs while it is not
  * open (so `%load_ext flowbook` connects without further ado).
@@ -129,16 +129,19 @@ export class Connection {
         this.panel.view.setRun(data.run);
       }
       if ('tick' in data) {
-        this.panel.view.setTick(data.tick);
+        this.panel.view.feed.setTick(data.tick);
       }
       if ('stepper' in data) {
         this.panel.view.setStepper(data.stepper);
       }
       if ('history' in data) {
-        this.panel.view.setHistory(data.history);
+        this.panel.view.feed.setHistory(data.history);
+      }
+      if ('optimized' in data) {
+        this.panel.view.setOptimized(data.optimized);
       }
       if ('history_run' in data) {
-        this.panel.view.receive(data);
+        this.panel.view.feed.receive(data);
       }
     };
     comm.onClose = () => {

@@ -3,7 +3,8 @@
  * `render({ model, el })` draws the graph held in the model's traits and
  * returns a cleanup function. Python-side counterpart: flowbook/widget.py.
  *
- * Traits read: graph, run, stepper, history, height, selected, present.
+ * Traits read: graph, run, stepper, history, height, selected, present, optimized
+ * (a plan's rewrite: the toggle "as written / as optimised", view/rewrites.ts).
  * Sent back: `selected` (the clicked op's name, "" to clear), `present`
  * (the toolbar's Present button) and custom messages
  * {action: "step" | "run_to" | "cont" | "reset", node} and
@@ -18,6 +19,8 @@ import '../style/present.css';
 import '../style/history.css';
 import '../style/loops.css';
 import '../style/queues.css';
+import '../style/rewrites.css';
+import '../style/tasks.css';
 
 interface AnyModel {
   get(name: string): unknown;
@@ -42,12 +45,13 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
     },
     onHistory: seq => model.send({ action: 'history_run', seq })
   });
-  const onMsg = (content: unknown) => view.receive(content);
+  const onMsg = (content: unknown) => view.feed.receive(content);
   const handlers: [string, () => void][] = [
     ['change:graph', () => view.setGraph(model.get('graph'))],
     ['change:run', () => view.setRun(model.get('run'))],
     ['change:stepper', () => view.setStepper(model.get('stepper'))],
-    ['change:history', () => view.setHistory(model.get('history'))],
+    ['change:history', () => view.feed.setHistory(model.get('history'))],
+    ['change:optimized', () => view.setOptimized(model.get('optimized'))],
     ['change:height', () => view.setHeight(model.get('height'))],
     ['change:present', () => view.setPresent(model.get('present'))],
     [
@@ -63,7 +67,8 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
   view.setRun(model.get('run'));
   view.setStepper(model.get('stepper'));
   view.setGraph(model.get('graph'));
-  view.setHistory(model.get('history'));
+  view.feed.setHistory(model.get('history'));
+  view.setOptimized(model.get('optimized'));
   model.on('msg:custom', onMsg as () => void);
   for (const [event, cb] of handlers) {
     model.on(event, cb);

@@ -79,6 +79,35 @@ trace = tf.timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_form
     md("""One run's times are noisy, the first one's most: after a pause the caches are cold and the
 threads of the matrix library have gone to sleep, so the first ops wait. Trace several runs and
 read the median, or profile many steps as above, before deciding which op is slow."""),
+    md("""## What the optimiser did to the backward pass
+
+The profile above timed the graph **as written**: every op `tf.gradients` added, one by one. But
+a training loop does not run that graph. From the second run with the same batch shape on,
+flowbook runs an *optimised plan*: much of the backward pass is arithmetic on shapes (`Shape`,
+`BroadcastGradientArgs`, `Reshape` targets) that the batch shape already decides, so it is worked
+out once and kept as constants (**folded**); two ops computing the same thing run once
+(**merged**); `Identity` ops and a variable's `read` snapshot are **removed**. TensorFlow does
+the same and never shows it; here you can look. `tf.optimized_plan` asks the optimiser what it
+would do with this run (nothing is trained):"""),
+    code("""rewrite = tf.optimized_plan(train_step, feed, session=sess)
+print(rewrite.summary())
+rewrite.by_type()"""),
+    md("""One sentence per rewrite, naming the op it changed (the first few):"""),
+    code("""for note in rewrite.notes[:10]:
+    print(note)"""),
+    md("""On the graph: `tf.show(rewrite)` draws it **as optimised**: folded values become constant boxes
+beside the (dimmed) ops that made them, merged and removed ops disappear, and the list on the
+left has the sentences (click one to find its op). **As written** in the toolbar switches back;
+the side panel gets the same toggle."""),
+    code("tf.show(rewrite)"),
+    md("""To time what actually runs, profile with `optimized=True`. The first table counts the ops that
+ran; the second gives each written op its time, and an op that stood for several written ones
+(merged, or fused) has its time shared among them, marked in the `via` column."""),
+    code("""with tf.profile(optimized=True) as prof_run:
+    for _ in range(20):
+        sess.run(train_step, feed)
+prof_run.table(by="op")"""),
+    code("prof_run.table(by=\"written\")"),
     md("""## Step through the graph
 
 A `Stepper` runs the part of the graph a fetch needs, **one op at a time**. `ready()` shows the

@@ -12,6 +12,7 @@
  */
 
 import { html, svg } from './draw';
+import { anyTask, taskOrder, tintByTask } from './tasks';
 import { clip, textWidth } from './text';
 import { HEAT_GRADIENT, deviceColor, formatTime, heatColor, type BoxState } from './overlay';
 
@@ -105,6 +106,7 @@ export function drawBadges(
  * ends, or null without one.
  */
 function deviceBadge(el: SVGGElement, device: string, p: Size, timeLeft: number): number | null {
+  tintByTask(el, device);
   let dev = el.querySelector<SVGGElement>('.fb-device-badge');
   if (!device) {
     if (dev) {
@@ -178,16 +180,18 @@ export class Legend {
     for (const name in placement) {
       seen.add(placement[name]);
     }
-    const devices = [...seen].sort((a, b) => (a.startsWith('CPU') ? -1 : b.startsWith('CPU') ? 1 : a < b ? -1 : 1));
+    const tasks = anyTask(seen); // a cluster run: tasks, not devices (tasks.ts)
+    const byDevice = (a: string, b: string) => (a.startsWith('CPU') ? -1 : b.startsWith('CPU') ? 1 : a < b ? -1 : 1);
+    const devices = [...seen].sort(tasks ? taskOrder : byDevice);
     const box = this.devices;
     box.replaceChildren();
     box.hidden = devices.length === 0;
     if (devices.length > 0) {
-      html('span', 'fb-legend-title', box, 'ran on');
+      html('span', 'fb-legend-title', box, tasks ? 'task' : 'ran on');
       for (const d of devices) {
         html('span', 'fb-device-chip', box, d).style.background = deviceColor(d);
       }
-      html('span', 'fb-legend-copy', box, 'copy');
+      html('span', 'fb-legend-copy', box, tasks ? 'send/recv' : 'copy');
     }
   }
 }

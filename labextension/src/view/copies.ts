@@ -19,6 +19,7 @@
 
 import type { Group, Leaf, Visible, VisibleGraph } from './hierarchy';
 import type { Edge } from './layout';
+import { sendRecvLabel } from './tasks';
 import type { CopySpec, NodeSpec, RunState, StepperState } from './types';
 
 const MAX_COPIES = 2000; // copies kept over runs; past it, only the latest run's
@@ -126,6 +127,10 @@ export function copySignature(copies: Iterable<CopySpec>): string {
 
 /** The short label of a copy box: "copy → GPU:0", "3 copies → GPU:0". */
 export function copyLabel(spec: CopySpec, n = 1): string {
+  const pair = sendRecvLabel(spec, n); // a Send/Recv pair between tasks (tasks.ts)
+  if (pair) {
+    return pair;
+  }
   return `${n === 1 ? 'copy' : `${n} copies`} \u2192 ${spec.dst_device || '?'}`;
 }
 

@@ -1,25 +1,24 @@
 /**
- * GraphView: the graph as the notebook widget and the side panel show it;
- * it keeps the state and wires the parts together.
+ * GraphView: the graph as the widget and the side panel show it; it keeps the state, wires the parts.
  *
  * State it owns:
  * - `graph`, `overlay` (run + stepper): the last state the host sent
- * - `h`: the name-scope hierarchy of `graph`, rebuilt when the graph changes
+ * - `h`: the name-scope hierarchy of `graph` as written or as optimised
+ *   (`rewrites`, rewrites.ts), rebuilt when the graph or that choice changes
  * - `openings` (expansion.ts): what is open, by group key (op names are
  *   stable across cell re-runs, so this survives graph updates)
  * - `copies`: the copy nodes of the runs shown (by name, readers merged over
  *   runs), laid out beside the graph's boxes (copies.ts); a run relayouts
  *   only when it brings a new copy (a CPU-only run clears them)
- * - `frame` (frame.ts): what is laid out now, drawn by `scene` (scene.ts);
- *   `focus` (focus.ts): where the view looks
+ * - `frame` (frame.ts): what is laid out now, drawn by `scene`; `focus`: where the view looks
  * - `selected`: the op, copy or group in the details pane (details.ts)
- * - `presentation` (present.ts): present mode; `follower` (follow.ts): the
- *   cell whose new ops are centred; `updates` (updates.ts): the newest state shown
+ * - `presentation` (present.ts), `follower` (follow.ts: the cell whose new ops
+ *   are centred), `updates` (updates.ts: the newest state shown)
  *
  * The parts: the toolbar (toolbar.ts, with search.ts), the stepper's bar
  * (stepbar.ts), the run list with replay and compare (history.ts; the runs
  * the host sends, and which is shown: run-feed.ts), the scene, the hover
- * tooltip (tooltip.ts), the details pane and the legend (badges.ts).
+ * tooltip (tooltip.ts), the details pane, the legend (badges.ts), the rewrites' toggle.
  *
  * The loop: setGraph / a click that opens a group -> requestLayout() -> (next
  * tick, latest request wins) layOut: visible part -> DOT -> Graphviz ->
@@ -47,6 +46,7 @@ import { Updates } from './updates';
 import { RunFeed } from './run-feed';
 import { CellFollower } from './follow';
 import { paintRunMarks } from './queues';
+import { Rewrites } from './rewrites';
 import {
   EMPTY_RUN,
   EMPTY_STEPPER,
@@ -67,13 +67,14 @@ export class GraphView {
   private readonly toolbar: Toolbar;
   private readonly stepBar: StepBar;
   private readonly history: RunHistory;
-  private readonly feed: RunFeed; // the runs the host sends, and the one shown (run-feed.ts)
+  readonly feed: RunFeed; // the runs the host sends (ticks, the run list, messages) and the one shown
   private readonly scene: Scene;
   private readonly details: HTMLDivElement;
   private readonly tooltip: Tooltip;
   private readonly legend: Legend;
   private readonly focus: Focus;
   private readonly layoutQueue: LayoutQueue;
+  private readonly rewrites: Rewrites; // as written or as optimised (rewrites.ts)
 
   private graph: GraphState = normalizeGraph(null);
   private overlay = new Overlay(EMPTY_RUN, EMPTY_STEPPER);
@@ -130,6 +131,17 @@ export class GraphView {
       groupOf: key => this.h.groups.get(key)
     });
     this.presentation = new Presentation(root, this.toolbar, this.openings, this.focus.camera);
+    this.rewrites = new Rewrites(root.querySelector('.fb-toolbar')!, vp, {
+      switched: () => {
+        this.h = this.rewrites.hierarchy(this.graph);
+        this.openings.setHierarchy(this.h);
+        this.showRun(this.feed.live);
+        this.focus.fitNext();
+        this.requestLayout();
+      },
+      reveal: n => this.reveal(n),
+      goTo: n => this.goTo(n)
+    });
     this.layoutQueue = new LayoutQueue(
       (viz, requestedAt) => this.doLayout(viz, requestedAt),
       err => this.showMessage(`Could not load the layout engine: ${String(err)}`)
@@ -156,7 +168,7 @@ export class GraphView {
     const graph = normalizeGraph(g);
     const newId = graph.id !== this.graph.id;
     this.graph = graph;
-    this.h = new Hierarchy(graph.nodes, graph.control_flow);
+    this.h = this.rewrites.hierarchy(graph);
     this.openings.setHierarchy(this.h);
     if (newId) {
       this.focus.fitNext();
@@ -181,25 +193,18 @@ export class GraphView {
     this.follower.follow(cellId);
   }
 
-  /** Runs from the host (run-feed.ts): a whole run state, a tick, the run list, a message. */
+  /** A whole run state from the host; ticks, the run list and messages go to `feed` (run-feed.ts). */
   setRun(r: unknown): void {
     this.feed.setRun(r);
   }
 
-  setTick(t: unknown): void {
-    this.feed.setTick(t);
-  }
-
-  setHistory(h: unknown): void {
-    this.feed.setHistory(h);
-  }
-
-  receive(msg: unknown): void {
-    this.feed.receive(msg);
+  /** A plan's rewrite from the host (`optimized`): the toggle "as written / as optimised". */
+  setOptimized(d: unknown): void {
+    this.rewrites.set(d);
   }
 
   private showRun(run: RunState): void {
-    this.overlay.setRun(run);
+    this.overlay.setRun(this.rewrites.run(run));
     if (this.copies.fold(this.overlay.run, this.overlay.stepper)) {
       this.requestLayout();
     }
@@ -363,6 +368,7 @@ export class GraphView {
     const ov = this.overlay;
     const maxTime = this.scene.paint(v => ov.box(v, this.openings.leavesOf));
     paintRunMarks(this.scene.el, this.h, ov.run, n => this.boxFor(n)?.key);
+    this.rewrites.paint(this.scene.el, n => this.boxFor(n)?.key);
     this.legend.update(maxTime, ov.placement);
     markChanged(this.root, this.history.changedOps, n => this.boxFor(n)?.key);
     this.updateSummary();

@@ -5,6 +5,7 @@
  */
 
 import type { Leaf, Visible } from './hierarchy';
+import { taskColour } from './tasks';
 import type { RunState, StepperState } from './types';
 
 export type Status = 'idle' | 'outside' | 'fed' | 'pending' | 'done' | 'running' | 'error';
@@ -244,6 +245,10 @@ const GPU_COLOURS = ['#00897b', '#c2185b', '#3949ab', '#6d4c41', '#00838f', '#ad
 
 /** The colour of a device's badge: the CPU slate, each GPU its own. */
 export function deviceColor(device: string): string {
+  const task = taskColour(device); // a task of a cluster run (tasks.ts)
+  if (task) {
+    return task;
+  }
   if (device.startsWith('CPU')) {
     return '#546e7a';
   }

@@ -4,6 +4,7 @@
  * summary of the graph and the run shown.
  */
 
+import { copiesPhrase } from './tasks';
 import { html } from './draw';
 import { formatTime } from './overlay';
 import { Search, type SearchHost } from './search';
@@ -57,9 +58,8 @@ export class Toolbar {
       } else if (r.total_us > 0) {
         s += ` in ${formatTime(r.total_us)}`;
       }
-      const c = r.copies.length;
-      if (c > 0) {
-        s += ` \u00B7 ${c} cop${c === 1 ? 'y' : 'ies'} between devices`;
+      if (r.copies.length > 0) {
+        s += ` \u00B7 ${copiesPhrase(r.copies)}`; // copies, or Send/Recv pairs (tasks.ts)
       }
     }
     this.summary.textContent = s;

@@ -1,0 +1,219 @@
+"""Fused ops: one kernel for a chain of written ops, made only by the graph optimiser.
+
+``flowbook.run.optimize_fuse`` replaces a chain of ops of an optimised plan
+by one of these; a user's graph never holds them (their names start with an
+underscore, as TensorFlow's Grappler-made ``_FusedMatMul`` does).  Each is
+a *head* and a *tail*:
+
+- the head is one written op's own kernel, run as the written plan runs it:
+  a ``MatMul`` (``_FusedMatMul``), the softmax cross-entropy of sparse
+  labels (``_FusedSparseSoftmaxCrossEntropyWithLogits``: the chain follows
+  its backprop output), a ``Sum`` over axes the optimiser folded (``_FusedSum``:
+  the axes an attr, so the kernel is numpy's reduction call and nothing
+  else; worth it even with no tail), or an element-wise op (``_FusedElementwise``, named
+  by its ``head`` attr: ``ReluGrad``, ``Mul``...).  Every head returns a
+  fresh array that nothing else holds;
+- the tail (``fused_ops``, a list of op types, TensorFlow's attr name) is
+  element-wise steps applied to that array in place (``out=``): ``BiasAdd``,
+  ``Add``, ``Mul``, ``Maximum``, ``Minimum`` (either operand order), ``Sub``
+  and ``RealDiv`` (the chain's value on the left), ``Relu`` and ``Sum`` (a
+  sum over no axes: what a broadcast gradient's ``Sum`` does when nothing
+  broadcast; it turns ``-0.0`` into ``0.0``, as the written op does).  Each
+  binary step takes the next of the op's extra inputs.
+
+Each step is the numpy call the written op's kernel makes, on the same
+values in the same order, written into the chain's buffer instead of a new
+one, so a fused op's results are bit for bit those of the ops it replaced;
+what it saves is the kernel calls and the arrays between them.  A 0-d chain
+value (numpy gives scalars there, not buffers) takes the same calls without
+``out=``.  The cross-entropy head skips the loss when the plan reads only
+the backprop (``with_loss=False``; its loss output is then None).
+
+    >>> import numpy as np
+    >>> fn = OPS["_FusedMatMul"].bound_kernel(np, {"fused_ops": ["BiasAdd", "Relu"]})
+    >>> fn(np.array([[1.0, -2.0]]), np.eye(2), np.array([0.5, 0.5])).tolist()
+    [[1.5, 0.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from flowbook.errors import InvalidArgumentError
+from flowbook.ops.elementwise import FLOAT, check_dtype
+from flowbook.ops.loss_ops import _check_labels
+from flowbook.registry import OPS, OpDef, Out, no_gradient, register
+from flowbook.tensor import Tensor
+
+# tail step -> (the ufunc's name, the binary ops' operand order: "either" or "left")
+STEPS: dict[str, tuple[str, str | None]] = {
+    "BiasAdd": ("add", "left"),
+    "Add": ("add", "either"),
+    "AddV2": ("add", "either"),
+    "Mul": ("multiply", "either"),
+    "Maximum": ("maximum", "either"),
+    "Minimum": ("minimum", "either"),
+    "Sub": ("subtract", "left"),
+    "RealDiv": ("divide", "left"),
+    "Relu": ("maximum", None),  # maximum(x, 0), as the Relu kernel
+    "Sum": ("sum", None),  # over no axes
+}
+UNARY_STEPS = frozenset(k for k, (_, order) in STEPS.items() if order is None)
+
+__all__ = ["STEPS", "UNARY_STEPS"]
+
+
+def _tail(xp: Any, steps: Sequence[str]) -> Callable[[Any, Sequence[Any]], Any]:
+    """``run(value, operands)``: the steps applied to ``value`` (fresh, owned) in order."""
+    calls = [(getattr(xp, STEPS[s][0]), s) for s in steps]
+
+    def run(v: Any, operands: Sequence[Any]) -> Any:
+        k = 0
+        for fn, step in calls:
+            inplace = isinstance(v, xp.ndarray) and v.ndim > 0
+            if step == "Relu":
+                v = fn(v, 0, out=v) if inplace else fn(v, 0)
+            elif step == "Sum":
+                v = (
+                    fn(v, axis=(), dtype=v.dtype, out=v)
+                    if inplace
+                    else fn(v, axis=(), dtype=v.dtype)
+                )
+            else:
+                v = fn(v, operands[k], out=v) if inplace else fn(v, operands[k])
+                k += 1
+        return v
+
+    return run
+
+
+def _fused_infer(*inputs: Tensor, **_: Any) -> Out:
+    return Out(inputs[0].dtype, None)  # made by the optimiser, which knows the shapes
+
+
+# ------------------------------------------------------------------ _FusedMatMul
+def _bind_matmul(
+    xp: Any, transpose_a: bool = False, transpose_b: bool = False, fused_ops: Sequence[str] = ()
+) -> Callable[..., Any]:
+    matmul = OPS["MatMul"].bound_kernel(
+        xp, {"transpose_a": transpose_a, "transpose_b": transpose_b}
+    )
+    tail = _tail(xp, fused_ops)
+
+    def fused_matmul(a: Any, b: Any, *operands: Any) -> Any:
+        return tail(matmul(a, b), operands)
+
+    return fused_matmul
+
+
+def _matmul_infer(a: Tensor, b: Tensor, *args: Tensor, **_: Any) -> Out:
+    return Out(a.dtype, None)
+
+
+register(
+    OpDef(
+        "_FusedMatMul",
+        ("a", "b", "*args"),
+        ("transpose_a", "transpose_b", "fused_ops"),
+        _matmul_infer,
+        None,
+        bind=_bind_matmul,
+    )
+)
+
+
+# ------------------------------------------------------------------ _FusedElementwise
+def _bind_elementwise(xp: Any, head: str, fused_ops: Sequence[str] = ()) -> Callable[..., Any]:
+    first = OPS[head].bound_kernel(xp, {})
+    n = len(OPS[head].inputs)
+    tail = _tail(xp, fused_ops)
+
+    def fused_elementwise(*args: Any) -> Any:
+        return tail(first(*args[:n]), args[n:])
+
+    return fused_elementwise
+
+
+register(
+    OpDef("_FusedElementwise", ("*args",), ("head", "fused_ops"), _fused_infer, None,
+          bind=_bind_elementwise)
+)  # fmt: skip
+
+
+# ------------------------------------------------------------------ _FusedSum
+def _bind_sum(
+    xp: Any, axes: Sequence[int] = (), keep_dims: bool = False, fused_ops: Sequence[str] = ()
+) -> Callable[..., Any]:
+    axis = tuple(axes)  # normalised as Sum's kernel does: sorted, non-negative, no repeats
+    reduce = getattr(xp.add, "reduce", None) or xp.sum  # the call xp.sum makes, directly
+    tail = _tail(xp, fused_ops)
+
+    def fused_sum(x: Any, *operands: Any) -> Any:
+        return tail(reduce(x, axis=axis, dtype=x.dtype, keepdims=keep_dims), operands)
+
+    return fused_sum
+
+
+register(
+    OpDef("_FusedSum", ("input", "*args"), ("axes", "keep_dims", "fused_ops"), _fused_infer, None,
+          bind=_bind_sum)
+)  # fmt: skip
+
+
+# ---------------------------------------------- _FusedSparseSoftmaxCrossEntropyWithLogits
+def _xent_infer(features: Tensor, labels: Tensor, *args: Tensor, **_: Any) -> list[Out]:
+    check_dtype(features.dtype, FLOAT, "features")
+    return [Out(features.dtype, None), Out(features.dtype, None)]
+
+
+def _bind_xent(
+    xp: Any, with_loss: bool = True, fused_ops: Sequence[str] = ()
+) -> Callable[..., Any]:
+    tail = _tail(xp, fused_ops)
+
+    def fused_xent(features: Any, labels: Any, *operands: Any) -> tuple[Any, Any]:
+        loss, backprop = _xent(xp, features, labels, with_loss)
+        return loss, tail(backprop, operands)
+
+    return fused_xent
+
+
+def _xent(xp: Any, features: Any, labels: Any, with_loss: bool) -> tuple[Any, Any]:
+    """SparseSoftmaxCrossEntropyWithLogits's arithmetic (``flowbook.ops.loss_ops``), the loss
+    only if asked for; the backprop in a fresh array."""
+    if features.ndim != 2 or labels.shape != features.shape[:1] or labels.dtype.kind not in "iu":
+        _check_labels(xp, labels, *features.shape)  # the written op's message
+        raise InvalidArgumentError(None, None, f"logits must be 2-D, got {features.shape}")
+    n, c = features.shape
+    unsigned = labels.view(labels.dtype.str.replace("i", "u"))  # negatives become huge
+    if n and int(unsigned.max()) >= c:
+        _check_labels(xp, labels, n, c)  # raises, naming the bad label
+    logits = features.astype(xp.float32) if features.dtype == xp.float16 else features
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    e = xp.exp(shifted) if with_loss else xp.exp(shifted, out=shifted)
+    total = e.sum(axis=1, keepdims=True)
+    rows = xp.arange(n)
+    loss = None
+    if with_loss:
+        loss = xp.log(total[:, 0]) - shifted[rows, labels]
+        loss = loss.astype(features.dtype, copy=False)
+    e /= total
+    e[rows, labels] -= 1
+    return loss, e.astype(features.dtype, copy=False)
+
+
+register(
+    OpDef(
+        "_FusedSparseSoftmaxCrossEntropyWithLogits",
+        ("features", "labels", "*args"),
+        ("with_loss", "fused_ops"),
+        _xent_infer,
+        None,
+        bind=_bind_xent,
+    )
+)
+
+no_gradient(
+    "_FusedMatMul", "_FusedElementwise", "_FusedSum", "_FusedSparseSoftmaxCrossEntropyWithLogits"
+)

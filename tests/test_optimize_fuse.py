@@ -1,0 +1,170 @@
+"""The fusion pass (flowbook/run/optimize_fuse.py) and its ops (flowbook/ops/fused_ops.py):
+what it fuses, what it must leave alone, and that fused runs give the written plan's bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_optimize import AS_WRITTEN, mlp_step, optimised_plans, same_bits
+
+import flowbook as tf
+from flowbook.ops.training_ops import apply_gradient_descent
+from flowbook.run.optimize import PASSES, optimize
+
+SPECIAL = np.array([[-0.0, 0.0, 1.5, -2.0], [np.nan, np.inf, -np.inf, 3.0]], np.float32)
+
+
+def run_both(fetches, feed, n=3):
+    """Each fetch's value, optimised and as written (the last of ``n`` runs), and the plans."""
+    with tf.Session() as on, tf.Session(config=AS_WRITTEN) as off:
+        for _ in range(n):
+            got, want = on.run(fetches, feed), off.run(fetches, feed)
+        return got, want, optimised_plans(on)
+
+
+# each: a [2, 4] float32 tensor -> (a chain to fuse, the fused op type made of it)
+CHAINS = [
+    ("matmul+bias+relu", lambda x: tf.nn.relu(tf.matmul(x, tf.ones([4, 3])) + tf.constant([1.0, -1.0, 0.0])),
+     "_FusedMatMul"),
+    ("matmul^T+bias_add", lambda x: tf.nn.bias_add(tf.matmul(x, x, transpose_b=True), [1.0, 2.0]),
+     "_FusedMatMul"),
+    ("mul-sub-max", lambda x: tf.maximum(x * 2.0 - 1.0, -3.0), "_FusedElementwise"),
+    ("scalar on the left", lambda x: 3.0 * (0.5 + x), "_FusedElementwise"),
+    ("div-min", lambda x: tf.minimum(x / 3.0, x), "_FusedElementwise"),
+    ("sum+mul", lambda x: tf.reduce_sum(x, 0) * [1.0, 2.0, 3.0, 4.0], "_FusedSum"),
+    ("sum over no axes", lambda x: tf.reduce_sum(x * 1.0, []) + 0.0, "_FusedElementwise"),
+    ("relu grad", lambda x: tf.gradients(tf.reduce_sum(tf.nn.relu(x) * x), x)[0], None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("build, kind", [c[1:] for c in CHAINS], ids=[c[0] for c in CHAINS])
+def test_fused_chains_give_the_written_bits_special_values_included(build, kind):
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    y = build(x)
+    got, want, plans = run_both(y, {x: SPECIAL})
+    assert same_bits(got, want)
+    (plan,) = plans
+    fused = [op.type for op in plan.ops if op.type.startswith("_Fused")]
+    assert fused if kind is None else kind in fused
+
+
+def test_the_mlp_step_runs_fused_ops_and_names_what_they_replaced():
+    g, feed, train, _ = mlp_step()
+    with g.as_default(), tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        written = s.prepare(train, feed).plan
+    opt = optimize(written, tuple(np.shape(v) for v in feed.values()), PASSES)
+    types = [op.type for op in opt.plan.ops]
+    assert {"_FusedMatMul", "_FusedSparseSoftmaxCrossEntropyWithLogits", "_FusedSum"} <= set(types)
+    assert types.count("ApplyGradientDescent") == 3 and "Mul" not in types
+    xent = next(op for op in opt.plan.ops if op.type.endswith("CrossEntropyWithLogits"))
+    assert xent.attrs["with_loss"] is False  # nothing reads the loss in a bare train step
+    assert opt.origin["Relu"] == ("MatMul", "add", "Relu")
+    written_names = {op.name for op in written.ops}
+    assert all(set(names) <= written_names for names in opt.origin.values())
+    assert set(opt.origin) == {op.name for op in opt.plan.ops}
+    assert (
+        "Add 'add': fused into _FusedMatMul 'Relu' (MatMul 'MatMul', Add 'add', Relu 'Relu': "
+        "one kernel)." in opt.notes
+    )
+    assert all(op.name not in g._ops or g._ops[op.name] is op or op.type.startswith("_Fused")
+               for op in opt.plan.ops)  # fmt: skip
+    assert not any(op.type.startswith("_Fused") for op in g.get_operations())
+
+
+def test_a_fetched_loss_is_computed_by_the_fused_cross_entropy_bit_for_bit():
+    g, feed, train, loss = mlp_step()
+    with g.as_default():
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as on, tf.Session(graph=g, config=AS_WRITTEN) as off:
+        on.run(init), off.run(init)
+        for _ in range(4):
+            assert same_bits(on.run([train, loss], feed)[1], off.run([train, loss], feed)[1])
+        plans = optimised_plans(on)
+    xents = [op for p in plans for op in p.ops if op.type.endswith("CrossEntropyWithLogits")]
+    assert any(op.attrs["with_loss"] for op in xents)
+
+
+def test_a_bad_label_in_a_fused_run_names_the_written_op():
+    g, feed, train, _ = mlp_step()
+    with g.as_default(), tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        for _ in range(3):
+            s.run(train, feed)
+        assert any(op.type.startswith("_Fused") for p in optimised_plans(s) for op in p.ops)
+        y = g.get_tensor_by_name("y:0")
+        bad = {**feed, y: np.full(16, 7)}
+        with pytest.raises(tf.errors.InvalidArgumentError, match="label value of 7"):
+            s.run(train, bad)
+
+
+def test_fetched_or_shared_links_and_stateful_ops_are_not_fused():
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    m = tf.matmul(x, tf.ones([4, 4]), name="m")
+    a = tf.add(m, 1.0, name="a")  # fetched: stays
+    r = tf.nn.relu(a, name="r")
+    b = tf.multiply(r, 2.0, name="b")
+    c, d = b + 1.0, b - 1.0  # b read twice: the chain stops at b
+    v = tf.Variable(tf.zeros([4]), name="v")
+    up = tf.assign_add(v, tf.reduce_sum(x, 0) * 2.0)
+    got, want, (plan,) = run_both([a, c, d], {x: SPECIAL})
+    for p, q in zip(got, want):
+        assert same_bits(p, q)
+    names = {op.name for op in plan.ops}
+    assert "a" in names and ("b" in names or "r" in names)
+    with tf.Session() as s:
+        s.run(v.initializer)
+        for _ in range(3):
+            s.run(up, {x: np.ones((2, 4), np.float32)})
+        (plan,) = optimised_plans(s)
+        assert "AssignAdd" in {op.type for op in plan.ops}
+        assert s.run(v).tolist() == [12.0, 12.0, 12.0, 12.0]
+
+
+def test_opt_level_l0_fuses_nothing():
+    x = tf.placeholder(tf.float32, [None, 4])
+    y = tf.nn.relu(tf.matmul(x, tf.ones([4, 2])) + 1.0)
+    with tf.Session(config=AS_WRITTEN) as s:
+        for _ in range(3):
+            s.run(y, {x: SPECIAL})
+        assert optimised_plans(s) == []
+
+
+# --------------------------------------------------------- ApplyGradientDescent
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_apply_gradient_descent_equals_assign_sub_of_the_product(shape):
+    rng = np.random.default_rng(len(shape))
+    start = rng.standard_normal(shape).astype(np.float32)
+    grad = rng.standard_normal(shape).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as s:
+        v, w = tf.Variable(start), tf.Variable(start)
+        lr = tf.constant(0.1)
+        ours = apply_gradient_descent(v, lr, grad)
+        ref = tf.assign_sub(w, tf.constant(grad) * lr)
+        s.run([v.initializer, w.initializer])
+        for _ in range(3):
+            a, b = s.run([ours, ref])
+            assert same_bits(a, b) and a.dtype == np.float32
+        assert ours.op.type == "ApplyGradientDescent"
+        with pytest.raises(ValueError, match="same shape"):
+            apply_gradient_descent(v, lr, np.zeros((7,), np.float32))
+
+
+def test_apply_gradient_descent_refuses_a_fed_delta_of_another_shape_naming_the_op():
+    with tf.Graph().as_default(), tf.Session() as s:
+        v = tf.Variable(np.ones(3, np.float32), name="v")
+        d = tf.placeholder(tf.float32, name="d")
+        step = apply_gradient_descent(v, 0.5, d, name="step")
+        s.run(v.initializer)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="step"):
+            s.run(step, {d: np.ones(4, np.float32)})
+        assert s.run(v).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_gradient_descent_emits_tensorflows_op_and_names():
+    with tf.Graph().as_default() as g:
+        w = tf.Variable([1.0, 2.0], name="w")
+        tf.train.GradientDescentOptimizer(0.5).minimize(tf.reduce_sum(w * w))
+    names = {op.name: op.type for op in g.get_operations()}
+    assert names["GradientDescent/update_w/ApplyGradientDescent"] == "ApplyGradientDescent"
+    assert "AssignSub" not in names.values()
