@@ -6,7 +6,12 @@ underscore, as TensorFlow's Grappler-made ``_FusedMatMul`` does).  Each is
 a *head* and a *tail*:
 
 - the head is one written op's own kernel, run as the written plan runs it:
-  a ``MatMul`` (``_FusedMatMul``), the softmax cross-entropy of sparse
+  a ``MatMul`` (``_FusedMatMul``), a ``Conv2D`` (``_FusedConv2D``, lending its
+  patches to the filter gradient as the written op does), a ``MaxPoolGrad``
+  with the ``ReluGrad`` after it (``_FusedMaxPoolGrad``, ``fused_ops`` starting
+  ``["ReluGrad"]``: only windows whose maximum is > 0 pass their gradient,
+  ``pool_kernels.max_pool_grad(positive_only=True)``; one pass less over the
+  unpooled image), the softmax cross-entropy of sparse
   labels (``_FusedSparseSoftmaxCrossEntropyWithLogits``: the chain follows
   its backprop output), a ``Sum`` over axes the optimiser folded (``_FusedSum``:
   the axes an attr, so the kernel is numpy's reduction call and nothing
@@ -214,6 +219,51 @@ register(
     )
 )
 
+
+# ------------------------------------------------------------------ _FusedConv2D
+CONV_ATTRS = ("strides", "padding", "data_format", "dilations", "use_cudnn_on_gpu")
+
+
+def _bind_conv2d(xp: Any, fused_ops: Sequence[str] = (), **attrs: Any) -> Callable[..., Any]:
+    conv = OPS["Conv2D"].bound_kernel(xp, attrs)  # lends its patches as the written op does
+    tail = _tail(xp, fused_ops)
+
+    def fused_conv2d(x: Any, f: Any, *operands: Any) -> Any:
+        return tail(conv(x, f), operands)  # the GEMM's fresh output takes the bias and ReLU
+
+    return fused_conv2d
+
+
+register(
+    OpDef("_FusedConv2D", ("input", "filter", "*args"), (*CONV_ATTRS, "fused_ops"), _fused_infer,
+          None, bind=_bind_conv2d)
+)  # fmt: skip
+
+
+# ------------------------------------------------------------------ _FusedMaxPoolGrad
+POOL_ATTRS = ("ksize", "strides", "padding", "data_format")
+
+
+def _bind_max_pool_grad(
+    xp: Any, fused_ops: Sequence[str] = ("ReluGrad",), **attrs: Any
+) -> Callable[..., Any]:
+    if list(fused_ops[:1]) != ["ReluGrad"]:
+        raise ValueError(f"_FusedMaxPoolGrad fuses a ReluGrad first, got {list(fused_ops)}")
+    check = OPS["MaxPoolGrad"].bound_kernel(xp, attrs)  # the written op's checks and errors
+    tail = _tail(xp, fused_ops[1:])
+
+    def fused_max_pool_grad(x: Any, y: Any, grad: Any, *operands: Any) -> Any:
+        return tail(check(x, y, grad, positive_only=True), operands)
+
+    return fused_max_pool_grad
+
+
+register(
+    OpDef("_FusedMaxPoolGrad", ("orig_input", "orig_output", "grad", "*args"),
+          (*POOL_ATTRS, "fused_ops"), _fused_infer, None, bind=_bind_max_pool_grad)
+)  # fmt: skip
+
 no_gradient(
-    "_FusedMatMul", "_FusedElementwise", "_FusedSum", "_FusedSparseSoftmaxCrossEntropyWithLogits"
-)
+    "_FusedMatMul", "_FusedElementwise", "_FusedSum", "_FusedSparseSoftmaxCrossEntropyWithLogits",
+    "_FusedConv2D", "_FusedMaxPoolGrad",
+)  # fmt: skip

@@ -216,11 +216,36 @@ def _scatter_tiled(
 
 
 def max_pool_grad(
-    xp: Any, x: Any, grad: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]
+    xp: Any,
+    x: Any,
+    grad: Any,
+    g: Geometry,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    positive_only: bool = False,
 ) -> Any:
-    """MaxPoolGrad's body: each window's gradient added onto its first maximum in ``x``."""
+    """MaxPoolGrad's body: each window's gradient added onto its first maximum in ``x``.
+
+    ``positive_only``: windows whose maximum is not > 0 pass nothing (their code
+    becomes :data:`NONE`).  Where ``x`` is a ReLU's output that is the
+    ReLU's gradient applied after, bit for bit: a cell gets gradient only as
+    some window's maximum, and ``ReluGrad`` keeps a cell's gradient where the
+    cell, that maximum, is > 0 (else ``+0.0``, the bits a window passing
+    nothing leaves).
+
+    >>> import numpy as np
+    >>> from flowbook.ops.windows import window_geometry
+    >>> x = np.array([0.0, -1.0, 2.0, 1.0]).reshape(1, 1, 4, 1)
+    >>> g = window_geometry((1, 4), (1, 2), (1, 2), "VALID")
+    >>> dy = np.array([5.0, 7.0]).reshape(1, 1, 2, 1)
+    >>> max_pool_grad(np, x, dy, g, (1, 2), (1, 2), positive_only=True).ravel().tolist()
+    [0.0, 0.0, 7.0, 0.0]
+    """
     padded = pad_nhwc(xp, x, g, lowest(xp, x.dtype))
-    _, codes = first_max_codes(xp, padded, g, k, s)
+    top, codes = first_max_codes(xp, padded, g, k, s)
+    if positive_only:  # all bits set is NONE (uint8) or -1 (int32): no cell's code
+        none = codes.dtype.type(NONE if codes.dtype == np.uint8 else -1)
+        codes |= xp.logical_not(top > 0).astype(codes.dtype) * none
     out = scatter_codes(xp, codes, grad, padded.shape, g, k, s)
     if not (g.top or g.bottom or g.left or g.right):
         return out
