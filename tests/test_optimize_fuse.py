@@ -208,7 +208,9 @@ CONV_CHAINS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("build, kinds", [c[1:] for c in CONV_CHAINS], ids=[c[0] for c in CONV_CHAINS])
+@pytest.mark.parametrize(
+    "build, kinds", [c[1:] for c in CONV_CHAINS], ids=[c[0] for c in CONV_CHAINS]
+)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_conv_and_pool_chains_fuse_and_give_the_written_bits(build, kinds, seed):
     x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
