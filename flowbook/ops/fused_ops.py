@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowbook.errors import InvalidArgumentError
+from flowbook.ops.bias_kernels import add_bias
 from flowbook.ops.elementwise import FLOAT, check_dtype
 from flowbook.ops.loss_ops import _check_labels
 from flowbook.registry import OPS, OpDef, Out, no_gradient, register
@@ -64,6 +65,7 @@ STEPS: dict[str, tuple[str, str | None]] = {
     "Relu": ("maximum", None),  # maximum(x, 0), as the Relu kernel
     "Sum": ("sum", None),  # over no axes
 }
+BIAS_STEPS = frozenset({"BiasAdd", "Add", "AddV2"})  # a 1-D operand: bias_kernels.add_bias
 UNARY_STEPS = frozenset(k for k, (_, order) in STEPS.items() if order is None)
 
 __all__ = ["STEPS", "UNARY_STEPS"]
@@ -85,6 +87,9 @@ def _tail(xp: Any, steps: Sequence[str]) -> Callable[[Any, Sequence[Any]], Any]:
                     if inplace
                     else fn(v, axis=(), dtype=v.dtype)
                 )
+            elif step in BIAS_STEPS and inplace and getattr(operands[k], "ndim", 0) == 1:
+                v = add_bias(xp, v, operands[k], out=v)  # the same adds, in long rows
+                k += 1
             else:
                 v = fn(v, operands[k], out=v) if inplace else fn(v, operands[k])
                 k += 1
