@@ -195,6 +195,11 @@ def kernel_times(repeat: int, clock: Any = time.perf_counter) -> dict[str, float
         None,
         lambda: OPS["MaxPoolGrad"].kernel(np, act, pooled, pooled, **p_attrs),
     )
+    if "_FusedMaxPoolGrad" in OPS:  # the optimiser's MaxPoolGrad + ReluGrad of the pooled ReLU
+        fused = OPS["_FusedMaxPoolGrad"].bound_kernel(np, {**p_attrs, "fused_ops": ["ReluGrad"]})
+        calls["max_pool grad + relu grad (fused)"] = (None, lambda: fused(act, pooled, pooled))
+    bias = rng.standard_normal(32).astype(np.float32)
+    calls["bias_add [64,28,28,32]"] = (None, lambda: OPS["BiasAdd"].kernel(np, act, bias))
     if "ReluGrad" in OPS:  # (so the script also times older checkouts)
         calls["relu grad [64,28,28,32]"] = (None, lambda: OPS["ReluGrad"].kernel(np, act, act))
     out = {}

@@ -320,3 +320,37 @@ def test_heap_policy_is_set_once_and_yields_to_the_environment(monkeypatch):
     assert heap.wanted() is False
     monkeypatch.setattr(heap, "_done", None)  # as in a fresh process with that environment
     assert heap.apply() is False
+
+
+# ------------------------------------------------------------ BiasAdd in long rows
+# each: value shape, whether the value is a transposed (non-contiguous) view, out= given
+BIAS_CASES = [
+    ((64, 28, 28, 32), False, False),  # the CNN's activation: the long-row path
+    ((64, 28, 28, 32), False, True),
+    ((64, 28, 28, 32), True, False),  # not C-contiguous: the plain broadcast
+    ((3, 5, 7, 4097), False, False),  # a row longer than LONG_ROW
+    ((300, 300), False, True),
+    ((4, 3), False, False),  # small: the plain broadcast
+]
+
+
+@pytest.mark.parametrize("shape, transposed, given_out", BIAS_CASES)
+def test_add_bias_in_long_rows_is_the_broadcast_add_bit_for_bit(shape, transposed, given_out):
+    from flowbook.ops.bias_kernels import add_bias
+
+    rng = np.random.default_rng(len(shape))
+    value = rng.standard_normal(shape).astype(np.float32)
+    if transposed:
+        value = value.transpose(0, 2, 1, 3)
+    value.flat[::11] = -0.0
+    value.flat[::13] = np.nan
+    value.flat[::17] = np.inf
+    bias = rng.standard_normal(value.shape[-1]).astype(np.float32)
+    bias[::3] = -0.0
+    want = np.add(value, bias)
+    out = np.empty_like(want) if given_out else None
+    got = add_bias(np, value, bias, out=out)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    assert out is None or got is out
+    kernel = OPS["BiasAdd"].kernel(np, value, bias)
+    assert kernel.tobytes() == want.tobytes()

@@ -432,6 +432,8 @@ NOT_ON_GPU = {
             "_FusedElementwise",
             "_FusedSum",
             "_FusedSparseSoftmaxCrossEntropyWithLogits",
+            "_FusedConv2D",
+            "_FusedMaxPoolGrad",
         ],
         "made only by the optimiser, for ops placed on the CPU (tests/test_optimize_fuse.py)",
     ),

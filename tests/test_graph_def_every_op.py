@@ -360,6 +360,12 @@ def fused_ops(x, v):
 
     apply_gradient_descent(v, 0.1, x)
     g, w, labels = x.graph, tf.ones([3, 3]), tf.constant([0, 1])
+    img, one = tf.reshape(x, [1, 2, 3, 1]), (1, 1, 1, 1)
+    conv = {"strides": one, "padding": "SAME", "data_format": "NHWC", "dilations": one,
+            "use_cudnn_on_gpu": True}  # fmt: skip
+    pool = {"ksize": (1, 1, 3, 1), "strides": (1, 1, 3, 1), "padding": "VALID",
+            "data_format": "NHWC"}  # fmt: skip
+    pooled = tf.nn.max_pool(img, pool["ksize"], pool["strides"], "VALID")
     for kind, inputs, attrs in [
         ("_FusedMatMul", [x, w, w[0]],
          {"transpose_a": False, "transpose_b": True, "fused_ops": ["Add", "Relu"]}),
@@ -367,6 +373,9 @@ def fused_ops(x, v):
         ("_FusedSum", [x], {"axes": [0], "keep_dims": False, "fused_ops": []}),
         ("_FusedSparseSoftmaxCrossEntropyWithLogits", [x, labels, x],
          {"with_loss": True, "fused_ops": ["Mul"]}),
+        ("_FusedConv2D", [img, tf.ones([1, 1, 1, 2]), tf.ones([2])],
+         {**conv, "fused_ops": ["BiasAdd", "Relu"]}),
+        ("_FusedMaxPoolGrad", [img, pooled, pooled], {**pool, "fused_ops": ["ReluGrad"]}),
     ]:  # fmt: skip
         g.create_op(kind, inputs, attrs, name=kind[1:])
 

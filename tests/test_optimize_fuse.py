@@ -168,3 +168,87 @@ def test_gradient_descent_emits_tensorflows_op_and_names():
     names = {op.name: op.type for op in g.get_operations()}
     assert names["GradientDescent/update_w/ApplyGradientDescent"] == "ApplyGradientDescent"
     assert "AssignSub" not in names.values()
+
+
+# --------------------------------------------------------- convolution and pooling chains
+def _images(seed: int, shape=(2, 6, 6, 2)) -> np.ndarray:
+    """Images with ties (repeated values), zeros, -0.0 and negatives: what ReLU and max_pool
+    meet in a CNN."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2, 3, shape).astype(np.float32) * 0.5
+    x.flat[::7] = -0.0
+    return x
+
+
+def _conv(x, channels=3):
+    f = tf.constant(np.random.default_rng(9).standard_normal((3, 3, 2, channels)), tf.float32)
+    return tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+
+
+def _relu_pool_grad(ksize, strides, padding):
+    def build(x):
+        h = tf.nn.relu(_conv(x) + tf.constant([0.5, -0.5, 0.0]))
+        p = tf.nn.max_pool(h, ksize, strides, padding)
+        return tf.gradients(tf.reduce_sum(p * tf.sin(p + 1.0)), x)[0]
+
+    return build
+
+
+# each: a [2, 6, 6, 2] float32 tensor -> (what to fetch, the fused op types it must run)
+CONV_CHAINS = [
+    ("conv+bias_add+relu", lambda x: tf.nn.relu(tf.nn.bias_add(_conv(x), [1.0, -1.0, 0.0])),
+     {"_FusedConv2D"}),
+    ("conv+add", lambda x: _conv(x) + tf.constant([1.0, -1.0, 0.0]), {"_FusedConv2D"}),
+    ("relu pool grad 2x2/2", _relu_pool_grad([1, 2, 2, 1], [1, 2, 2, 1], "VALID"),
+     {"_FusedConv2D", "_FusedMaxPoolGrad"}),
+    ("relu pool grad 3x3/2 SAME", _relu_pool_grad([1, 3, 3, 1], [1, 2, 2, 1], "SAME"),
+     {"_FusedMaxPoolGrad"}),
+    ("relu pool grad 3x3/3", _relu_pool_grad([1, 3, 3, 1], [1, 3, 3, 1], "VALID"),
+     {"_FusedMaxPoolGrad"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "build, kinds", [c[1:] for c in CONV_CHAINS], ids=[c[0] for c in CONV_CHAINS]
+)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_conv_and_pool_chains_fuse_and_give_the_written_bits(build, kinds, seed):
+    x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
+    got, want, (plan,) = run_both(build(x), {x: _images(seed)})
+    assert same_bits(got, want)
+    assert kinds <= {op.type for op in plan.ops}
+
+
+@pytest.mark.parametrize("mask_by, fused", [("pooled", True), ("other", False)])
+def test_a_pool_grad_fuses_only_with_the_relu_grad_masked_by_the_pooled_tensor(mask_by, fused):
+    from flowbook.ops.activation_grads import activation_grad
+
+    x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
+    h = tf.nn.relu(_conv(x))
+    p = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    (dh,) = tf.gradients(tf.reduce_sum(p * p), h)
+    assert dh.op.type == "MaxPoolGrad"
+    other = tf.nn.relu(tf.concat([x, x * 2.0 - 1.0, x], -1)[..., 1:4])
+    r = activation_grad("ReluGrad", dh, h if mask_by == "pooled" else other)
+    got, want, (plan,) = run_both(r, {x: _images(3)})
+    assert same_bits(got, want)
+    assert ("_FusedMaxPoolGrad" in {op.type for op in plan.ops}) is fused
+
+
+def test_max_pool_grad_positive_only_is_relu_grad_after_it_with_special_gradients():
+    from flowbook.registry import OPS
+
+    attrs = {"ksize": (1, 2, 2, 1), "strides": (1, 2, 2, 1), "padding": "VALID"}
+    x = np.maximum(_images(4, (2, 4, 4, 3)), 0)
+    x[0, 0, 0, 0] = np.nan
+    y = OPS["MaxPool"].kernel(np, x, **attrs)
+    grad = np.random.default_rng(5).standard_normal(y.shape).astype(np.float32)
+    for special in (None, np.inf, np.nan, -0.0):
+        if special is not None:
+            grad[0, 0, 1] = special
+        pool_grad = OPS["MaxPoolGrad"].kernel(np, x, y, grad, **attrs)
+        want = OPS["ReluGrad"].kernel(np, pool_grad, x)
+        got = OPS["_FusedMaxPoolGrad"].bound_kernel(np, {**attrs, "fused_ops": ["ReluGrad"]})(
+            x, y, grad
+        )
+        assert same_bits(got, want)

@@ -47,6 +47,7 @@ from flowbook.ops import conv_patches as cp
 from flowbook.ops import windows as win
 from flowbook.ops._builder import make1, operands, same_dtype, tensor
 from flowbook.ops._shape_inputs import check_int, host_ints, int_input
+from flowbook.ops.bias_kernels import add_bias
 from flowbook.ops.constant_op import partial_shape_value
 from flowbook.ops.elementwise import FLOAT, NUMBER, check_dtype
 from flowbook.registry import Out, register_gradient, register_op
@@ -314,7 +315,8 @@ def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC", out: An
             f"Must provide as many biases as the channel dimension of the input: "
             f"{bias.shape[0]} vs. {value.shape[axis]} (value{fmt(value.shape)})",
         )
-    # out: a dead input's buffer (flowbook.run.memory_plan)
+    if axis == value.ndim - 1:  # out: a dead input's buffer (flowbook.run.memory_plan)
+        return add_bias(xp, value, bias, out=out)
     return xp.add(value, bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis)), out=out)
 
 

@@ -6,7 +6,12 @@ underscore, as TensorFlow's Grappler-made ``_FusedMatMul`` does).  Each is
 a *head* and a *tail*:
 
 - the head is one written op's own kernel, run as the written plan runs it:
-  a ``MatMul`` (``_FusedMatMul``), the softmax cross-entropy of sparse
+  a ``MatMul`` (``_FusedMatMul``), a ``Conv2D`` (``_FusedConv2D``, lending its
+  patches to the filter gradient as the written op does), a ``MaxPoolGrad``
+  with the ``ReluGrad`` after it (``_FusedMaxPoolGrad``, ``fused_ops`` starting
+  ``["ReluGrad"]``: only windows whose maximum is > 0 pass their gradient,
+  ``pool_kernels.max_pool_grad(positive_only=True)``; one pass less over the
+  unpooled image), the softmax cross-entropy of sparse
   labels (``_FusedSparseSoftmaxCrossEntropyWithLogits``: the chain follows
   its backprop output), a ``Sum`` over axes the optimiser folded (``_FusedSum``:
   the axes an attr, so the kernel is numpy's reduction call and nothing
@@ -41,6 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowbook.errors import InvalidArgumentError
+from flowbook.ops.bias_kernels import add_bias
 from flowbook.ops.elementwise import FLOAT, check_dtype
 from flowbook.ops.loss_ops import _check_labels
 from flowbook.registry import OPS, OpDef, Out, no_gradient, register
@@ -59,6 +65,7 @@ STEPS: dict[str, tuple[str, str | None]] = {
     "Relu": ("maximum", None),  # maximum(x, 0), as the Relu kernel
     "Sum": ("sum", None),  # over no axes
 }
+BIAS_STEPS = frozenset({"BiasAdd", "Add", "AddV2"})  # a 1-D operand: bias_kernels.add_bias
 UNARY_STEPS = frozenset(k for k, (_, order) in STEPS.items() if order is None)
 
 __all__ = ["STEPS", "UNARY_STEPS"]
@@ -80,6 +87,9 @@ def _tail(xp: Any, steps: Sequence[str]) -> Callable[[Any, Sequence[Any]], Any]:
                     if inplace
                     else fn(v, axis=(), dtype=v.dtype)
                 )
+            elif step in BIAS_STEPS and inplace and getattr(operands[k], "ndim", 0) == 1:
+                v = add_bias(xp, v, operands[k], out=v)  # the same adds, in long rows
+                k += 1
             else:
                 v = fn(v, operands[k], out=v) if inplace else fn(v, operands[k])
                 k += 1
@@ -214,6 +224,51 @@ register(
     )
 )
 
+
+# ------------------------------------------------------------------ _FusedConv2D
+CONV_ATTRS = ("strides", "padding", "data_format", "dilations", "use_cudnn_on_gpu")
+
+
+def _bind_conv2d(xp: Any, fused_ops: Sequence[str] = (), **attrs: Any) -> Callable[..., Any]:
+    conv = OPS["Conv2D"].bound_kernel(xp, attrs)  # lends its patches as the written op does
+    tail = _tail(xp, fused_ops)
+
+    def fused_conv2d(x: Any, f: Any, *operands: Any) -> Any:
+        return tail(conv(x, f), operands)  # the GEMM's fresh output takes the bias and ReLU
+
+    return fused_conv2d
+
+
+register(
+    OpDef("_FusedConv2D", ("input", "filter", "*args"), (*CONV_ATTRS, "fused_ops"), _fused_infer,
+          None, bind=_bind_conv2d)
+)  # fmt: skip
+
+
+# ------------------------------------------------------------------ _FusedMaxPoolGrad
+POOL_ATTRS = ("ksize", "strides", "padding", "data_format")
+
+
+def _bind_max_pool_grad(
+    xp: Any, fused_ops: Sequence[str] = ("ReluGrad",), **attrs: Any
+) -> Callable[..., Any]:
+    if list(fused_ops[:1]) != ["ReluGrad"]:
+        raise ValueError(f"_FusedMaxPoolGrad fuses a ReluGrad first, got {list(fused_ops)}")
+    check = OPS["MaxPoolGrad"].bound_kernel(xp, attrs)  # the written op's checks and errors
+    tail = _tail(xp, fused_ops[1:])
+
+    def fused_max_pool_grad(x: Any, y: Any, grad: Any, *operands: Any) -> Any:
+        return tail(check(x, y, grad, positive_only=True), operands)
+
+    return fused_max_pool_grad
+
+
+register(
+    OpDef("_FusedMaxPoolGrad", ("orig_input", "orig_output", "grad", "*args"),
+          (*POOL_ATTRS, "fused_ops"), _fused_infer, None, bind=_bind_max_pool_grad)
+)  # fmt: skip
+
 no_gradient(
-    "_FusedMatMul", "_FusedElementwise", "_FusedSum", "_FusedSparseSoftmaxCrossEntropyWithLogits"
-)
+    "_FusedMatMul", "_FusedElementwise", "_FusedSum", "_FusedSparseSoftmaxCrossEntropyWithLogits",
+    "_FusedConv2D", "_FusedMaxPoolGrad",
+)  # fmt: skip

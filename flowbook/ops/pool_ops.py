@@ -169,11 +169,21 @@ def _max_pool_backprop(op_type: str) -> Any:
 
 @_max_pool_backprop("MaxPoolGrad")
 def _max_pool_grad_kernel(
-    xp: Any, x: Any, y: Any, grad: Any, ksize: Any, strides: Any, padding: str, **_: Any
+    xp: Any,
+    x: Any,
+    y: Any,
+    grad: Any,
+    ksize: Any,
+    strides: Any,
+    padding: str,
+    positive_only: bool = False,
+    **_: Any,
 ) -> Any:
+    """``positive_only``: only windows whose maximum is > 0 pass their gradient, which is
+    ReluGrad(MaxPoolGrad(x, y, grad), x) bit for bit (``_FusedMaxPoolGrad``, optimiser-made)."""
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     _check_grad(grad, x.shape, g)
-    return max_pool_grad(xp, x, grad, g, k, s)
+    return max_pool_grad(xp, x, grad, g, k, s, positive_only)
 
 
 @register_gradient("MaxPoolGrad")

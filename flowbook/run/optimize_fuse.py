@@ -9,7 +9,13 @@ folded, merged and stripped of identities) and records, in the shared
 :class:`flowbook.run.optimize_layout.Rewrite`, one fused op of
 ``flowbook.ops.fused_ops`` in the place of the chain's last op:
 
-- a **head**: a ``MatMul`` (``_FusedMatMul``), a
+- a **head**: a ``MatMul`` (``_FusedMatMul``), a ``Conv2D``
+  (``_FusedConv2D``: a CNN's bias and ReLU written into the GEMM's output),
+  a ``MaxPoolGrad`` whose one reader is the ``ReluGrad`` masking by the
+  pool's own ``orig_input`` (``_FusedMaxPoolGrad``: windows whose maximum is
+  not > 0 pass nothing, which is that ReluGrad bit for bit; the
+  proof is that both read the same slot of this plan, so nothing can change
+  the tensor between them), a
   ``SparseSoftmaxCrossEntropyWithLogits`` followed from its backprop output
   (``_FusedSparseSoftmaxCrossEntropyWithLogits``; if nothing reads its loss,
   the loss is not computed), or an element-wise op of ``HEADS``
@@ -53,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.devices import CPU
-from flowbook.ops.fused_ops import STEPS, UNARY_STEPS
+from flowbook.ops.fused_ops import CONV_ATTRS, POOL_ATTRS, STEPS, UNARY_STEPS
 from flowbook.registry import OPS
 from flowbook.run.optimize_layout import Fused, Rewrite, drop_dead, waits_of
 from flowbook.run.placement import CopyOp
@@ -88,6 +94,13 @@ def fuse(plan: Plan, rw: Rewrite) -> None:
             continue
         value = rw.resolve(plan.outputs[i][head])
         members, steps, operands = [i], [], []
+        if op.type == "MaxPoolGrad":  # its one step, the ReLU's gradient of its orig_input
+            j = _relu_grad_of_pool(plan, rw, i, value, readers, fetched)
+            if j is None or j in taken:
+                continue
+            members.append(j)
+            steps.append("ReluGrad")
+            value = rw.resolve(plan.outputs[j][0])
         while value not in fetched and len(readers.get(value, ())) == 1:
             j, k = readers[value][0]
             if j in taken or (len(members) > 1 and waiters[members[-1]] != {j}):
@@ -129,7 +142,7 @@ def _fusable(plan: Plan, i: int, op: Operation) -> bool:
 
 def _head(op: Operation) -> int | None:
     """Which output of ``op`` a chain follows, if ``op`` can head one."""
-    if op.type in ("MatMul", "Sum") or (op.type in HEADS and not op.attrs):
+    if op.type in ("MatMul", "Sum", "Conv2D", "MaxPoolGrad") or (op.type in HEADS and not op.attrs):
         return 0
     if op.type == XENT:
         return 1
@@ -183,6 +196,10 @@ def _record(
             "transpose_a": bool(head.attrs.get("transpose_a", False)),
             "transpose_b": bool(head.attrs.get("transpose_b", False)),
         }
+    elif head.type in ("Conv2D", "MaxPoolGrad"):
+        kind = "_Fused" + head.type
+        names = CONV_ATTRS if head.type == "Conv2D" else POOL_ATTRS
+        attrs = {a: head.attrs[a] for a in names if a in head.attrs}
     elif head.type == XENT:
         kind = "_FusedSparseSoftmaxCrossEntropyWithLogits"
         loss = rw.resolve(plan.outputs[members[0]][0])
@@ -210,6 +227,30 @@ def _record(
     names = ", ".join(f"{plan.ops[m].type} '{plan.ops[m].name}'" for m in members)
     for m in members:  # a sentence per written op, as for every rewrite
         rw.note(plan.ops[m], f"fused into {kind} '{op.name}' ({names}: one kernel)")
+
+
+def _relu_grad_of_pool(
+    plan: Plan,
+    rw: Rewrite,
+    i: int,
+    value: int,
+    readers: dict[int, list[tuple[int, int]]],
+    fetched: set[int],
+) -> int | None:
+    """The ReluGrad that is the only reader of MaxPoolGrad i's output, as its gradient, and
+    masks by the pool's own ``orig_input`` (the ReLU's output), if there is one: then both
+    are one ``_FusedMaxPoolGrad`` (``pool_kernels.max_pool_grad(positive_only=True)``)."""
+    if value in fetched or len(readers.get(value, ())) != 1:
+        return None
+    j, k = readers[value][0]
+    op = plan.ops[j]
+    if k != 0 or op.type != "ReluGrad" or not _fusable(plan, j, op) or op.control_inputs:
+        return None
+    if rw.resolve(plan.inputs[j][1]) != rw.resolve(plan.inputs[i][0]):
+        return None  # masked by another tensor than the one pooled
+    if op.outputs[0].dtype is not plan.ops[i].outputs[0].dtype:
+        return None
+    return j
 
 
 def _sum_axes(plan: Plan, rw: Rewrite, i: int) -> list[int] | None:
