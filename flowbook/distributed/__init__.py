@@ -9,7 +9,13 @@
 - ``session``: ``tf.Session("dask://host:port")`` (or a ``distributed.Client``):
   one Dask call per task per step, values moving worker to worker;
 - ``server_api``: ``tf.train.Server``, a Dask worker per task of a TF1
-  script's processes, all joining one scheduler.
+  script's processes, all joining one scheduler;
+- ``stages``: which tasks receive first, and variable updates that wait for
+  the step's values (no half-applied step on a surviving ps);
+- ``task_servers``: the tasks from the workers' names, a task server on each,
+  and waiting for a lost task to come back;
+- ``recovery``: TF1's ``_RecoverableSession``, a session made again when a
+  task is lost (what ``MonitoredSession`` runs through).
 
 Dask itself (the ``dask`` extra, ``pip install "flowbook[dask]"``) is imported
 only when a cluster session starts, so ``import flowbook`` stays fast.

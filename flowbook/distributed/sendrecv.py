@@ -16,19 +16,23 @@ in (``resource="rendezvous"``; the task's session binds it, see
 by (step, tensor name):
 
 - ``send`` hands the value to the transport the task server gave the
-  rendezvous (a direct call to the receiving task's server, worker to
-  worker) and remembers the call, so the step can wait for its delivery;
+  rendezvous (a one-way message to the receiving task's server, worker to
+  worker: the receiving partition's success is the delivery's proof);
 - ``put`` (the receiving server, when a value arrives) stores it, or settles
   the ``_Recv`` already waiting for it;
 - ``recv`` takes the value, or returns a ``flowbook.pending.Pending`` that
   the threaded scheduler parks while the partition's other ops run: a
   partition may have to send before it can receive, so a receive never
   blocks its thread;
-- ``abort(step)`` fails the step's waiting receives with ``AbortedError``
-  (another task of the step failed) and drops what arrives later; the
-  step's other waits (a queue's dequeue, an accumulator's take, which the
-  rendezvous watches while the step runs: ``flowbook.pending.watching``)
-  are cancelled, so a closed client session leaves no step waiting on a task.
+- ``when_all(step, names)`` is a Pending settled once every named value of
+  the step has arrived: the task server waits on it before running a
+  partition that receives everything first (``flowbook.distributed.stages``);
+- ``abort(step)`` fails the step's waiting receives and gates with
+  ``AbortedError`` (another task of the step failed) and drops what
+  arrives later; the step's other waits (a queue's dequeue, an
+  accumulator's take, which the rendezvous watches while the step runs:
+  ``flowbook.pending.watching``) are cancelled, so a closed client session
+  leaves no step waiting on a task.
 
 Which step a kernel belongs to is the run's thread's: the server sets it
 (``Rendezvous.stepping``) around the partition's run, and Send/Recv kernels
@@ -59,7 +63,7 @@ from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
 
 __all__ = ["Rendezvous"]
 
-Transport = Callable[[int, str, str, Any], Any]  # (step, recv device, tensor name, value) -> call
+Transport = Callable[[int, str, str, Any], None]  # (step, recv device, tensor name, value)
 MAX_ABORTED = 1024  # aborted steps remembered, so their late values are dropped
 
 
@@ -68,11 +72,11 @@ class Rendezvous:
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport  # delivers a sent value to the receiving task
-        self._lock = threading.Lock()  # guards the three tables below
+        self._lock = threading.Lock()  # guards the five tables below
         self._values: dict[int, dict[str, Any]] = {}  # step -> tensor name -> value arrived
         self._waiting: dict[int, dict[str, Pending]] = {}  # step -> tensor name -> its Recv
+        self._gates: dict[int, list[tuple[set[str], Pending]]] = {}  # step -> (missing, gate)
         self._aborted: OrderedDict[int, str] = OrderedDict()  # step -> why, newest last
-        self._sent: dict[int, list[Any]] = {}  # step -> transport calls still to confirm
         self._waits: dict[int, list[Pending]] = {}  # step -> its kernels' other waits
         self._local = threading.local()  # .step: the step this thread runs
 
@@ -104,28 +108,52 @@ class Rendezvous:
 
     # ---------------------------------------------------------------- send
     def send(self, tensor_name: str, recv_device: str, value: Any) -> None:
-        """Deliver ``value`` to ``recv_device``'s task under ``tensor_name``."""
-        step = self._step()
-        call = self._transport(step, recv_device, tensor_name, value)
-        with self._lock:
-            self._sent.setdefault(step, []).append(call)
-
-    def sent(self, step: int) -> list[Any]:
-        """The transport calls ``step`` made here (taken: a second call returns [])."""
-        with self._lock:
-            return self._sent.pop(step, [])
+        """Deliver ``value`` to ``recv_device``'s task under ``tensor_name`` (not waited for)."""
+        self._transport(self._step(), recv_device, tensor_name, value)
 
     # ------------------------------------------------------------- receive
     def put(self, step: int, tensor_name: str, value: Any) -> None:
         """A value of ``step`` arrived: settle its waiting Recv, or keep it for the Recv."""
+        opened: list[Pending] = []
         with self._lock:
             if step in self._aborted:
                 return
             waiter = self._waiting.get(step, {}).pop(tensor_name, None)
             if waiter is None:
                 self._values.setdefault(step, {})[tensor_name] = value
+                gates = self._gates.get(step)
+                for missing, gate in gates or ():
+                    missing.discard(tensor_name)
+                    if not missing:
+                        opened.append(gate)
+                if opened:
+                    self._gates[step] = [g for g in gates if g[0]]
         if waiter is not None:
             waiter.resolve(value)
+        for gate in opened:
+            gate.resolve(None)
+
+    def when_all(self, step: int, names: list[str]) -> Pending:
+        """A Pending settled once every value ``names`` of ``step`` has arrived (or failed).
+
+        >>> r = Rendezvous(lambda *a: None)
+        >>> gate = r.when_all(3, ["a", "b"]); r.put(3, "a", 1); gate.done
+        False
+        >>> r.put(3, "b", 2); gate.done
+        True
+        """
+        gate = Pending(f"the values {names} of step {step}")
+        with self._lock:
+            why = self._aborted.get(step)
+            missing = set(names).difference(self._values.get(step, ()))
+            if why is None and missing:
+                self._gates.setdefault(step, []).append((missing, gate))
+                return gate
+        if why is not None:
+            gate.fail(AbortedError(None, None, f"Step {step} was aborted: {why}"))
+        else:
+            gate.resolve(None)
+        return gate
 
     def recv(self, tensor_name: str, what: str) -> Any:
         """The value of ``tensor_name`` in this thread's step, or a Pending for it."""
@@ -152,15 +180,16 @@ class Rendezvous:
 
     # ------------------------------------------------------------ lifecycle
     def abort(self, step: int, why: str) -> None:
-        """Fail ``step``'s waiting Recvs with AbortedError; drop its values, now and later."""
+        """Fail ``step``'s waiting Recvs and gates with AbortedError; drop its values, now and later."""
         with self._lock:
             self._aborted[step] = why
             while len(self._aborted) > MAX_ABORTED:
                 self._aborted.popitem(last=False)
             self._values.pop(step, None)
-            waiting = self._waiting.pop(step, {})
+            waiting = list(self._waiting.pop(step, {}).values())
+            waiting += [gate for _, gate in self._gates.pop(step, ())]
             others = self._waits.pop(step, [])
-        for pending in waiting.values():
+        for pending in waiting:
             pending.fail(AbortedError(None, None, f"Step {step} was aborted: {why}"))
         for pending in others:
             pending.cancel(f"step {step} was aborted: {why}")
@@ -170,13 +199,13 @@ class Rendezvous:
         with self._lock:
             self._values.pop(step, None)
             self._waiting.pop(step, None)
-            self._sent.pop(step, None)
+            self._gates.pop(step, None)
             self._waits.pop(step, None)
 
     def pending_steps(self) -> int:
         """How many steps still hold values or waiting Recvs here (0 between steps)."""
         with self._lock:
-            return len({*(s for s, v in self._values.items() if v), *self._waiting})
+            return len({*(s for s, v in self._values.items() if v), *self._waiting, *self._gates})
 
 
 # ------------------------------------------------------------------- the ops

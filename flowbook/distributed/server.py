@@ -16,16 +16,29 @@ finds the same one).  It owns, for as long as the worker lives:
   (``flowbook.distributed.sendrecv``).
 
 **A step** is one call per task from the client: ``run(step, key, feeds)``
-(plus the GraphDef the first time).  It runs on the server's thread pool,
-not on the worker's event loop, so the worker keeps serving: its client-fed
-values go into the rendezvous, the partition runs (Recvs park until their
-values arrive), fetched values are returned, and the step waits until every
-value it sent was delivered.  Steps of several clients run side by side.
-A Send delivers straight to the receiving task's server, worker to worker,
-with the call a Dask actor handle makes (``actor_execute`` over the
-worker's connection pool); nothing passes through the client or the
-scheduler.  ``deliver`` and ``abort`` are coroutines: they run on the
-worker's event loop at once, even while every pool thread waits.
+(plus the GraphDef the first time).  Its client-fed values go into the
+rendezvous, then the partition runs one of two ways:
+
+- a partition that **receives first** (the client's analysis,
+  ``flowbook.distributed.stages``) waits on the event loop until every
+  value it receives has arrived (``Rendezvous.when_all``), then runs in one
+  go, never parking a Recv: on the event loop itself when its runs are
+  quick (under ``INLINE_MAX_S``, measured after ``POOL_RUNS`` runs in the
+  pool, and it has no queue or reader op that may wait), which saves the
+  two thread hops of a pool run; else on the server's pool;
+- any other partition runs on the server's thread pool, not on the
+  worker's event loop, so the worker keeps serving: its Recvs park until
+  their values arrive.
+
+Fetched values are returned; steps of several clients run side by side.
+A Send is a one-way message straight to the receiving task's server,
+worker to worker (``actor_execute`` with ``reply=False`` over the worker's
+connection pool); nothing passes through the client or the scheduler, and
+no acknowledgement comes back: the receiving partition's own success is
+the proof of delivery, and a send that fails aborts the step here and
+there (its Recv fails at once).  ``deliver`` and ``abort`` are coroutines:
+they run on the worker's event loop at once, even while every pool thread
+waits.
 
 An error in a partition comes back as a :class:`RemoteOpError` (the error
 code, the failing op's name, the message and the task), which the client
@@ -38,7 +51,9 @@ turns into TF's error class naming its own op and the line that made it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -48,7 +63,7 @@ from flowbook.devices import DeviceSpec
 from flowbook.distributed.cluster import task_name
 from flowbook.distributed.dist_trace import TaskRecorder, now
 from flowbook.distributed.sendrecv import Rendezvous
-from flowbook.errors import NotFoundError, OpError, UnavailableError
+from flowbook.errors import DeadlineExceededError, NotFoundError, OpError
 from flowbook.graph import Graph
 from flowbook.graph_def_import import import_graph_def
 from flowbook.resources import ResourceCell
@@ -60,7 +75,8 @@ __all__ = ["RemoteOpError", "TaskServer", "TaskSession"]
 
 MAX_STEPS = 32  # steps one task runs at once (the server's pool threads)
 MAX_PARTITIONS = 1024  # partitions kept per task; the least recently run go first
-DELIVERY_TIMEOUT_S = 60.0  # longest wait for a sent value to reach its task
+INLINE_MAX_S = 0.002  # a receive-first partition whose runs take less runs on the event loop
+POOL_RUNS = 2  # runs of a partition on the pool before it may run on the loop (the first compiles)
 
 
 class RemoteOpError(Exception):
@@ -112,17 +128,33 @@ class TaskSession(BaseSession):
 
 
 class _Registered:
-    """One partition, imported: its session and what its runs fetch."""
+    """One partition, imported: its session, what its runs fetch, and where they run."""
 
-    __slots__ = ("feed_names", "fetches", "n_fetched", "session")
+    __slots__ = ("feed_names", "fetches", "first", "may_inline", "n_fetched", "quick", "recvs",
+                 "runs", "session")  # fmt: skip
 
     def __init__(
-        self, session: TaskSession, feed_names: list[str], fetch_names: list[str], sends: list[str]
-    ) -> None:
+        self, session: TaskSession, feed_names: list[str], fetch_names: list[str],
+        sends: list[str], first: bool,
+    ) -> None:  # fmt: skip
+        ops = session.graph.get_operations()
         self.session = session  # plans are cached here, run after run
         self.feed_names = feed_names  # the client-fed tensors its Recvs take, in the call's order
         self.fetches = [*fetch_names, *sends]  # fetched tensors, then the Sends as targets
         self.n_fetched = len(fetch_names)  # how many of them go back to the client
+        self.first = first  # it receives first: wait for every value, then run in one go
+        self.recvs = [  # the tensor names its task-to-task Recvs wait for
+            op.attrs["tensor_name"] for op in ops
+            if op.type == "_Recv" and not op.attrs.get("client_terminated")
+        ]  # fmt: skip
+        # no op that may wait (queues, readers) but the Recvs, which have their values first
+        self.may_inline = first and not any(op._opdef.blocking and op.type != "_Recv" for op in ops)
+        self.runs = 0  # runs so far
+        self.quick = False  # its last run was short enough to run on the event loop
+
+    def timed(self, seconds: float) -> None:
+        self.runs += 1
+        self.quick = self.may_inline and self.runs >= POOL_RUNS and seconds < INLINE_MAX_S
 
 
 class TaskServer:
@@ -140,6 +172,7 @@ class TaskServer:
         self.rendezvous = Rendezvous(self._deliver)
         self.pool = ThreadPoolExecutor(MAX_STEPS, thread_name_prefix=f"flowbook{self.name}")
         self.lock = threading.Lock()  # guards the dicts above
+        self.pushes: dict[int, list[Any]] = {}  # step -> its sends being written (futures)
         self.counts = {"steps": 0, "sent_bytes": 0, "returned_bytes": 0}  # for tests, benchmarks
 
     # ------------------------------------------------------------ state
@@ -171,40 +204,70 @@ class TaskServer:
         """
         t_in = now()
         loop = asyncio.get_running_loop()
-        out = await loop.run_in_executor(
-            self.pool, self._run, step, key, feeds, graph, peers, timeout_ms, report
-        )
-        if not report:
-            return out
-        values, (start, end, kernels) = out
-        return [values, (t_in, start, end, now(), kernels)]  # a dist_trace.TaskReport
-
-    def _run(
-        self, step: int, key: str, feeds: list, graph: Any, peers: Any, timeout_ms: int,
-        report: int = 0,
-    ) -> Any:  # fmt: skip
         if peers:
             with self.lock:
                 self.peers.update(peers)
         r = self.rendezvous
         try:
-            part = self._partition(key, graph)
+            part = self._known(key)
+            if part is None:
+                part = await loop.run_in_executor(self.pool, self._register, key, graph)
             for name, value in zip(part.feed_names, feeds):
                 r.put(step, name, value)
-            recorder = TaskRecorder() if report >= 2 else None  # its kernels' timings
-            options = RunOptions(timeout_in_ms=timeout_ms) if timeout_ms or recorder else None
-            start = now()
-            with r.stepping(step):
-                values = part.session.run(part.fetches, options=options, run_metadata=recorder)
-            end = now()
-            for call in r.sent(step):
-                call.result(DELIVERY_TIMEOUT_S)
+            if part.first and part.recvs:
+                await self._arrived(step, part.recvs, timeout_ms)
+            if part.quick:
+                out = self._run(step, part, timeout_ms, report)
+            else:
+                out = await loop.run_in_executor(
+                    self.pool, self._run, step, part, timeout_ms, report
+                )
+            await self._written(step)
         except OpError as e:
             raise RemoteOpError.of(e, self.name) from None
-        except (OSError, TimeoutError) as e:
-            raise RemoteOpError.of(UnavailableError(None, None, str(e)), self.name) from None
         finally:
             r.end(step)
+            with self.lock:
+                self.pushes.pop(step, None)
+        if not report:
+            return out
+        values, (start, end, kernels) = out
+        return [values, (t_in, start, end, now(), kernels)]  # a dist_trace.TaskReport
+
+    async def _written(self, step: int) -> None:
+        """Wait until this step's sends are written to their connections (not delivered:
+        the receiving partition's success says that); bytes written reach a peer even if
+        this process dies next."""
+        with self.lock:
+            pushes = self.pushes.pop(step, [])
+        for push in pushes:
+            await (asyncio.wrap_future(push) if not isinstance(push, asyncio.Future) else push)
+
+    async def _arrived(self, step: int, names: list[str], timeout_ms: int) -> None:
+        """Wait (on the event loop) until the values ``names`` of ``step`` are all here."""
+        gate = self.rendezvous.when_all(step, names)
+        if not gate.done:
+            loop = asyncio.get_running_loop()
+            woken = loop.create_future()
+            gate.then(lambda *_: loop.call_soon_threadsafe(_wake, woken))
+            try:
+                await asyncio.wait_for(woken, timeout_ms / 1000 if timeout_ms else None)
+            except TimeoutError:
+                raise DeadlineExceededError(
+                    None, None, f"Step {step} on {self.name}: the values {names} did not "
+                    f"arrive within {timeout_ms} ms",
+                ) from None  # fmt: skip
+        if gate.error is not None:
+            raise gate.error
+
+    def _run(self, step: int, part: _Registered, timeout_ms: int, report: int = 0) -> Any:
+        recorder = TaskRecorder() if report >= 2 else None  # its kernels' timings
+        options = RunOptions(timeout_in_ms=timeout_ms) if timeout_ms or recorder else None
+        start, began = now(), time.perf_counter()
+        with self.rendezvous.stepping(step):
+            values = part.session.run(part.fetches, options=options, run_metadata=recorder)
+        part.timed(time.perf_counter() - began)
+        end = now()
         out = values[: part.n_fetched]
         with self.lock:
             self.counts["steps"] += 1
@@ -213,44 +276,61 @@ class TaskServer:
             return out, (start, end, recorder.kernels() if recorder is not None else None)
         return out
 
-    def _partition(self, key: str, graph: Any) -> _Registered:
+    def _known(self, key: str) -> _Registered | None:
         with self.lock:
             part = self.partitions.get(key)
             if part is not None:
                 self.partitions.move_to_end(key)
-                return part
+            return part
+
+    def _register(self, key: str, graph: Any) -> _Registered:
         if graph is None:
             raise NotFoundError(None, None, f"partition {key} is not registered on {self.name}")
-        graph_bytes, feed_names, fetch_names, sends = graph
+        graph_bytes, feed_names, fetch_names, sends, first = graph
         g = Graph()
         with g.as_default():
             import_graph_def(graph_bytes, name="")
-        part = _Registered(TaskSession(self, g), feed_names, fetch_names, sends)
+        part = _Registered(TaskSession(self, g), feed_names, fetch_names, sends, first)
         with self.lock:
             self.partitions[key] = part
             while len(self.partitions) > MAX_PARTITIONS:
                 self.partitions.popitem(last=False)
         return part
 
-    def _deliver(self, step: int, recv_device: str, tensor_name: str, value: Any) -> Any:
-        """Send ``value`` to the server of ``recv_device``'s task (worker to worker)."""
+    def _deliver(self, step: int, recv_device: str, tensor_name: str, value: Any) -> None:
+        """Send ``value`` to the server of ``recv_device``'s task (worker to worker, one way)."""
         spec = DeviceSpec.from_string(recv_device)
         task = task_name(spec.job or "", spec.task or 0)
-        address, key = self.peers[task]
         with self.lock:
+            address, key = self.peers[task]
             self.counts["sent_bytes"] += getattr(value, "nbytes", 0)
-        call = self._call(address, key, "deliver", step, tensor_name, value)
-        return asyncio.run_coroutine_threadsafe(call, self.worker.loop.asyncio_loop)
+        push = self._push(address, key, task, step, tensor_name, value)
+        loop = self.worker.loop.asyncio_loop
+        if asyncio._get_running_loop() is loop:  # a partition running on the event loop
+            pushing: Any = loop.create_task(push)
+        else:
+            pushing = asyncio.run_coroutine_threadsafe(push, loop)
+        with self.lock:
+            self.pushes.setdefault(step, []).append(pushing)
 
-    async def _call(self, address: str, key: str, function: str, *args: Any) -> Any:
+    async def _push(
+        self, address: str, key: str, task: str, step: int, tensor_name: str, value: Any
+    ) -> None:
         from distributed.protocol import to_serialize  # lazy: dask is an optional extra
 
-        result = await self.worker.rpc(address).actor_execute(
-            actor=key, function=function, args=[to_serialize(a) for a in args], kwargs={}
+        try:
+            await self._post(address, key, "deliver", step, tensor_name, to_serialize(value))
+        except Exception as e:  # the receiver is gone, or the value does not travel
+            why = f"{self.name} could not send '{tensor_name}' to {task}: {e}"
+            self.rendezvous.abort(step, why)
+            with contextlib.suppress(Exception):
+                await self._post(address, key, "abort", step, why)
+
+    async def _post(self, address: str, key: str, function: str, *args: Any) -> None:
+        """Call ``function`` of the server ``key`` on ``address``, not waiting for an answer."""
+        await self.worker.rpc(address).actor_execute(
+            actor=key, function=function, args=list(args), kwargs={}, reply=False
         )
-        if result["status"] != "OK":
-            raise result["exception"]
-        return result["result"]
 
     async def deliver(self, step: int, tensor_name: str, value: Any) -> None:
         """A value sent to this task for ``step`` (called by the sending task's server)."""
@@ -285,3 +365,8 @@ class TaskServer:
         """Steps run here, bytes sent to other tasks and returned to clients; steps open."""
         with self.lock:
             return {**self.counts, "open_steps": self.rendezvous.pending_steps()}
+
+
+def _wake(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)

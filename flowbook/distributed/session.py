@@ -4,11 +4,12 @@
 (``flowbook.session.Session`` asks ``hooks.cluster_session`` for the class).
 Connecting, it:
 
-1. finds the cluster's tasks in its workers' names (:func:`map_workers`):
-   a worker named ``ps-0``, ``worker-1``, ``ps:0`` or ``/job:ps/task:0`` is
-   that task; workers with other names (a plain ``LocalCluster``'s 0, 1, 2)
-   become ``worker`` tasks in name order.  ``session.cluster`` is the
-   resulting ``ClusterSpec`` (job -> Dask worker addresses);
+1. finds the cluster's tasks in its workers' names (:func:`map_workers`,
+   ``flowbook.distributed.task_servers``): a worker named ``ps-0``,
+   ``worker-1``, ``ps:0`` or ``/job:ps/task:0`` is that task; workers with
+   other names (a plain ``LocalCluster``'s 0, 1, 2) become ``worker`` tasks
+   in name order.  ``session.cluster`` is the resulting ``ClusterSpec``
+   (job -> Dask worker addresses);
 2. finds or starts one ``TaskServer`` actor per task, on its worker,
    published on the scheduler so later sessions and other clients reach
    the same servers (and the same variables).
@@ -16,15 +17,27 @@ Connecting, it:
 **A run** flattens fetches and checks feeds as a local session does, then
 looks up its distributed plan, built once per (fetches, feeds, graph
 version): the pruned ops (``flowbook.run.plan.build_plan``) split over the
-tasks with Send/Recv pairs (``flowbook.distributed.partition``).  The step
-is one actor call per task that has work in it, all sent at once:
-``run(step, key, feeds)``, carrying the partition's GraphDef and the peer
-table only the first time a task sees that plan.  Each task gets only the
-fed values its partition reads and returns only the fetched values it
-makes; intermediate values move between tasks, worker to worker.  If a
-task fails, the others are told to abort the step (their waiting Recvs
-fail at once) and the error is raised as TensorFlow's class, naming the
-client's op, its line and the task.
+tasks with Send/Recv pairs (``flowbook.distributed.partition``), which
+tasks receive first and which variable updates wait for the step's values
+(``flowbook.distributed.stages``).  The step is one Dask call per task that
+has work in it, all sent at once from one coroutine on the client's event
+loop (``actor_execute`` on the task server, straight over the client's
+connection pool): ``run(step, key, feeds)``, a few bytes and the fed values,
+carrying the partition's GraphDef and the peer table only the first time a
+task sees that plan.  Each task gets only the fed values its partition
+reads and returns only the fetched values it makes; intermediate values
+move between tasks, worker to worker.  ``calls`` counts the calls made.
+
+**Failures.**  If a task fails, the others are told to abort the step
+(their waiting Recvs fail at once) and the error is raised as TensorFlow's
+class, naming the client's op, its line and the task.  A task whose Dask
+worker is lost (its connection closes, or no connection opens within
+``CONNECT_S``) fails the step with ``UnavailableError`` naming it, as soon
+as the client notices.  The session stays usable: the next run waits (up to
+``SERVER_START_S``) for Dask to bring back a worker of the same name, starts
+a new task server there -- its variables uninitialised, so a chief restores
+them from a checkpoint (``flowbook.distributed.recovery``) -- and registers
+its partitions again.
 
 The client's Dask calls go straight to the workers: a session that makes
 its own ``Client`` asks for ``direct_to_workers``, and a ``Client`` passed
@@ -37,9 +50,9 @@ in with that left unset (None) is switched to it.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
-import re
 import secrets
 import sys
 import threading
@@ -53,20 +66,26 @@ from flowbook.distributed.dist_repr import session_html
 from flowbook.distributed.dist_trace import ClockSync
 from flowbook.distributed.dist_watch import StepWatch, remember
 from flowbook.distributed.partition import Partitioned, partition
-from flowbook.distributed.server import RemoteOpError, TaskServer
+from flowbook.distributed.server import RemoteOpError
 from flowbook.distributed.server_api import wait_for_tasks
+from flowbook.distributed.stages import gate_updates, receive_first
+from flowbook.distributed.task_servers import (
+    SERVER_START_S,
+    await_tasks,
+    map_workers,
+    start_servers,
+)
 from flowbook.graph import Graph
 from flowbook.run.observers import Observer, observers_for
 from flowbook.run.plan import build_plan
 from flowbook.run.values import flatten, rebuild, to_numpy
 from flowbook.session import Session, _DeviceAttributes, _observers
 
-__all__ = ["DaskSession", "is_cluster_target", "map_workers"]
+__all__ = ["SERVER_START_S", "DaskSession", "is_cluster_target", "map_workers"]
 
-_NAME = re.compile(r"^(?:/job:)?([A-Za-z_]\w*?)(?:/replica:\d+)?(?:/task:|[-:_/])(\d+)$")
 ABORT_WAIT_S = 10.0  # after a task failed, the longest wait for the others to stop
+CONNECT_S = 5.0  # longest wait for a connection to a task's worker (a lost one refuses)
 MAX_PLANS = 256  # distributed plans kept per session
-SERVER_START_S = 60.0  # longest wait for the task servers to start
 
 
 def is_cluster_target(target: Any) -> bool:
@@ -78,38 +97,6 @@ def is_cluster_target(target: Any) -> bool:
     if isinstance(target, str | bytes):
         return (target.decode() if isinstance(target, bytes) else target).startswith("dask://")
     return target is not None
-
-
-def map_workers(workers: dict[str, dict[str, Any]]) -> ClusterSpec:
-    """The cluster's tasks from Dask's worker table (address -> info with a ``name``).
-
-    >>> map_workers({"tcp://a:1": {"name": "/job:ps/task:1"}}).as_dict()
-    {'ps': {1: 'tcp://a:1'}}
-    """
-    tasks: dict[tuple[str, int], str] = {}
-    others: list[tuple[str, str]] = []
-    for address, info in workers.items():
-        name = str(info.get("name", address))
-        m = _NAME.match(name)
-        if m is None:
-            others.append((name, address))
-            continue
-        key = (m.group(1), int(m.group(2)))
-        if key in tasks:
-            raise ValueError(
-                f"Two Dask workers are task {task_name(*key)}: {tasks[key]}, {address}"
-            )
-        tasks[key] = address
-    k = max((t for j, t in tasks if j == "worker"), default=-1) + 1
-    for _, address in sorted(others, key=lambda o: (len(o[0]), o[0])):
-        tasks[("worker", k)] = address
-        k += 1
-    if not tasks:
-        raise errors.UnavailableError(None, None, "The Dask cluster has no workers")
-    spec: dict[str, dict[int, str]] = {}
-    for (job, t), address in tasks.items():
-        spec.setdefault(job, {})[t] = address
-    return ClusterSpec(spec)
 
 
 def _client_for(target: Any) -> tuple[Any, bool]:
@@ -133,48 +120,23 @@ def _client_for(target: Any) -> tuple[Any, bool]:
     )
 
 
-def _servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], list[Any]]:
-    """Task name -> its TaskServer actor, found on the scheduler or started on its worker;
-    and the futures that keep the actors alive while the session holds them.
-
-    The actor handle is made from its worker address and key (a second client cannot
-    gather an actor another client made), bound to ``client``.
-    """
-    from distributed import Actor, wait  # lazy: dask is an optional extra
-
-    futures, servers = [], {}
-    for job, k in cluster.tasks():
-        name = f"flowbook-task-{job}-{k}"
-        address = cluster.task_address(job, k)
-        future = client.get_dataset(name, default=None)
-        if future is None:
-            future = client.submit(TaskServer, job, k, actor=True, key=name,
-                                   workers=[address], allow_other_workers=False)  # fmt: skip
-            client.publish_dataset(future, name=name, override=True)
-        futures.append(future)
-        servers[task_name(job, k)] = (address, name)
-    with client.as_current():
-        wait(futures, timeout=SERVER_START_S)
-        for f in futures:
-            if f.status != "finished":
-                raise errors.UnavailableError(None, None, f"Task server {f.key}: {f.exception()}")
-        return {t: Actor(TaskServer, a, name) for t, (a, name) in servers.items()}, futures
-
-
 class _DistPlan:
     """A run signature split over tasks: its partitions, their keys and what to send first."""
 
-    __slots__ = ("keys", "n_fetches", "parted", "payloads", "plan")
+    __slots__ = ("gated", "keys", "n_fetches", "parted", "payloads", "plan")
 
     def __init__(self, parted: Partitioned, prefix: str, n_fetches: int, plan: Any = None) -> None:
         self.plan = plan  # the client's plan of the run (what its observers see)
         self.parted = parted
         self.n_fetches = n_fetches
         self.keys = {t: f"{prefix}{t}" for t in parted.parts}  # task -> partition key
+        first = receive_first(parted)  # tasks that wait for every value, then run
+        self.gated = gate_updates(parted, first)  # task -> its updates made to wait
         self.payloads = {  # task -> what registers the partition there
-            t: (p.graph_def.SerializeToString(), p.feed_names, p.fetch_names, p.sends)
+            t: (p.graph_def.SerializeToString(), p.feed_names, p.fetch_names, p.sends,
+                t in first)
             for t, p in parted.parts.items()
-        }
+        }  # fmt: skip
 
 
 class DaskSession(Session):
@@ -194,8 +156,10 @@ class DaskSession(Session):
             raise
         self.cluster = map_workers(workers)  # job -> the Dask worker address of each task
         # task name -> its TaskServer actor; the futures keep the actors alive meanwhile
-        self._servers, self._server_futures = _servers(self._client, self.cluster)
+        self._servers, self._server_futures = start_servers(self._client, self.cluster)
         self._peers = {t: (a._address, a.key) for t, a in self._servers.items()}
+        self._lost: set[str] = set()  # tasks whose worker was lost; the next run finds them
+        self.calls: collections.Counter[str] = collections.Counter()  # Dask calls by method
         self._dplans: dict[tuple, _DistPlan] = {}  # run signature -> its distributed plan
         self._registered: set[tuple[str, str]] = set()  # (task, key) known there
         self._lock = threading.Lock()  # guards the two above and the counters
@@ -217,6 +181,8 @@ class DaskSession(Session):
         """Compute ``fetches`` on the cluster, feeding ``feed_dict``; values as a local run."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        if self._lost:
+            self._reconnect()
         elements, structure = flatten(self.graph, fetches)
         tensors, values = self._feeds(feed_dict) if feed_dict else ((), ())
         key = (*elements, None, *tensors, self.graph._version)
@@ -258,9 +224,12 @@ class DaskSession(Session):
             for task, key in d.keys.items():
                 if (task, key) in self._registered:
                     self._registered.discard((task, key))
-                    keys.setdefault(task, []).append(key)
-        for task, mine in keys.items():
-            self._servers[task].release(mine)  # an ActorFuture nobody waits for
+                    if task not in self._lost:
+                        keys.setdefault(task, []).append(key)
+        for task, mine in keys.items():  # sent, not waited for
+            asyncio.run_coroutine_threadsafe(
+                self._call(task, "release", mine), self._client.loop.asyncio_loop
+            )
 
     def _watched(
         self, dplan: _DistPlan, elements: list, feeds: tuple, options: Any, observers: list
@@ -282,13 +251,16 @@ class DaskSession(Session):
     def _step(
         self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None, watch: Any = None
     ) -> list:
+        from distributed.protocol import to_serialize  # lazy: dask is an optional extra
+
         timeout_ms = int(options.timeout_in_ms) if options is not None else 0
         step = next(self._steps)
         calls = []
         for task, part in dplan.parted.parts.items():
             known = (task, dplan.keys[task]) in self._registered
-            first = None if known else dplan.payloads[task]
-            args = (step, dplan.keys[task], [feeds[k] for k in part.feeds], first,
+            mine = [feeds[k] for k in part.feeds]
+            args = (step, dplan.keys[task], to_serialize(mine) if mine else [],
+                    None if known else to_serialize(dplan.payloads[task]),
                     None if known else self._peers, timeout_ms)  # fmt: skip
             calls.append((task, args))
         with self._lock:
@@ -324,16 +296,63 @@ class DaskSession(Session):
         if not failed:
             failed = [errors.DeadlineExceededError(None, None, f"Step {step} timed out")]
         why = f"a task failed: {failed[0]}"
-        await asyncio.gather(*(self._call(t, "abort", step, why) for t, _ in calls),
-                             return_exceptions=True)  # fmt: skip
+        aborts = [asyncio.ensure_future(self._call(t, "abort", step, why))
+                  for t, _ in calls if t not in self._lost]  # fmt: skip
+        if aborts:
+            await asyncio.wait(aborts, timeout=ABORT_WAIT_S)
         if rest:
             await asyncio.wait(rest, timeout=ABORT_WAIT_S)
+        for call in (*aborts, *rest):  # a task that did not answer in time is left behind
+            if not call.done():
+                call.cancel()
+            elif not call.cancelled():
+                call.exception()  # retrieved: asyncio does not log it
         found = [self._error(e) for e in failed]
         found += [self._error(r.exception()) for r in rest if r.done() and r.exception()]
         raise next((e for e in found if not _secondary(e)), found[0])
 
     async def _call(self, task: str, method: str, *args: Any) -> Any:
-        return await getattr(self._servers[task], method)(*args)
+        """Call ``method`` of ``task``'s server: one Dask ``actor_execute`` message and its
+        answer, over the client's connection pool.  A lost worker is UnavailableError."""
+        from distributed.core import send_recv  # lazy: dask is an optional extra
+
+        address, key = self._peers[task]
+        self.calls[method] += 1
+        pool = self._client.rpc
+        try:
+            comm = await pool.connect(address, timeout=CONNECT_S)
+            try:
+                result = await send_recv(comm, op="actor_execute", actor=key, function=method,
+                                         args=list(args), kwargs={})  # fmt: skip
+            finally:
+                pool.reuse(address, comm)
+        except OSError as e:
+            self._lost.add(task)
+            raise errors.UnavailableError(
+                None, None, f"Task {task} is unavailable: its Dask worker {address} was lost "
+                f"({type(e).__name__}: {e})",
+            ) from None  # fmt: skip
+        if result["status"] != "OK":
+            raise result["exception"]
+        return result["result"]
+
+    def _reconnect(self) -> None:
+        """Find the lost tasks again: wait for Dask to bring back workers of the same names,
+        start task servers on them and register every partition again."""
+        cluster = self.await_lost_tasks()
+        servers, futures = start_servers(self._client, cluster)
+        with self._lock:
+            self.cluster = cluster
+            self._servers, self._server_futures = servers, futures
+            self._peers = {t: (a._address, a.key) for t, a in servers.items()}
+            self._registered.clear()  # the peer table changed: every task learns it again
+            self._lost.clear()
+
+    def await_lost_tasks(self, timeout: float = SERVER_START_S) -> ClusterSpec:
+        """Wait until the cluster has this session's tasks again, each lost one on a new
+        worker of its name (Dask's nanny restarts a lost worker); the new ClusterSpec."""
+        lost = {t: self._peers[t][0] for t in self._lost}
+        return await_tasks(self._client, self.cluster, lost, timeout)
 
     def _error(self, e: BaseException) -> BaseException:
         """A task's error as the client's: TF's class, naming the client's op and line."""
@@ -342,8 +361,6 @@ class DaskSession(Session):
             cls = errors.exception_type_from_error_code(e.code)
             where = op.describe() if op is not None else f"'{e.op_name}'"
             return cls(None, op, f"{where} on {e.task}: {e.message}")
-        if isinstance(e, OSError | RuntimeError):
-            return errors.UnavailableError(None, None, f"A task of the cluster is unreachable: {e}")
         return e
 
     # ---------------------------------------------------------- lifecycle
@@ -355,12 +372,13 @@ class DaskSession(Session):
         with self._lock:
             keys: dict[str, list[str]] = {}
             for task, key in self._registered:
-                keys.setdefault(task, []).append(key)
+                if task not in self._lost:  # a lost task has nothing left to forget
+                    keys.setdefault(task, []).append(key)
             self._registered.clear()
             self._dplans.clear()
         try:
-            for task, mine in keys.items():
-                self._servers[task].release(mine).result(ABORT_WAIT_S)
+            if keys:
+                self._on_tasks("release", list(keys), [[k] for k in keys.values()], find_lost=False)
         except Exception:  # a cluster already gone has nothing left to forget
             pass
         finally:
@@ -377,25 +395,41 @@ class DaskSession(Session):
             return
         why = "the session was closed"
         with contextlib.suppress(Exception):  # a cluster already gone has nothing waiting
+            tasks = [t for t in self._peers if t not in self._lost]
             for step in steps:
-                for server in self._servers.values():
-                    server.abort(step, why).result(ABORT_WAIT_S)
+                self._on_tasks("abort", tasks, [[step, why]] * len(tasks), find_lost=False)
         deadline = time.monotonic() + ABORT_WAIT_S
         while self._in_flight and time.monotonic() < deadline:
             time.sleep(0.01)
 
     def reset_cluster(self) -> None:
         """Drop every variable, queue and reader on every task (TF's ``Session.reset``)."""
-        for server in self._servers.values():
-            server.reset().result(ABORT_WAIT_S)
+        self._on_tasks("reset")
 
     def task_stats(self) -> dict[str, dict[str, int]]:
         """Per task: steps run, bytes sent to other tasks, bytes returned to clients."""
-        return {t: s.stats().result(ABORT_WAIT_S) for t, s in self._servers.items()}
+        return self._on_tasks("stats")
 
     def variables_on(self, task: str) -> dict[str, Any]:
         """The variables living on ``task`` (``/job:ps/replica:0/task:0``), by name."""
-        return self._servers[task].variable_values().result(ABORT_WAIT_S)
+        return self._on_tasks("variable_values", [task])[task]
+
+    def _on_tasks(
+        self, method: str, tasks: list[str] | None = None, args: list[list] | None = None,
+        find_lost: bool = True,
+    ) -> dict[str, Any]:  # fmt: skip
+        """``method(*args[i])``'s answer from each task's server (all tasks by default),
+        in ``ABORT_WAIT_S`` at most.  Lost tasks are found again first (``find_lost``)."""
+        if self._lost and find_lost:
+            self._reconnect()
+        tasks = list(self._peers) if tasks is None else tasks
+        args = args or [[] for _ in tasks]
+
+        async def ask() -> list:
+            calls = [self._call(t, method, *a) for t, a in zip(tasks, args)]
+            return await asyncio.wait_for(asyncio.gather(*calls), ABORT_WAIT_S)
+
+        return dict(zip(tasks, self._client.sync(ask)))
 
     def list_devices(self) -> list[Any]:
         """The CPU of every task of the cluster."""

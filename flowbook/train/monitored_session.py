@@ -43,9 +43,11 @@ sync queue runner waiting for gradients that will not come) and joins them.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
+from flowbook.distributed.recovery import RecoverableSession
 from flowbook.errors import DeadlineExceededError, OutOfRangeError
 from flowbook.graph import GraphKeys, get_default_graph
 from flowbook.ops.control_flow_ops import group
@@ -228,7 +230,14 @@ class WorkerSessionCreator:
 
 
 class MonitoredSession:
-    """A session that runs ``hooks`` around each ``run`` (TF1's ``tf.train.MonitoredSession``)."""
+    """A session that runs ``hooks`` around each ``run`` (TF1's ``tf.train.MonitoredSession``).
+
+    A run that fails because a task of the cluster was lost (``UnavailableError``,
+    ``AbortedError``) makes the session again -- restored from the latest checkpoint --
+    and runs again (``flowbook.distributed.recovery``).
+    """
+
+    _recover = True  # make the session again when a task is lost (not the singular one)
 
     def __init__(
         self,
@@ -241,13 +250,24 @@ class MonitoredSession:
         self._graph = get_default_graph()  # the graph the session runs
         for hook in self._hooks:
             hook.begin()
-        self._sess: Session | None = self._creator.create_session()  # None once closed
-        self._coord = Coordinator()  # stops the queue runners' threads at close
-        self._threads = start_queue_runners(self._sess, self._coord)  # the graph's runners
-        for hook in self._hooks:
-            hook.after_create_session(self._sess, self._coord)
         self._grace = stop_grace_period_secs  # how long close waits for those threads
+        self._coord: Any = None  # stops the queue runners' threads at close (per session made)
+        self._threads: list = []  # the graph's queue runners' threads
+        # None once closed; made again when a task is lost
+        self._sess: Any = RecoverableSession(self._create) if self._recover else self._create()
         self._stop = False  # a hook requested a stop
+
+    def _create(self) -> Session:
+        if self._coord is not None:  # made again: the old session's runners stop
+            self._coord.request_stop()
+            with contextlib.suppress(Exception):
+                self._coord.join(stop_grace_period_secs=0.5, ignore_live_threads=True)
+        sess = self._creator.create_session()
+        self._coord = Coordinator()
+        self._threads = start_queue_runners(sess, self._coord)
+        for hook in self._hooks:
+            hook.after_create_session(sess, self._coord)
+        return sess
 
     @property
     def graph(self) -> Any:
@@ -314,6 +334,8 @@ class MonitoredSession:
 
 class SingularMonitoredSession(MonitoredSession):
     """A ``MonitoredSession`` with a chief creator built from its arguments; ``raw_session()``."""
+
+    _recover = False  # as in TF: a lost task's error is raised
 
     def __init__(
         self,
