@@ -45,7 +45,8 @@ def test_fused_chains_give_the_written_bits_special_values_included(build, kind)
     assert same_bits(got, want)
     (plan,) = plans
     fused = [op.type for op in plan.ops if op.type.startswith("_Fused")]
-    assert fused if kind is None else kind in fused
+    assert kind is None or kind in fused  # None: the bits are the point (nothing left to fuse)
+    assert not any(op.type == "Sum" for op in plan.ops)  # over no axes: removed (optimize.py)
 
 
 def test_the_mlp_step_runs_fused_ops_and_names_what_they_replaced():
@@ -252,3 +253,12 @@ def test_max_pool_grad_positive_only_is_relu_grad_after_it_with_special_gradient
             x, y, grad
         )
         assert same_bits(got, want)
+
+
+def test_a_sum_over_no_axes_keeps_negative_zero_as_tensorflow_and_is_removed():
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    y = tf.reduce_sum(x, [], name="s") * 1.0
+    feed = {x: np.array([[-0.0, 1.0]], np.float32)}
+    got, want, plans = run_both(y, feed)
+    assert np.signbit(got[0, 0]) and np.signbit(want[0, 0])  # TF copies what it reduces nothing of
+    assert "s" not in {op.name for op in plans[0].ops}

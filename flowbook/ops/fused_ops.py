@@ -23,7 +23,7 @@ a *head* and a *tail*:
   ``Add``, ``Mul``, ``Maximum``, ``Minimum`` (either operand order), ``Sub``
   and ``RealDiv`` (the chain's value on the left), ``Relu`` and ``Sum`` (a
   sum over no axes: what a broadcast gradient's ``Sum`` does when nothing
-  broadcast; it turns ``-0.0`` into ``0.0``, as the written op does).  Each
+  broadcast; the value unchanged, as the written op's copy).  Each
   binary step takes the next of the op's extra inputs.
 
 Each step is the numpy call the written op's kernel makes, on the same
@@ -82,11 +82,7 @@ def _tail(xp: Any, steps: Sequence[str]) -> Callable[[Any, Sequence[Any]], Any]:
             if step == "Relu":
                 v = fn(v, 0, out=v) if inplace else fn(v, 0)
             elif step == "Sum":
-                v = (
-                    fn(v, axis=(), dtype=v.dtype, out=v)
-                    if inplace
-                    else fn(v, axis=(), dtype=v.dtype)
-                )
+                pass  # over no axes: the value itself (the Sum kernel's copy; v is fresh)
             elif step in BIAS_STEPS and inplace and getattr(operands[k], "ndim", 0) == 1:
                 v = add_bias(xp, v, operands[k], out=v)  # the same adds, in long rows
                 k += 1
@@ -160,6 +156,8 @@ def _bind_sum(
     tail = _tail(xp, fused_ops)
 
     def fused_sum(x: Any, *operands: Any) -> Any:
+        if not axis:  # over no axes: a copy, as the Sum kernel (reduction_ops._sum)
+            return tail(x.copy(), operands)
         return tail(reduce(x, axis=axis, dtype=x.dtype, keepdims=keep_dims), operands)
 
     return fused_sum

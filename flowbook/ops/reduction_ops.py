@@ -281,9 +281,14 @@ def _prod_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     return multiply(g, conj(others)), None
 
 
+def _sum(xp: Any, x: Any, ax: tuple[int, ...], kd: bool) -> Any:
+    """numpy's sum; over no axes a copy of ``x``, as TensorFlow's reduction kernels do (a sum
+    of nothing keeps ``-0.0``, which numpy's reduce, adding to 0.0, would not)."""
+    return x.copy() if ax == () else xp.sum(x, axis=ax, keepdims=kd, dtype=x.dtype)
+
+
 # fmt: off
-reduce_sum = reduction("Sum", "reduce_sum",
-                       lambda xp, x, ax, kd: xp.sum(x, axis=ax, keepdims=kd, dtype=x.dtype),
+reduce_sum = reduction("Sum", "reduce_sum", _sum,
                        NUMBER, grad=_sum_grad,
                        doc=("The sum of elements across axes.",
                             "reduce_sum([[1, 2], [3, 4]], axis=1)", "[3, 7]"))

@@ -28,8 +28,8 @@ The passes, one function each, share one :class:`Rewrite`:
   ``max_folded_constant_in_bytes``.  A kernel that raises is left to raise at
   run time, naming its op.  Fed tensors are never outputs of plan ops.
 - :func:`remove_identities`: ``Identity`` and ``StopGradient`` (their output
-  is their input), ``NoOp``, and a ``Reshape`` to the shape its input already
-  has.  Their readers read the input instead, and what waited for them waits
+  is their input), ``NoOp``, a ``Reshape`` to the shape its input already
+  has, and a ``Sum`` over no axes (a copy of its input, as in TensorFlow).  Their readers read the input instead, and what waited for them waits
   for what they waited for.  A variable's snapshot ``W/read`` is removed too:
   it passes the variable itself on, and its readers read the variable when
   *they* run (``flowbook.run.plan``), which reading ``W`` directly does alike;
@@ -366,7 +366,7 @@ def _constant(v: Any) -> bool:
 
 
 def remove_identities(plan: Plan, rw: Rewrite) -> None:
-    """Drop ``Identity``, ``StopGradient``, ``NoOp`` and reshapes to the same shape."""
+    """Drop ``Identity``, ``StopGradient``, ``NoOp``, same-shape reshapes and sums over no axes."""
     fetched = {s for s in plan.fetch_slots if s is not None}
     for i, op in enumerate(plan.ops):
         if i in rw.removed or type(op) is CopyOp:
@@ -389,6 +389,11 @@ def remove_identities(plan: Plan, rw: Rewrite) -> None:
             if carries_variable(op.inputs[0]):
                 continue
             why = f"a reshape to the shape its input has, {list(shape)}"
+        elif op.type == "Sum":  # over no axes: its input, copied (a broadcast gradient's)
+            axes = rw.consts.get(rw.resolve(plan.inputs[i][1]))
+            if axes is None or axes.size != 0 or carries_variable(op.inputs[0]):
+                continue
+            why = "a sum over no axes: its readers read its input"
         else:
             continue
         source, out = rw.resolve(plan.inputs[i][0]), plan.outputs[i][0]
