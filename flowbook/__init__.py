@@ -16,18 +16,13 @@ import sys as _sys
 import typing as _typing
 
 from flowbook import (
-    app,
     compat,
-    contrib,
-    data,
-    datasets,
-    debug,
+    debug,  # eager: its NaN guard is the observer RunOptions(check_numerics=True) asks for
     debugging,
+    distributed,  # eager but light: the _Send/_Recv ops; the cluster machinery loads on first use
     dtypes,
     errors,
-    flags,
     gfile,
-    gradient_checker,
     graph_def_import,  # fills hooks.import_graph_def
     hooks,
     initializers,
@@ -39,19 +34,16 @@ from flowbook import (
     math,
     nest,
     nn,
-    profiling,
+    profiling,  # eager: the tracer RunOptions(trace_level=FULL_TRACE) asks for
     random,
     session,
     sparse,
     spectral,
     strings,
-    summary,
     timeline,
-    train,
     version,
 )
 from flowbook import queues as queue
-from flowbook import test_util as test
 from flowbook import tf_logging as logging
 from flowbook import tfrecord as python_io
 from flowbook.accumulators import ConditionalAccumulator, ConditionalAccumulatorBase
@@ -209,12 +201,6 @@ from flowbook.rewrites import optimized_plan
 from flowbook.run import gpu
 from flowbook.run.observers import Observer
 from flowbook.session import InteractiveSession, Session, get_default_session, observe
-from flowbook.summary import (
-    histogram_summary,
-    merge_all_summaries,
-    merge_summary,
-    scalar_summary,
-)
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_protos import make_ndarray, make_tensor_proto
 from flowbook.tensor_shape import Dimension, TensorShape
@@ -281,7 +267,28 @@ _PROTOS = {
 }  # fmt: skip
 
 
+# Namespaces seldom needed to build and run a graph, loaded on first use (PEP 562) to keep
+# ``import flowbook`` fast: name -> (module, its attribute or None for the module itself).
+# None of them registers an op, fills a hook or an observer factory (those stay eager above).
+_LAZY = {  # (tf.tuple and tf.bool shadow the builtins here: no annotation)
+    "app": ("flowbook.app", None), "flags": ("flowbook.flags", None),
+    "contrib": ("flowbook.contrib", None), "data": ("flowbook.data", None),
+    "datasets": ("flowbook.datasets", None), "train": ("flowbook.train", None),
+    "test": ("flowbook.test_util", None), "gradient_checker": ("flowbook.gradient_checker", None),
+    "summary": ("flowbook.summary", None), "test_util": ("flowbook.test_util", None),
+    "live_plots": ("flowbook.live_plots", None),
+    **{n: ("flowbook.summary", n) for n in (
+        "histogram_summary", "merge_all_summaries", "merge_summary", "scalar_summary")},
+}  # fmt: skip
+
+
 def __getattr__(name: str) -> _typing.Any:
+    if name in _LAZY:  # first use of a lazy namespace: import it, then keep it as a plain global
+        module, attribute = _LAZY[name]
+        value = _importlib.import_module(module)
+        value = value if attribute is None else getattr(value, attribute)
+        globals()[name] = value
+        return value
     if name == "GraphWidget":  # imported on demand: anywidget is not needed to build graphs
         from flowbook.widget import GraphWidget
 
@@ -289,6 +296,10 @@ def __getattr__(name: str) -> _typing.Any:
     if name in _PROTOS:  # tf.NodeDef (device functions), tf.Summary...
         return getattr(_importlib.import_module("tensorboard.compat.proto." + _PROTOS[name]), name)
     raise AttributeError(f"module 'flowbook' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 signal = spectral  # tf.signal's transforms are tf.spectral's

@@ -24,8 +24,8 @@ or the session's ``ConfigProto`` ask for (the NaN guard, a trace).
 
 The low module calls the slot (``hooks.session_for(graph, session)``); the
 high module fills it once, when it is imported (``hooks.as_graph_def.fill(fn)``).
-``import flowbook`` imports every module, so in practice every slot is
-filled; calling an empty one raises ``RuntimeError`` naming the module that
+``import flowbook`` imports every module that fills one (the namespaces it
+leaves for first use fill none), so in practice every slot is filled; calling an empty one raises ``RuntimeError`` naming the module that
 fills it.  A hook is a plain attribute holder, not a registry: one function
 per slot, and filling it again replaces it (a reloaded module refills).
 

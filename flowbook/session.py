@@ -6,7 +6,11 @@
    nesting of list, tuple, dict) are flattened into unique graph elements and
    a recipe to rebuild the structure; an op fetch gives None.
 2. **feeds** (for any tensor, by object or name) are converted to the
-   tensor's dtype and checked against its static shape.
+   tensor's dtype and checked against its static shape.  A run with the last
+   run's signature (same fetched tensors and ops, same feed keys: a training
+   loop) skips steps 1-3's lookups, its feeds checked against what the last
+   runs accepted (``flowbook.run.run_args.LastRun``; errors stay the general
+   path's).
 3. the **plan** for (fetches, feeds) comes from the cache (adding ops keeps it,
    edits of its ops drop it: ``flowbook.run.plan_cache``), or is built once
    (``flowbook.run.plan``), with its ``RunPath`` (``flowbook.run.compile``):
@@ -66,7 +70,8 @@ from flowbook.run.optimize import optimized, passes_for
 from flowbook.run.placement import Placer, log_placement
 from flowbook.run.plan import Plan, build_plan
 from flowbook.run.plan_cache import PlanCache
-from flowbook.run.values import feed_items, flatten, host_value, rebuild, to_numpy
+from flowbook.run.run_args import LastRun, feeds, fetch_elements, unpack
+from flowbook.run.values import flatten, host_value, rebuild
 from flowbook.tensor import Operation, Tensor
 from flowbook.var_state import VarState
 
@@ -122,6 +127,7 @@ class BaseSession:
         self._placer: Placer | None = None  # op -> device; made on the first plan
         self._logged_mapping = False  # log_device_placement printed the device mapping
         self._passes = passes_for(self.config)  # the optimiser's passes (flowbook.run.optimize)
+        self._last: LastRun | None = None  # the last run's signature, for the next run like it
         _open.add(self)
 
     # ------------------------------------------------------------------ run
@@ -143,25 +149,29 @@ class BaseSession:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        if type(fetches) is Tensor and fetches.op.graph is self.graph:  # the common case, fast
-            elements: list[Any] = [fetches]
-            structure: Any = 0
-        elif type(fetches) is tuple and _flat_tensors(self.graph, fetches):  # get_next()'s pair
-            elements, structure = list(fetches), 1
+        edited = self.graph._edit_log.count != self._cache.seen  # existing ops were edited
+        last = self._last  # the last run's signature (flowbook.run.run_args.LastRun)
+        if (
+            last is not None
+            and not edited
+            and last.plan is self._cache.last
+            and (feed_values := last.values(fetches, feed_dict)) is not None
+        ):
+            plan, path, structure = last.plan, last.path, last.structure
         else:
-            elements, structure = flatten(self.graph, fetches)
-        if feed_dict:
-            feed_tensors, feed_values = self._feeds(feed_dict)
-        else:
-            feed_tensors, feed_values = (), ()
-        key = (*elements, None, *feed_tensors)
-        if self.graph._edit_log.count != self._cache.seen:  # existing ops were edited
-            self._cache.sweep(self._placer)
-        plan = self._plans.get(key)
-        if plan is None or (path := self._paths.get(plan)) is None:
-            plan, path = self._plan(elements, feed_tensors, key)
-        elif plan is not self._cache.last:  # least recently used plans go first
-            self._cache.touch(key, plan)
+            elements, structure = fetch_elements(self.graph, fetches)
+            feed_tensors, feed_values = feeds(self.graph, feed_dict) if feed_dict else ((), ())
+            key = (*elements, None, *feed_tensors)
+            if edited:
+                self._cache.sweep(self._placer)
+            plan = self._plans.get(key)
+            if plan is None or (path := self._paths.get(plan)) is None:
+                plan, path = self._plan(elements, feed_tensors, key)
+            elif plan is not self._cache.last:  # least recently used plans go first
+                self._cache.touch(key, plan)
+            self._last = LastRun.of(
+                self.graph, fetches, feed_dict, elements, structure, feed_tensors, key, plan, path
+            )
         observers = self.observers + _observers if _observers and self.observed else self.observers
         deadline = None
         if options is not None or self.config.check_numerics:
@@ -171,12 +181,9 @@ class BaseSession:
         opt = self._passes and not plan.control_flow  # optimised unless watched op by op
         faster = partial(optimized, plan, path, feed_values, self._passes) if opt else None
         threads = self.config.inter_op_parallelism_threads
-        values = execute(plan, path, feed_values, observers, deadline, threads, faster)
-        if structure == 0:
-            return to_numpy(values[0])
-        if structure == 1:
-            return tuple([to_numpy(v) for v in values])
-        return rebuild(structure, [None if v is None else to_numpy(v) for v in values])
+        return unpack(
+            structure, execute(plan, path, feed_values, observers, deadline, threads, faster)
+        )
 
     def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> tuple[Plan, RunPath]:
         plan = build_plan(self.graph, elements, (), feed_tensors, self._bind)
@@ -260,15 +267,9 @@ class BaseSession:
                 rng = self._rngs[op] = OpRandom.of(op.attrs, device)  # TF's Philox, the device's
             return rng
 
-    # ---------------------------------------------------------------- feeds
     def _feeds(self, feed_dict: dict) -> tuple[tuple[Tensor, ...], tuple[Any, ...]]:
-        tensors: list[Tensor] = []
-        values: list[Any] = []
-        for key, value in feed_dict.items():
-            for t, v in feed_items(self.graph, key, value):
-                tensors.append(t)
-                values.append(v)
-        return tuple(tensors), tuple(values)
+        """The fed tensors and checked values of ``feed_dict`` (``run_args.feeds``)."""
+        return feeds(self.graph, feed_dict)
 
     # ------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -343,14 +344,6 @@ class BaseSession:
             return self.run(fetches, dict(zip(feed_list, values)))
 
         return call
-
-
-def _flat_tensors(graph: Graph, fetches: tuple) -> bool:
-    """Whether ``fetches`` is a flat tuple of distinct tensors of ``graph`` (no flattening needed)."""
-    for f in fetches:
-        if type(f) is not Tensor or f.op.graph is not graph:
-            return False
-    return len(set(fetches)) == len(fetches)
 
 
 class Session(BaseSession):

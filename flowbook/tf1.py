@@ -11,7 +11,8 @@ does the same for the cells that follow.  The alias is opt-in only: plain
 - ``tensorflow`` and ``tensorflow.compat.v1`` -> the ``flowbook`` module, and
   ``tensorflow.compat`` -> ``flowbook.compat``;
 - ``tensorflow.<sub>`` -> ``flowbook.<sub>`` for every submodule of flowbook
-  already loaded (``import tensorflow.train`` reuses ``flowbook.train``, never
+  already loaded (the namespaces ``import flowbook`` leaves for first use, such
+  as ``train`` and ``contrib``, are loaded first) (``import tensorflow.train`` reuses ``flowbook.train``, never
   a second copy of it);
 - ``tensorflow.examples.tutorials.mnist.input_data`` (and the packages on the
   way) -> :mod:`flowbook.input_data`, the digits scaled to 28x28 standing in
@@ -80,6 +81,9 @@ def _aliases() -> dict[str, Any]:
         "tensorflow.compat": flowbook.compat,
         "tensorflow.compat.v1": flowbook,
     }
+    for name, (_, attribute) in flowbook._LAZY.items():  # namespaces left for first use
+        if attribute is None:
+            getattr(flowbook, name)
     for name, module in list(sys.modules.items()):
         if name.startswith("flowbook.") and module is not None:
             table.setdefault("tensorflow." + name.removeprefix("flowbook."), module)

@@ -69,6 +69,9 @@ LAYER_OF: dict[str, int] = {
 
 # (module, imported module) -> why it is imported inside a function; keep it short
 LAZY_IMPORTS: dict[tuple[str, str], str] = {
+    ("flowbook.distributed", "flowbook.distributed.session"): (
+        "a Session with a cluster target loads the cluster machinery; import flowbook does not"
+    ),
     ("flowbook", "flowbook.widget"): "anywidget is slow to import; fb.show() needs it",
     ("flowbook.notebook.extension", "flowbook.notebook.live"): (
         "the live graph (and its watcher) load only when the extension does, in a notebook"

@@ -25,10 +25,43 @@ only when a cluster session starts, so ``import flowbook`` stays fast.
     1
 """
 
+import importlib
+from typing import Any
+
+from flowbook import hooks
 from flowbook.distributed import sendrecv
 from flowbook.distributed.cluster import ClusterSpec, replica_device_setter
-from flowbook.distributed.server_api import Server
-from flowbook.distributed.session import DaskSession, is_cluster_target, map_workers
+
+# The cluster machinery (asyncio, the task server, the cluster session) loads on first use, so
+# ``import flowbook``, which imports this package for the _Send/_Recv ops, stays fast (PEP 562).
+_LAZY = {"Server": "server_api", "DaskSession": "session", "is_cluster_target": "session",
+         "map_workers": "session"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"flowbook.distributed.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'flowbook.distributed' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def _session_class(cls: type, target: Any) -> type:
+    """``hooks.cluster_session`` until ``flowbook.distributed.session`` loads (and refills it).
+
+    A local session (no target, the default) needs none of the cluster
+    machinery; any other target loads it, and it decides.
+    """
+    if target is None or (isinstance(target, str | bytes) and not target):
+        return cls
+    from flowbook.distributed.session import session_class
+
+    return session_class(cls, target)
+
+
+hooks.cluster_session.fill(_session_class)
 
 __all__ = [
     "ClusterSpec",

@@ -34,7 +34,9 @@ Everything a session learns by running it lives here, in one
 - ``buffers``: for a path made for one feed-shape signature, the memory
   plan's choice per op of the input whose buffer its output takes
   (``flowbook.run.memory_plan``): the straight line calls such an op as
-  ``v3 = (f2(v1, v2, out=v1) if owned(v1, 1) else f2(v1, v2))``.
+  ``v3 = (f2(v1, v2, out=v1) if owned(v1, 1) else f2(v1, v2))`` (the check written
+  out inline).  A kernel reading variables is called as ``k2(v1, v5.read())``, and a
+  VariableV2 on the CPU is its VarState, bound in as ``s<op>`` (no call).
 
     >>> import numpy as np, flowbook as fb
     >>> from flowbook.run.plan import build_plan
@@ -48,13 +50,17 @@ Everything a session learns by running it lives here, in one
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from flowbook.devices import CPU
 from flowbook.ops.constant_op import given_shapes
 from flowbook.registry import Out
-from flowbook.run.memory_plan import owned
+from flowbook.run.memory_plan import ONE_LOCAL
 from flowbook.run.placement import CopyOp
 from flowbook.run.plan import DISCARD, Plan
 from flowbook.tensor import Operation, Tensor
@@ -189,8 +195,14 @@ def feed_shapes(feeds: Any) -> tuple[Any, ...]:
 def _define(plan: Plan, source: str, name: str) -> Callable[..., list[Any]]:
     """The function ``name`` that ``source`` defines, with the plan's kernels as ``f0, f1...``."""
     namespace: dict[str, Any] = {f"f{i}": fn for i, fn in enumerate(plan.fns)}
+    namespace.update((f"k{i}", fn.kernel) for i, fn in enumerate(plan.fns) if hasattr(fn, "reads"))
+    # a VariableV2 kernel returns the VarState the session bound into it, the same every run
+    namespace.update(
+        (f"s{i}", plan.fns[i]()) for i in range(len(plan.ops)) if _holds_variable(plan, i)
+    )
     namespace.update((f"c{s}", v) for s, v in plan.constants)
-    namespace["owned"] = owned  # the memory plan's check before writing into a buffer
+    namespace["_nd"] = np.ndarray  # the memory plan's check before writing into a buffer
+    namespace["_rc"] = sys.getrefcount
     exec(compile(source, PLAN_FILENAME, "exec"), namespace)
     return namespace[name]
 
@@ -225,7 +237,9 @@ def _straight_line(
         lines.append("    st[0] = clock()")
     for i in range(len(plan.ops)):
         call_line = len(lines) + 1  # 1-based: the line the call will be on
-        call = f"f{i}({', '.join(names[s] for s in plan.inputs[i])})"
+        call = _call(i, plan.fns[i], [names[s] for s in plan.inputs[i]])
+        if not timed and _holds_variable(plan, i):  # the variable's state, bound in: no call
+            call = f"s{i}"
         if buffers is not None and buffers[i] >= 0:  # the memory plan: into a dead input's buffer
             call = _into_buffer(call, names[plan.inputs[i][buffers[i]]])
         released = [names.pop(s) for s in plan.frees[i]]
@@ -254,9 +268,25 @@ def _straight_line(
     return "\n".join(lines), line_to_op
 
 
+def _holds_variable(plan: Plan, i: int) -> bool:
+    """Whether op i is a VariableV2 on the CPU (its kernel returns its session's VarState)."""
+    return plan.ops[i].type == "VariableV2" and plan.devices[i] is CPU and plan.fns[i] is not None
+
+
+def _call(i: int, fn: Any, args: list[str]) -> str:
+    """Op i's call: ``f3(v1, v2)``, or for a kernel reading variables (``plan._reading_variables``)
+    the kernel itself with the reads inline, ``k3(v1, v2.read())``: one Python call, not two."""
+    reads = getattr(fn, "reads", None)
+    if reads is None:
+        return f"f{i}({', '.join(args)})"
+    return f"k{i}({', '.join(f'{a}.read()' if k in reads else a for k, a in enumerate(args))})"
+
+
 def _into_buffer(call: str, name: str) -> str:
-    """``call`` writing into ``name``'s buffer where ``name`` holds the only reference to it."""
-    return f"({call[:-1]}, out={name}) if owned({name}, 1) else {call})"
+    """``call`` writing into ``name``'s buffer where ``name`` holds the only reference to it
+    (``memory_plan.owned(name, 1)``, written out inline)."""
+    check = f"type({name}) is _nd and {name}.base is None and _rc({name}) == {ONE_LOCAL}"
+    return f"({call[:-1]}, out={name}) if {check} else {call})"
 
 
 def _timed_call(i: int, call: str, targets: list[str], record: Any) -> list[str]:

@@ -93,7 +93,7 @@ def execute(
     observers: Sequence[Observer] = (),
     deadline: float | None = None,
     max_in_flight: int = 0,
-    faster: Callable[[], tuple[Plan, RunPath]] | None = None,
+    faster: Callable[[tuple[Any, ...] | None], tuple[Plan, RunPath]] | None = None,
 ) -> list[Any]:
     """Run ``plan`` on the path that serves the run; returns the fetched values, plan order.
 
@@ -108,20 +108,19 @@ def execute(
     whole watchers still see the written plan start and end.
     """
     if not observers:  # the common case: nobody watches
+        shapes = None  # the fed values' shapes, read once for the optimiser and _choose
         if faster is not None:
-            plan, path = faster()
-        with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            return _choose(plan, path, feeds, (), deadline, max_in_flight)
+            plan, path = faster(shapes := feed_shapes(feeds))
+        return _quiet_choose(plan, path, feeds, (), deadline, max_in_flight, shapes)
     whole, watchers = split_for_run(observers, plan)
     for o in whole:
         o.on_start(plan)
     # the optimised plan, unless someone watches the ops as written (Observer.takes_optimized)
     as_run = faster is not None and all(w.takes_optimized for w in watchers)
-    run_plan, run_path = faster() if as_run else (plan, path)
+    run_plan, run_path = faster(None) if as_run else (plan, path)
     error: BaseException | None = None
     try:
-        with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            return _choose(run_plan, run_path, feeds, watchers, deadline, max_in_flight)
+        return _quiet_choose(run_plan, run_path, feeds, watchers, deadline, max_in_flight)
     except BaseException as e:
         error = e
         raise
@@ -137,8 +136,10 @@ def _choose(
     observers: Sequence[Observer],
     deadline: float | None,
     max_in_flight: int,
+    shapes: tuple[Any, ...] | None = None,
 ) -> list[Any]:
-    """The one place a run's path is chosen.  See the module docstring."""
+    """The one place a run's path is chosen (``shapes``: the fed values', where read already).
+    See the module docstring."""
     if plan.control_flow:  # branches and loops: frames and iterations
         return run_frames(plan, path, feeds, observers, deadline)
     if plan.blocking:  # an op may wait: only the threaded scheduler parks it
@@ -146,10 +147,10 @@ def _choose(
     # a timed run off the CPU needs the scheduler's device timers (CUDA events)
     hooks = timings_hooks(observers) if observers and not plan.off_host else None
     if deadline is None and (not observers or hooks):
-        shapes = None  # the fed values' shapes, where read
         straight = True
         if plan.any_heavy:
-            shapes = feed_shapes(feeds)
+            if shapes is None:
+                shapes = feed_shapes(feeds)
             straight = path.inline(shapes)
         if straight and path.straight():
             if hooks:
@@ -158,6 +159,10 @@ def _choose(
         if straight and not observers:
             return run_serial(plan, feeds)
     return run_threaded(plan, feeds, observers, deadline, max_in_flight, path)
+
+
+# _choose under TF semantics: 1/0 is inf, silently (errstate as a decorator: no object per run)
+_quiet_choose = np.errstate(all="ignore")(_choose)
 
 
 def _store(vals: list[Any], outs: tuple[int, ...], result: Any) -> None:

@@ -235,10 +235,15 @@ def passes_for(config: Any) -> frozenset[str]:
 
 
 def optimized(
-    plan: Plan, path: RunPath, feeds: Sequence[Any], passes: frozenset[str]
+    plan: Plan,
+    path: RunPath,
+    feeds: Sequence[Any],
+    passes: frozenset[str],
+    shapes: tuple[Any, ...] | None = None,
 ) -> tuple[Plan, RunPath]:
-    """The plan and path a run of ``plan`` fed ``feeds`` takes (see the module docstring)."""
-    key = feed_shapes(feeds)
+    """The plan and path a run of ``plan`` fed ``feeds`` takes (see the module docstring);
+    ``shapes``: ``feed_shapes(feeds)`` where the caller has it already."""
+    key = feed_shapes(feeds) if shapes is None else shapes
     cache = path.optimized
     entry = cache.get(key)
     if type(entry) is tuple:

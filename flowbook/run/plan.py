@@ -250,6 +250,8 @@ def _reading_variables(op: Operation, fn: Any, inputs: tuple[Tensor, ...]) -> An
             values[k] = values[k].read()
         return fn(*values, **out)
 
+    read_then_run.kernel = fn  # type: ignore[attr-defined]  # the straight line calls these two
+    read_then_run.reads = reads  # type: ignore[attr-defined]  # itself, reading inline
     return read_then_run
 
 

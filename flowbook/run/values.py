@@ -217,9 +217,10 @@ def _made_at(t: Tensor) -> str:
 def _converted(t: Tensor, arr: np.ndarray) -> np.ndarray:
     """``arr`` as ``t``'s dtype, refusing what would change its values or make no sense.
 
-    The common feeds (float64 to float32, int64 to int32) cost one cast and,
-    for a narrowing integer cast, one comparison; the checks that walk values
-    in Python run only for object arrays and floats fed to integers.
+    The common feeds (float64 to float32, int64 to int32) cost one cast (a
+    narrowing integer cast uses numpy's ``same_value`` casting where numpy has
+    it, numpy 2.4 on, else one comparison after it); the checks that walk
+    values in Python run only for object arrays and floats fed to integers.
     """
     dt, kind, target = t.dtype, arr.dtype.kind, t.dtype.np
     if dt.name == "string":
@@ -240,6 +241,11 @@ def _converted(t: Tensor, arr: np.ndarray) -> np.ndarray:
         _check_whole(t, arr)
         if kind == "O":
             _check_range(t, list(arr.flat))  # Python ints of any size
+    if SAME_VALUE and kind in "iu" and dt.is_integer and arr.size and not _fits(arr.dtype, target):
+        try:  # a narrowing integer cast (int64 labels to int32): exact, or refused
+            return arr.astype(target, casting="same_value")
+        except ValueError:
+            _check_range(t, [arr.min().item(), arr.max().item()])  # names the bound crossed
     try:
         if kind in "fO":  # a float too big for float32, or for the integer dtype
             with np.errstate(over="raise", invalid="raise"):
@@ -262,6 +268,18 @@ def _converted(t: Tensor, arr: np.ndarray) -> np.ndarray:
     if narrowing and (kind != target.kind or not (out == arr).all()):  # the cast wrapped
         _check_range(t, [arr.min().item(), arr.max().item()])
     return out
+
+
+def _same_value_casting() -> bool:
+    """Whether this numpy casts with ``casting="same_value"`` (numpy 2.4 on)."""
+    try:
+        np.zeros(1, np.int64).astype(np.int32, casting="same_value")
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+SAME_VALUE = _same_value_casting()  # exact integer narrowing in one cast
 
 
 def _all_numbers(arr: np.ndarray) -> bool:
