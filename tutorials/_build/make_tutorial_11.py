@@ -22,12 +22,15 @@ You need Dask's `distributed` package: `pip install -e ".[dask]"`."""),
 import contextlib
 import io
 import multiprocessing
+import os
 import shutil
 import tempfile
 import threading
+import time
 
 import numpy as np
 from distributed import Client, LocalCluster
+from IPython.display import display
 
 import flowbook as tf
 from flowbook.datasets import load_digits"""),
@@ -35,21 +38,28 @@ from flowbook.datasets import load_digits"""),
 
 A `LocalCluster` starts a Dask scheduler and worker processes on this machine. We name the
 workers after the tasks they will be: `ps-0`, `worker-0` and `worker-1`. That is all flowbook
-needs: a session on this cluster reads the tasks from the worker names."""),
+needs: a session on this cluster reads the tasks from the worker names.
+
+Each worker runs under a **nanny**, a small process that starts it again (under the same name)
+if it dies: we will need that at the end. The scheduler serves Dask's **dashboard** (a free
+port, `:0`): open its link in another tab to watch the workers' load, memory and tasks while
+the notebook trains."""),
     code("""cluster = LocalCluster(
     n_workers=0, processes=True, threads_per_worker=1,
-    host="127.0.0.1", dashboard_address=None, worker_dashboard_address=None,
+    host="127.0.0.1", dashboard_address="127.0.0.1:0", worker_dashboard_address=None,
 )  # fmt: skip
 for name in ("ps-0", "worker-0", "worker-1"):
     cluster.worker_spec[name] = cluster.new_spec  # a worker process named after its task
 cluster.scale(3)
 client = Client(cluster, set_as_default=False)
 client.wait_for_workers(3, timeout=120)  # starting three processes takes a few seconds
+print("Dask dashboard:", client.dashboard_link)
 
 with tf.Session(client, graph=tf.Graph()) as sess:  # tf.Session("dask://host:8786") works too
     print(sess.cluster.as_dict())  # job -> the Dask worker address of each task
     for device in sess.list_devices():
-        print(device.name)"""),
+        print(device.name)
+    display(sess)  # its tasks, their colours in the live graph, and the dashboard's link"""),
     md("""## The digits, the MLP and its single-machine twin
 
 The model of tutorial 4: 64 pixels → 128 ReLU units → 10 classes, trained by gradient descent.
@@ -293,60 +303,82 @@ at the same number of digits seen (two half-batch updates per step of the twin):
 for k in range(0, STEPS, 5):
     pair = (async_losses[2 * k][1] + async_losses[2 * k + 1][1]) / 2
     print(f"{(k + 1) * BATCH:11,d}   {twin[k]:11.5f}   {pair:11.5f}")"""),
-    md("""## When a task loses its state: checkpoints
+    md("""## When a task dies
 
-A worker or a ps can die mid-training (the whitepaper's section 3.3). TensorFlow's answer is
-simple: save checkpoints often, and when something failed, start again from the last one.
-`tf.train.MonitoredTrainingSession` does both: with `checkpoint_dir` it saves every
-`save_checkpoint_steps` steps, and when it starts it restores the latest checkpoint it finds
-(or initialises the variables if there is none).
+A worker or a ps can die mid-training (the whitepaper's section 3.3): its machine reboots, its
+process runs out of memory. Here we kill task processes for real: `client.run(os._exit, 1)`
+ends a Dask worker's process at once, as a crash would. Its nanny notices and starts a new
+process under the same name, at a new address, with nothing in it."""),
+    code("""def kill(name):
+    \"\"\"End the Dask worker process `name` at once; wait until the scheduler has seen it go.\"\"\"
+    workers = client.scheduler_info()["workers"]
+    address = next(a for a, w in workers.items() if w["name"] == name)
 
-We train the in-graph model of before again, saving every 10 steps, and stop it abruptly at
-step 25 (the exception `Crash` stands in for the training client dying there: no last save)."""),
-    code("""checkpoints = tempfile.mkdtemp(prefix="flowbook-tut11-")
+    def end():
+        with contextlib.suppress(Exception):  # its connection closes: the call itself fails
+            client.run(os._exit, 1, workers=[address])
 
+    threading.Thread(target=end, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while address in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print(f"killed {name} (it was {address})")"""),
+    md("""### A plain session: the error names the task
 
-def monitored():
-    return tf.train.MonitoredTrainingSession(
-        master=client, checkpoint_dir=checkpoints, save_checkpoint_steps=10,
-        save_summaries_steps=None, log_step_count_steps=None,
-        hooks=[tf.train.StopAtStepHook(last_step=STEPS)],
-    )  # fmt: skip
-
-
-class Crash(Exception):
-    pass
-
-
-try:
-    with monitored() as mon:
-        while not mon.should_stop():
-            step = mon.run(global_step)
-            if step == 25:
-                raise Crash(f"the training stopped at step {step}")
-            mon.run(train, halves(*batches[step]))
-except Crash as e:
-    print(e)
-print("latest checkpoint:", tf.train.latest_checkpoint(checkpoints))"""),
-    md("""Now the ps loses everything it held, as a ps process that crashed and was started again
-would: `reset_cluster()` drops every variable on every task. A run that needs the weights fails,
-and the error names the variable, the task it was missing on and the cell and line that made
-it."""),
+A worker keeps nothing between steps: the weights live on the ps. We compute the loss of the
+first batch, kill worker 1, and compute it again. The run fails with TensorFlow's
+`UnavailableError`, naming the task that was lost, after 5 s: that long the client tries to
+connect to the task's old address before it gives up (a worker that dies in the middle of a
+step fails it as soon as its connection closes). The session stays
+usable: its next run waits for Dask to bring back a worker named `worker-1`, starts a task
+server there, and goes on, with the ps's weights as they were."""),
     code("""with tf.Session(client) as s:
-    s.reset_cluster()
+    before = s.run(loss, halves(*batches[0]))
+    kill("worker-1")
+    started = time.monotonic()
     try:
         s.run(loss, halves(*batches[0]))
-    except tf.errors.FailedPreconditionError as e:
-        print(f"{type(e).__name__}: {e}")"""),
-    md("""A new `MonitoredTrainingSession` finds the checkpoint of step 20 and restores it onto the
-ps: training goes on from step 20, not from the start. Steps 21 to 24 are done again, on the
-same batches, so the loss ends where the twin's does."""),
-    code("""with monitored() as mon:
-    print("restored at step", mon.run(global_step))
+    except tf.errors.UnavailableError as e:
+        print(f"{type(e).__name__} after {time.monotonic() - started:.1f} s: {e}")
+    after = s.run(loss, halves(*batches[0]))
+    print(f"the loss before: {before:.5f}, with the new worker-1: {after:.5f}")
+    print("worker-1 is now", s.cluster.task_address("worker", 1))"""),
+    md("""### A monitored session: back from the last checkpoint, by itself
+
+The ps is another matter: its process holds the variables, and a new ps starts with none.
+TensorFlow's answer is checkpoints. `tf.train.MonitoredTrainingSession` with a `checkpoint_dir`
+saves every `save_checkpoint_steps` steps, and when a run fails because a task was lost
+(`UnavailableError`) it does what TF1's monitored sessions do: it logs the error, waits for the
+cluster to have its tasks back, makes a new session (which restores the latest checkpoint onto
+the new ps) and runs the same call again. The training loop never sees the crash.
+
+We train the in-graph model of before from the start, saving a checkpoint after every step,
+and kill the ps after step 25. Each step reads the global step and trains on that step's
+batch."""),
+    code("""checkpoints = tempfile.mkdtemp(prefix="flowbook-tut11-")
+steps, losses, took = [], [], []
+with tf.train.MonitoredTrainingSession(
+    master=client, checkpoint_dir=checkpoints, save_checkpoint_steps=1,
+    save_summaries_steps=None, log_step_count_steps=None,
+    hooks=[tf.train.StopAtStepHook(last_step=STEPS)],
+) as mon:  # fmt: skip
     while not mon.should_stop():
-        step = mon.run(global_step)
+        started = time.monotonic()
+        step = mon.run(global_step)  # after the crash: the ps is lost, the session recovers
         value, _ = mon.run([loss, train], halves(*batches[step]))
-print(f"step {step}: loss {value:.5f} (one machine: {twin[step]:.5f})")"""),
+        steps.append(step)
+        losses.append(value)
+        took.append(time.monotonic() - started)
+        if step == 25:
+            kill("ps-0")  # with the weights of step 26, and the checkpoint of step 26
+print("steps run:", *steps[22:30], "...")
+print("seconds per step:", *(f"{t:.2f}" for t in took[22:30]), "...")"""),
+    md("""The warning above is the monitored session's log of the lost ps. The step after the crash
+took a few seconds (5 s to give up on the old ps, then a new session on the new ps process,
+with the checkpoint restored onto it), but no step was lost or done twice: the training went on from step 26 with the weights of step 26. So
+the loss ends where the single machine's does:"""),
+    code("""print(f"step {steps[-1]}: loss {losses[-1]:.5f} (one machine: {twin[steps[-1]]:.5f})")
+assert steps == list(range(STEPS)) and np.isclose(losses[-1], twin[-1], rtol=1e-5)"""),
     md("""## Closing the cluster
 
 Closing the client and the cluster stops the scheduler and the three worker processes
