@@ -29,7 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "flowbook"
 # Lowest first.  A module may import its own layer and those listed before it.
 LAYERS: tuple[tuple[str, set[str]], ...] = (
     # values, shapes, errors, and small helpers that import no other layer
-    ("base", {"dtypes", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
+    ("base", {"dtypes", "gemm", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
               "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
               "tfrecord", "nest", "pending", "queue_state", "resources", "record_files",
               "version", "philox", "philox_sampling"}),

@@ -27,7 +27,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -35,17 +35,18 @@ import numpy as np
 from flowbook import dtypes
 from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, rows, split
 from flowbook.data.function import Function, Runner
+from flowbook.run.pool import CountingPool
 
-_pool: ThreadPoolExecutor | None = None  # shared by parallel maps, made on first use
+_pool: CountingPool | None = None  # shared by parallel maps, made on first use
 _pool_lock = threading.Lock()
 _local = threading.local()  # .in_pool: this thread is one of the pool's
 
 
-def _map_pool() -> ThreadPoolExecutor:
+def _map_pool() -> CountingPool:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(os.cpu_count() or 2, thread_name_prefix="flowbook-data")
+            _pool = CountingPool(os.cpu_count() or 2, thread_name_prefix="flowbook-data")
     return _pool
 
 

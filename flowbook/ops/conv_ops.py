@@ -11,7 +11,8 @@ One kernel body serves numpy and CuPy, on the window machinery of
 through every GEMM (no upcast), with ``dilations`` (taps ``d`` apart: the
 window's geometry is that of its span ``(k - 1) * d + 1``):
 
-- **Conv2D**: one GEMM, the ``[N*OH*OW, KH*KW*C]`` patch matrix times the
+- **Conv2D**: one GEMM (``flowbook.gemm.matmul``: every core when large and
+  alone), the ``[N*OH*OW, KH*KW*C]`` patch matrix times the
   ``[KH*KW*C, O]`` filter; the matrix is lent to the filter gradient
   (``conv_patches.CACHE``: found by ``id(x)``, used only if ``x`` still has
   the bytes it was built from).
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowbook import gemm
 from flowbook.errors import InvalidArgumentError
 from flowbook.ops import array_ops
 from flowbook.ops import conv_patches as cp
@@ -140,7 +142,7 @@ def _conv2d(
     g = _geometry_for(x.shape, f.shape, strides, padding, d)
     k, s = tuple(f.shape[:2]), (strides[1], strides[2])
     cols = cp.patches(xp, x, g, k, s, d)
-    out = (cols @ f.reshape(-1, f.shape[3])).reshape(x.shape[0], g.oh, g.ow, f.shape[3])
+    out = gemm.matmul(cols, f.reshape(-1, f.shape[3])).reshape(x.shape[0], g.oh, g.ow, f.shape[3])
     cp.CACHE.put(xp, x, cp.lend_key(x, g, k, s, d), cols)  # for Conv2DBackpropFilter
     return out
 
@@ -256,7 +258,7 @@ def _conv2d_backprop_filter(
     if cols is None and dy2.shape[0] * k[0] * k[1] * x.shape[3] * x.itemsize <= _ROWS_ABOVE_BYTES:
         cols = cp.patches(xp, x, g, k, s, d)
     if cols is not None:
-        return (cols.T @ dy2).reshape(fshape)
+        return gemm.matmul(cols.T, dy2).reshape(fshape)
     padded = win.pad_nhwc(xp, x, g)
     out = xp.empty(fshape, dtype=dy.dtype)
     for i in range(k[0]):  # one GEMM per kernel row: 1/KH of im2col's memory

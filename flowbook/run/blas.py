@@ -46,6 +46,7 @@ import os
 import sys
 import threading
 
+from flowbook import gemm
 from flowbook.run import heap
 
 __all__ = ["SMALL_MACHINE_CPUS", "apply", "blas_threads"]
@@ -86,6 +87,8 @@ def apply(intra_op_threads: int) -> int | None:
     global _applied, _modules
     heap.apply()
     n = wanted(intra_op_threads)
+    # the default's one thread on a small machine: large products split on flowbook's threads
+    gemm.configure(_cpus() if intra_op_threads <= 0 and n == 1 else 1)
     if n is None or (n == _applied and len(sys.modules) == _modules):
         return n
     with _lock:

@@ -23,22 +23,38 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from flowbook import gemm
 from flowbook.pending import WAIT_SLICE_S
 
 DRAIN_LIMIT_S = 600.0  # after an error, the longest wait for the run's pool kernels to finish
 POOL_MIN_ELEMENTS = 1 << 15  # a heavy op goes to the pool only with inputs at least this big
 
-_pool: ThreadPoolExecutor | None = None
+_pool: CountingPool | None = None
 _pool_lock = threading.Lock()
 
 
-def pool() -> ThreadPoolExecutor:
+class CountingPool(ThreadPoolExecutor):
+    """A thread pool that counts its tasks in flight for ``flowbook.gemm``: no GEMM goes wide
+    (every core) while one runs.  The kernel pool and tf.data's map pool are ones."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
+        gemm.task_started()
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        except BaseException:
+            gemm.task_finished()
+            raise
+        future.add_done_callback(gemm.task_finished)
+        return future
+
+
+def pool() -> CountingPool:
     """The process-wide bounded pool heavy kernels run on (created on first use)."""
     global _pool
     if _pool is None:
         with _pool_lock:
             if _pool is None:
-                _pool = ThreadPoolExecutor(
+                _pool = CountingPool(
                     max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="flowbook"
                 )
     return _pool
