@@ -262,7 +262,8 @@ def _conv2d_backprop_filter(
     padded = win.pad_nhwc(xp, x, g)
     out = xp.empty(fshape, dtype=dy.dtype)
     for i in range(k[0]):  # one GEMM per kernel row: 1/KH of im2col's memory
-        out[i] = (win.row_windows(xp, padded, g, k, s, i, d).T @ dy2).reshape(fshape[1:])
+        rows = win.row_windows(xp, padded, g, k, s, i, d).T
+        out[i] = gemm.matmul(rows, dy2).reshape(fshape[1:])
     return out
 
 

@@ -14,7 +14,11 @@ work): the CNN training step 76.6 steps/s on 1 BLAS thread against 62.1 on 2,
 either way between runs (16.4 against 17.8-20 ms, then 28.4 against 17.0),
 within this machine's noise.  A conv net's step is many GEMMs between
 element-wise passes, so one thread it is: flowbook's own pool runs
-independent kernels (the two conv backprops) side by side instead.
+independent kernels (the two conv backprops) side by side instead, and
+``flowbook.gemm`` splits a large product by rows across the CPUs on
+flowbook's own threads when nothing else runs (BLAS's workers spin ~0.1 s
+after each multi-threaded call; flowbook's wait on a queue:
+``benchmarks/notes/blas_threads.md``).
 
 The policy, applied when a Session is created (:func:`apply`):
 
@@ -24,7 +28,8 @@ The policy, applied when a Session is created (:func:`apply`):
   per session; this is the closest numpy allows).
 - ``0`` (the default, "let the system pick"): BLAS keeps its own choice,
   except on a machine with at most :data:`SMALL_MACHINE_CPUS` CPUs available
-  to the process, where it gets one thread, for the reason above.  An
+  to the process, where it gets one thread, for the reason above, and
+  large products are split (``gemm.configure``).  An
   explicit ``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS``
   in the environment is left alone.
 
