@@ -2,8 +2,9 @@
 
 A training step's plan is full of short chains whose links have one reader
 each: ``MatMul -> Add(bias) -> Relu`` in the forward pass, the cross-entropy's
-backprop ``-> Mul(the mean's scale) -> Sum(over no axes)`` and ``ReluGrad ->
-Sum`` in the backward pass.  Each link costs a kernel call and a fresh
+backprop ``-> Mul(the mean's scale)`` and ``ReluGrad -> Sum`` in the
+backward pass (a broadcast gradient's ``Sum`` over no axes is already gone:
+``remove_identities`` drops it as the copy it is).  Each link costs a kernel call and a fresh
 array.  :func:`fuse` finds them after the other passes (on the plan as
 folded, merged and stripped of identities) and records, in the shared
 :class:`flowbook.run.optimize_layout.Rewrite`, one fused op of
@@ -24,7 +25,8 @@ folded, merged and stripped of identities) and records, in the shared
   an op whose only reader is the next, taking the chain's value as one
   operand (on the left for ``Sub`` and ``RealDiv``), of the value's shape and
   dtype, so the step can write into the value's buffer.  ``Sum`` qualifies
-  when its axes are a folded empty list.
+  when its axes are a folded empty list (only when ``optimize`` runs this
+  pass without ``identity``, which would have removed it).
 
 The links must be kept ops on the CPU, not stateful, not fetched, with no
 other op waiting for them (data or control); the fused op reads the
