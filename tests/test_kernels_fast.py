@@ -249,6 +249,25 @@ def test_relu_grad_gradient_is_tf_s():
         assert s.run(dg).tolist() == [0.0, 1.0, 2.0] and s.run(dx).tolist() == [0.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize(
+    "op_type,want,signs",
+    [  # observed in TensorFlow 2.21 (raw ops, CPU): the gradient times the mask
+        ("ReluGrad", [-0.0, np.nan, np.nan, 2.0, -3.0], [1, 1, 0, 0, 1]),
+        ("Relu6Grad", [-0.0, np.nan, np.nan, 2.0, -0.0], [1, 1, 0, 0, 1]),
+    ],
+)
+def test_relu_grads_multiply_by_the_mask_as_tensorflow(op_type, want, signs):
+    from flowbook.registry import OPS
+
+    g = np.array([-1.0, np.inf, np.nan, 2.0, -3.0], np.float32)
+    y = np.array([-1.0, -1.0, -1.0, 1.0, 7.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        got = OPS[op_type].kernel(np, g, y)
+    want = np.array(want, np.float32)
+    assert got.dtype == np.float32 and np.signbit(got).tolist() == [bool(b) for b in signs]
+    assert np.array_equal(got, want, equal_nan=True)
+
+
 def test_activation_grad_shapes_must_agree():
     with fb.Graph().as_default():
         with pytest.raises(ValueError, match="ReluGrad: gradients and features"):

@@ -94,9 +94,10 @@ def test_a_bad_label_in_a_fused_run_names_the_written_op():
             s.run(train, feed)
         assert any(op.type.startswith("_Fused") for p in optimised_plans(s) for op in p.ops)
         y = g.get_tensor_by_name("y:0")
-        bad = {**feed, y: np.full(16, 7)}
-        with pytest.raises(tf.errors.InvalidArgumentError, match="label value of 7"):
-            s.run(train, bad)
+        for label in (7, -1, 10):
+            bad = {**feed, y: np.full(16, label)}
+            with pytest.raises(tf.errors.InvalidArgumentError, match=f"label value of {label} "):
+                s.run(train, bad)
 
 
 def test_fetched_or_shared_links_and_stateful_ops_are_not_fused():
@@ -236,23 +237,56 @@ def test_a_pool_grad_fuses_only_with_the_relu_grad_masked_by_the_pooled_tensor(m
     assert ("_FusedMaxPoolGrad" in {op.type for op in plan.ops}) is fused
 
 
-def test_max_pool_grad_positive_only_is_relu_grad_after_it_with_special_gradients():
+POOL_GEOMETRIES = [
+    ((1, 2, 2, 1), (1, 2, 2, 1), "VALID", (2, 4, 4, 3)),  # tiles the input
+    ((1, 2, 2, 1), (1, 3, 3, 1), "VALID", (2, 5, 5, 3)),  # disjoint, cells left over
+    ((1, 3, 3, 1), (1, 2, 2, 1), "SAME", (2, 5, 5, 3)),  # overlapping, padded
+]
+
+
+@pytest.mark.parametrize("ksize,strides,padding,shape", POOL_GEOMETRIES)
+@pytest.mark.parametrize("relu_input", [True, False])
+def test_max_pool_grad_relu_is_relu_grad_after_it_with_special_gradients(
+    ksize, strides, padding, shape, relu_input
+):
     from flowbook.registry import OPS
 
-    attrs = {"ksize": (1, 2, 2, 1), "strides": (1, 2, 2, 1), "padding": "VALID"}
-    x = np.maximum(_images(4, (2, 4, 4, 3)), 0)
+    attrs = {"ksize": ksize, "strides": strides, "padding": padding}
+    x = _images(4, shape)
+    if relu_input:  # dead windows: maxima of 0
+        x = np.maximum(x, 0)
     x[0, 0, 0, 0] = np.nan
     y = OPS["MaxPool"].kernel(np, x, **attrs)
     grad = np.random.default_rng(5).standard_normal(y.shape).astype(np.float32)
-    for special in (None, np.inf, np.nan, -0.0):
-        if special is not None:
-            grad[0, 0, 1] = special
-        pool_grad = OPS["MaxPoolGrad"].kernel(np, x, y, grad, **attrs)
-        want = OPS["ReluGrad"].kernel(np, pool_grad, x)
-        got = OPS["_FusedMaxPoolGrad"].bound_kernel(np, {**attrs, "fused_ops": ["ReluGrad"]})(
-            x, y, grad
-        )
-        assert same_bits(got, want)
+    fused = OPS["_FusedMaxPoolGrad"].bound_kernel(np, {**attrs, "fused_ops": ["ReluGrad"]})
+    with np.errstate(all="ignore"):
+        for special in (None, np.inf, np.nan, -0.0, -np.inf):
+            if special is not None:
+                grad[0, 0, 1] = grad[1, 1, 0] = special
+            want = OPS["ReluGrad"].kernel(np, OPS["MaxPoolGrad"].kernel(np, x, y, grad, **attrs), x)
+            assert same_bits(fused(x, y, grad), want)
+
+
+def test_max_pool_grad_then_relu_grad_give_tensorflow_s_bits():
+    """Observed in TensorFlow 2.21 (raw ops, CPU): MaxPoolGrad adds each window's gradient into
+    zeros at its first maximum; ReluGrad multiplies by ``features > 0`` (-0.0, NaN)."""
+    from flowbook.registry import OPS
+
+    attrs = {"ksize": (1, 1, 2, 1), "strides": (1, 1, 2, 1), "padding": "VALID"}
+    x = np.array([0.0, 0.0, -1.0, -2.0, 3.0, 1.0], np.float32).reshape(1, 1, 6, 1)
+    y = OPS["MaxPool"].kernel(np, x, **attrs)
+    grad = np.array([-5.0, np.inf, -0.0], np.float32).reshape(1, 1, 3, 1)
+    with np.errstate(all="ignore"):
+        pool = OPS["MaxPoolGrad"].kernel(np, x, y, grad, **attrs)
+        relu = OPS["ReluGrad"].kernel(np, pool, x)
+        fused = OPS["_FusedMaxPoolGrad"].bound_kernel(np, {**attrs, "fused_ops": ["ReluGrad"]})
+        got = fused(x, y, grad)
+    assert pool.ravel().tolist()[0] == -5.0 and np.isinf(pool.ravel()[2])
+    assert not np.signbit(pool.ravel()[4])  # 0.0 + -0.0
+    assert np.signbit(relu.ravel()[0]) and relu.ravel()[0] == 0  # -5 * 0
+    assert np.isnan(relu.ravel()[2])  # inf * 0
+    assert not np.signbit(relu.ravel()[[1, 3, 4, 5]]).any()
+    assert same_bits(got, relu)
 
 
 def test_a_sum_over_no_axes_keeps_negative_zero_as_tensorflow_and_is_removed():

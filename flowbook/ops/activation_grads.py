@@ -13,8 +13,9 @@ dtypes, and TF's gradient of the gradient op (second derivatives):
   scale * alpha) where y < 0, else g * scale; for y both give dd * g where y < 0;
 - SoftplusGrad(g, x) = g * sigmoid(x); for x, dd * g / (e^-x + 2 + e^x).
 
-The masks use ``pool_kernels.masked`` (a bitwise select: the bits of
-``where``, without a branch per element).
+ReluGrad and Relu6Grad multiply by the mask, as TF's CPU kernels do: a
+masked negative gradient becomes ``-0.0`` and a masked infinite one NaN
+(checked against TensorFlow 2.21's raw ops).
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
@@ -33,7 +34,6 @@ from flowbook.errors import InvalidArgumentError
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import make1, same_dtype
 from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
-from flowbook.ops.pool_kernels import masked
 from flowbook.registry import OpDef, Out, register
 from flowbook.tensor import Operation, Tensor
 from flowbook.tensor_shape import merge
@@ -43,19 +43,12 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _relu_grad(xp: Any, g: Any, y: Any, out: Any = None) -> Any:
-    if out is None:
-        return masked(xp, y > 0, g)
-    # into a dead input's buffer (flowbook.run.memory_plan): g where y > 0, else +0, as masked
-    mask = y > 0  # before out (which may be y's buffer) is written
-    drop = xp.logical_not(mask, out=mask)
-    if out is not g:
-        xp.copyto(out, g)
-    xp.copyto(out, 0, where=drop)
-    return out
+    # TF's ReluGradFunctor: g * (y > 0), so -0.0 where g < 0 is masked and NaN where g is inf
+    return xp.multiply(g, y > 0, out=out)  # the mask is made before out (maybe y's buffer)
 
 
 def _relu6_grad(xp: Any, g: Any, y: Any) -> Any:
-    return masked(xp, (y > 0) & (y < 6), g)
+    return g * ((y > 0) & (y < 6))  # TF's Relu6GradFunctor
 
 
 def _elu_grad(xp: Any, g: Any, y: Any) -> Any:

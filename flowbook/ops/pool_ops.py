@@ -176,14 +176,14 @@ def _max_pool_grad_kernel(
     ksize: Any,
     strides: Any,
     padding: str,
-    positive_only: bool = False,
+    relu: bool = False,
     **_: Any,
 ) -> Any:
-    """``positive_only``: only windows whose maximum is > 0 pass their gradient, which is
-    ReluGrad(MaxPoolGrad(x, y, grad), x) bit for bit (``_FusedMaxPoolGrad``, optimiser-made)."""
+    """``relu``: ReluGrad(MaxPoolGrad(x, y, grad), x) bit for bit, in one kernel
+    (``_FusedMaxPoolGrad``, optimiser-made; ``pool_kernels.max_pool_grad``)."""
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     _check_grad(grad, x.shape, g)
-    return max_pool_grad(xp, x, grad, g, k, s, positive_only)
+    return max_pool_grad(xp, x, grad, g, k, s, relu)
 
 
 @register_gradient("MaxPoolGrad")

@@ -13,8 +13,8 @@ folded, merged and stripped of identities) and records, in the shared
 - a **head**: a ``MatMul`` (``_FusedMatMul``), a ``Conv2D``
   (``_FusedConv2D``: a CNN's bias and ReLU written into the GEMM's output),
   a ``MaxPoolGrad`` whose one reader is the ``ReluGrad`` masking by the
-  pool's own ``orig_input`` (``_FusedMaxPoolGrad``: windows whose maximum is
-  not > 0 pass nothing, which is that ReluGrad bit for bit; the
+  pool's own ``orig_input`` (``_FusedMaxPoolGrad``: TF's ReLU mask applied per
+  window before the gradient is placed, that ReluGrad bit for bit; the
   proof is that both read the same slot of this plan, so nothing can change
   the tensor between them), a
   ``SparseSoftmaxCrossEntropyWithLogits`` followed from its backprop output
@@ -241,7 +241,7 @@ def _relu_grad_of_pool(
 ) -> int | None:
     """The ReluGrad that is the only reader of MaxPoolGrad i's output, as its gradient, and
     masks by the pool's own ``orig_input`` (the ReLU's output), if there is one: then both
-    are one ``_FusedMaxPoolGrad`` (``pool_kernels.max_pool_grad(positive_only=True)``)."""
+    are one ``_FusedMaxPoolGrad`` (``pool_kernels.max_pool_grad(relu=True)``)."""
     if value in fetched or len(readers.get(value, ())) != 1:
         return None
     j, k = readers[value][0]
