@@ -1,4 +1,4 @@
-"""Large GEMMs split across the cores on flowbook's own threads, BLAS itself on one.
+"""Large GEMMs and batch kernels split across the cores on flowbook's own threads, BLAS on one.
 
 On the 2-vCPU machines this project is measured on, BLAS runs on one thread
 (``flowbook.run.blas``).  OpenBLAS's own threads are the trouble: after a
@@ -12,10 +12,9 @@ ending its workers after each (``blas_thread_shutdown_``), left the CNN no
 faster (``benchmarks/notes/blas_threads.md``).
 
 A large product still gains from both cores, so :func:`matmul` (the conv
-kernels' one big product) splits it by rows into one band per CPU: the
-bands after the first go to this module's helper threads, the first runs
-on the caller, each a one-thread BLAS call writing into its rows of one
-output.  [12544,800]@[800,64] (conv2 forward): 17.4 ms whole, 8.9-9.4 split
+kernels' one big product) splits it by rows into one band per CPU
+(:func:`in_bands`), each a one-thread BLAS call writing into its rows of
+one output.  [12544,800]@[800,64] (conv2 forward): 17.4 ms whole, 8.9-9.4 split
 in two; the filter gradient [800,12544]@[12544,64]: 17.7 against 10.2-10.4.
 The helpers wait on a queue, not in a spin.  A row of the result is the same
 dot products in the same order either way, so the result is bit-identical
@@ -31,6 +30,17 @@ to ``a @ b`` (tested).  It splits only when all of this holds:
   no other split is running: the other cores are free as far as flowbook
   can tell.
 
+**Bands** (:func:`in_bands`) serve the products and the kernels that work
+image by image over a large batch (the pools, a fused conv's bias and
+ReLU: ``flowbook.ops.pool_kernels.bands``).  The bands are taken one at a
+time by the caller and by this module's helper threads as each comes free
+(work-sharing), so a helper whose core is busy elsewhere takes nothing and
+the caller runs every band itself: the caller never waits for a helper
+that has not started, only for bands a helper took.  The helpers wait on a
+queue, not in a spin.  Kernels over a batch use bands of about
+``pool_kernels.BAND_BYTES``, small enough to stay in a core's cache
+between their passes; products use one band per CPU.
+
     >>> import numpy as np
     >>> wide(12544, 800, 64), wide(25, 50176, 32)
     (True, False)
@@ -41,16 +51,17 @@ to ``a @ b`` (tested).  It splits only when all of this holds:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_SIDE", "WIDE_MFLOP", "configure", "matmul", "splits", "wide"]
+__all__ = ["MIN_SIDE", "WIDE_MFLOP", "configure", "in_bands", "matmul", "splits", "wide"]
 
 WIDE_MFLOP = 50.0  # a product of at least this many MFLOP may be split
 MIN_SIDE = 64  # ... if both sides of its result are at least this long
+WAIT_SLICE_S = 0.05  # the caller waits for helpers' bands in slices: Ctrl-C stays possible
 
 _ways = 1  # bands a wide product is split into (1: the policy is off)
 _helpers: ThreadPoolExecutor | None = None  # _ways - 1 threads, made on first use
@@ -113,28 +124,82 @@ def task_finished(_: Any = None) -> None:
 
 def matmul(a: Any, b: Any) -> Any:
     """``a @ b`` of two 2-D arrays, split by rows across the CPUs when :func:`splits`."""
-    global _busy, _helpers
+    global _busy
     if not splits(a, b):
         return a @ b
     with _lock:
-        ways, alone = _ways, _busy == 0
-        _busy += 1
-        if alone and ways > 1 and _helpers is None:
-            _helpers = ThreadPoolExecutor(ways - 1, thread_name_prefix="flowbook-gemm")
-        helpers = _helpers
+        _busy += 1  # no other product splits meanwhile
     try:
-        if not alone or ways < 2 or helpers is None:
-            return a @ b
         out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
-        edges = [a.shape[0] * i // ways for i in range(ways + 1)]
-        bands = [
-            helpers.submit(np.matmul, a[lo:hi], b, out=out[lo:hi]) for lo, hi in pairwise(edges[1:])
-        ]
-        try:
-            np.matmul(a[: edges[1]], b, out=out[: edges[1]])
-        finally:
-            for band in bands:
-                band.result()
+        in_bands(a.shape[0], lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]))
         return out
     finally:
         task_finished()
+
+
+class _Bands:
+    """One :func:`in_bands` call: its pieces, taken one at a time by whichever thread asks."""
+
+    __slots__ = ("body", "edges", "error", "finished", "left", "lock", "next")
+
+    def __init__(self, body: Callable[[int, int], Any], edges: list[int]) -> None:
+        self.body, self.edges = body, edges
+        self.lock = threading.Lock()
+        self.next = 0  # the next piece nobody took
+        self.left = len(edges) - 1  # pieces not finished
+        self.finished = threading.Event()
+        self.error: BaseException | None = None
+
+    def work(self) -> None:
+        """Take pieces and run them until none is left to take."""
+        while True:
+            with self.lock:
+                i = self.next
+                if i >= len(self.edges) - 1:
+                    return
+                self.next = i + 1
+            try:
+                self.body(self.edges[i], self.edges[i + 1])
+            except BaseException as e:  # handed to the caller
+                self.error = self.error or e
+            with self.lock:
+                self.left -= 1
+                if not self.left:
+                    self.finished.set()
+
+
+def in_bands(n: int, body: Callable[[int, int], Any], pieces: int = 0) -> None:
+    """Call ``body(lo, hi)`` on bands covering ``range(n)``, on the caller and the helpers.
+
+    ``pieces`` bands (default: one per CPU), taken one at a time by the
+    caller and by :data:`_ways` - 1 helper threads as each comes free
+    (work-sharing): a helper whose core is busy elsewhere takes nothing and
+    the caller runs every band itself, never waiting for a helper that has
+    not started.  With the policy off (:func:`configure`), once,
+    ``body(0, n)``.  ``body`` must write each band's part of its result
+    alone, so that the result is the same however the bands fall.  An error
+    of any band is raised here, once every band taken has finished.
+
+    >>> seen = []
+    >>> in_bands(10, lambda lo, hi: seen.append((lo, hi)))
+    >>> sorted(seen)[0][0], sorted(seen)[-1][1]
+    (0, 10)
+    """
+    global _helpers
+    ways = _ways
+    if ways < 2 or n < 2:
+        body(0, n)
+        return
+    pieces = min(n, pieces or ways)
+    job = _Bands(body, [n * i // pieces for i in range(pieces + 1)])
+    with _lock:
+        if _helpers is None:
+            _helpers = ThreadPoolExecutor(ways - 1, thread_name_prefix="flowbook-bands")
+        helpers = _helpers
+    for _ in range(min(ways, pieces) - 1):
+        helpers.submit(job.work)
+    job.work()
+    while not job.finished.wait(WAIT_SLICE_S):  # bands a helper took; interruptible
+        pass
+    if job.error is not None:
+        raise job.error

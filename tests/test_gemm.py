@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -122,3 +124,124 @@ def test_sessions_turn_the_split_on_only_by_default(monkeypatch):
         monkeypatch.setattr(blas, "_cpus", lambda: 2)
         fb.Session().close()
         gemm.configure(before)
+
+
+@pytest.mark.parametrize("n, ways, pieces", [(1, 2, 0), (2, 2, 0), (7, 3, 0), (64, 2, 8)])
+def test_bands_cover_the_range_once_and_helpers_take_some(monkeypatch, n, ways, pieces):
+    monkeypatch.setattr(gemm, "_busy", 0)
+    before = gemm._ways
+    gemm.configure(ways)
+    seen, threads = [], set()
+
+    def body(lo, hi):
+        time.sleep(0.02)  # long enough for a helper to come and take a band
+        seen.append((lo, hi))
+        threads.add(threading.get_ident())
+
+    try:
+        gemm.in_bands(n, body, pieces)
+    finally:
+        gemm.configure(before)
+    seen.sort()
+    assert seen[0][0] == 0 and seen[-1][1] == n and len(seen) == min(n, pieces or ways)
+    assert all(a[1] == b[0] for a, b in pairwise(seen))
+    assert len(threads) == 1 if n == 1 else len(threads) >= 2  # side by side
+
+
+def test_the_caller_takes_every_band_a_helper_is_too_busy_to_take(monkeypatch):
+    """Work-sharing: with the only helper held elsewhere, the caller runs every band itself."""
+    before = gemm._ways
+    gemm.configure(2)
+    release, threads = threading.Event(), set()
+    try:
+        gemm.in_bands(2, lambda lo, hi: None)  # makes the helper thread
+        gemm._helpers.submit(release.wait, 10)  # ... and keeps it busy
+        gemm.in_bands(8, lambda lo, hi: threads.add(threading.get_ident()), 8)
+    finally:
+        release.set()
+        gemm.configure(before)
+    assert threads == {threading.get_ident()}
+
+
+def test_a_band_s_error_reaches_the_caller_after_every_band(two_ways):
+    done = []
+
+    def body(lo, hi):
+        time.sleep(0.01)
+        done.append(lo)
+        if lo == 2:
+            raise ValueError("band")
+
+    with pytest.raises(ValueError, match="band"):
+        gemm.in_bands(8, body, 8)
+    assert sorted(done) == list(range(8)) and gemm._busy == 0
+
+
+POOLS = [  # ksize, strides, padding, shape: each at least pool_kernels.BAND_BYTES
+    ((1, 2, 2, 1), (1, 2, 2, 1), "VALID", (32, 28, 28, 32)),  # tiles the input: the CNN's
+    ((1, 2, 2, 1), (1, 3, 3, 1), "VALID", (32, 29, 29, 32)),  # disjoint, cells left over
+    ((1, 3, 3, 1), (1, 2, 2, 1), "SAME", (32, 29, 29, 32)),  # overlapping, padded
+]
+
+
+@pytest.mark.parametrize("ksize, strides, padding, shape", POOLS)
+def test_pools_in_batch_bands_are_bit_identical(monkeypatch, ksize, strides, padding, shape):
+    from flowbook.ops import pool_kernels
+    from flowbook.registry import OPS
+
+    attrs = {"ksize": ksize, "strides": strides, "padding": padding}
+    x = np.maximum(RNG.standard_normal(shape).astype(np.float32), 0)
+    x[0, 3, 3, 3] = np.nan
+    y = OPS["MaxPool"].kernel(np, x, **attrs)
+    grad = RNG.standard_normal(y.shape).astype(np.float32)
+    grad[1, 1, 1, :3] = [np.inf, -0.0, np.nan]
+    fused = OPS["_FusedMaxPoolGrad"].bound_kernel(np, {**attrs, "fused_ops": ["ReluGrad"]})
+
+    def run():
+        with np.errstate(all="ignore"):
+            return [
+                OPS["MaxPool"].kernel(np, x, **attrs),
+                OPS["AvgPool"].kernel(np, x, **attrs),
+                OPS["MaxPoolGrad"].kernel(np, x, y, grad, **attrs),
+                fused(x, y, grad),
+            ]
+
+    monkeypatch.setattr(gemm, "_busy", 0)
+    before = gemm._ways
+    bands = []
+    real = pool_kernels.in_bands
+    monkeypatch.setattr(pool_kernels, "in_bands", lambda n, body, k=0: (bands.append(n), real(n, body, k)))
+    try:
+        gemm.configure(1)
+        serial = run()
+        gemm.configure(2)
+        banded = run()
+    finally:
+        gemm.configure(before)
+    assert len(bands) == 8  # each of the four kernels asked for bands, both times
+    for a, b in zip(serial, banded):
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_a_fused_conv_s_tail_in_bands_is_bit_identical(monkeypatch):
+    from flowbook.ops import fused_ops
+    from flowbook.registry import OPS
+
+    attrs = {"strides": (1, 1, 1, 1), "padding": "SAME", "fused_ops": ["BiasAdd", "Relu"]}
+    x = RNG.standard_normal((32, 28, 28, 1)).astype(np.float32)
+    f = RNG.standard_normal((5, 5, 1, 32)).astype(np.float32)
+    b = RNG.standard_normal(32).astype(np.float32)
+    conv = OPS["_FusedConv2D"].bound_kernel(np, attrs)
+    monkeypatch.setattr(gemm, "_busy", 0)
+    before, bands = gemm._ways, []
+    real = fused_ops.in_bands
+    monkeypatch.setattr(fused_ops, "in_bands", lambda n, body, k=0: (bands.append(n), real(n, body, k)))
+    try:
+        gemm.configure(1)
+        serial = conv(x, f, b)
+        gemm.configure(2)
+        banded = conv(x, f, b)
+    finally:
+        gemm.configure(before)
+    want = np.maximum(OPS["Conv2D"].kernel(np, x, f, strides=(1, 1, 1, 1), padding="SAME") + b, 0)
+    assert bands == [32, 32] and serial.tobytes() == banded.tobytes() == want.tobytes()

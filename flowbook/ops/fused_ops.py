@@ -7,11 +7,12 @@ a *head* and a *tail*:
 
 - the head is one written op's own kernel, run as the written plan runs it:
   a ``MatMul`` (``_FusedMatMul``), a ``Conv2D`` (``_FusedConv2D``, lending its
-  patches to the filter gradient as the written op does), a ``MaxPoolGrad``
+  patches to the filter gradient as the written op does; a large output takes
+  its tail in batch bands, one per CPU: ``flowbook.gemm.in_bands``), a ``MaxPoolGrad``
   with the ``ReluGrad`` after it (``_FusedMaxPoolGrad``, ``fused_ops`` starting
-  ``["ReluGrad"]``: only windows whose maximum is > 0 pass their gradient,
-  ``pool_kernels.max_pool_grad(positive_only=True)``; one pass less over the
-  unpooled image), the softmax cross-entropy of sparse
+  ``["ReluGrad"]``: for disjoint windows TF's ReLU mask is applied per
+  window before placing, ``pool_kernels.max_pool_grad(relu=True)``; no pass
+  of its own over the unpooled image), the softmax cross-entropy of sparse
   labels (``_FusedSparseSoftmaxCrossEntropyWithLogits``: the chain follows
   its backprop output), a ``Sum`` over axes the optimiser folded (``_FusedSum``:
   the axes an attr, so the kernel is numpy's reduction call and nothing
@@ -45,10 +46,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from flowbook.errors import InvalidArgumentError
+from flowbook.gemm import in_bands
 from flowbook.ops.bias_kernels import add_bias
 from flowbook.ops.elementwise import FLOAT, check_dtype
 from flowbook.ops.loss_ops import _check_labels
+from flowbook.ops.pool_kernels import bands
 from flowbook.registry import OPS, OpDef, Out, no_gradient, register
 from flowbook.tensor import Tensor
 
@@ -194,8 +199,8 @@ def _xent(xp: Any, features: Any, labels: Any, with_loss: bool) -> tuple[Any, An
         _check_labels(xp, labels, *features.shape)  # the written op's message
         raise InvalidArgumentError(None, None, f"logits must be 2-D, got {features.shape}")
     n, c = features.shape
-    unsigned = labels.view(labels.dtype.str.replace("i", "u"))  # negatives become huge
-    if n and int(unsigned.max()) >= c:
+    index = labels.view(labels.dtype.str.replace("i", "u"))  # negatives become huge
+    if xp is not np and n and int(index.max()) >= c:  # CuPy wraps indices out of range
         _check_labels(xp, labels, n, c)  # raises, naming the bad label
     logits = features.astype(xp.float32) if features.dtype == xp.float16 else features
     shifted = logits - logits.max(axis=1, keepdims=True)
@@ -203,11 +208,15 @@ def _xent(xp: Any, features: Any, labels: Any, with_loss: bool) -> tuple[Any, An
     total = e.sum(axis=1, keepdims=True)
     rows = xp.arange(n)
     loss = None
-    if with_loss:
-        loss = xp.log(total[:, 0]) - shifted[rows, labels]
-        loss = loss.astype(features.dtype, copy=False)
-    e /= total
-    e[rows, labels] -= 1
+    try:  # numpy's indexing refuses a label outside [0, c) (negatives read as huge) before writing
+        if with_loss:
+            loss = xp.log(total[:, 0]) - shifted[rows, index]
+            loss = loss.astype(features.dtype, copy=False)
+        e /= total
+        e[rows, index] -= 1
+    except IndexError:
+        _check_labels(xp, labels, n, c)  # raises, naming the bad label
+        raise
     return loss, e.astype(features.dtype, copy=False)
 
 
@@ -232,7 +241,12 @@ def _bind_conv2d(xp: Any, fused_ops: Sequence[str] = (), **attrs: Any) -> Callab
     tail = _tail(xp, fused_ops)
 
     def fused_conv2d(x: Any, f: Any, *operands: Any) -> Any:
-        return tail(conv(x, f), operands)  # the GEMM's fresh output takes the bias and ReLU
+        v = conv(x, f)  # the GEMM's fresh output takes the bias and ReLU
+        pieces = bands(xp, v.shape, v.itemsize)
+        if pieces and all(np.ndim(o) < v.ndim for o in operands):
+            in_bands(len(v), lambda lo, hi: tail(v[lo:hi], operands), pieces)  # in place
+            return v
+        return tail(v, operands)
 
     return fused_conv2d
 
@@ -256,7 +270,7 @@ def _bind_max_pool_grad(
     tail = _tail(xp, fused_ops[1:])
 
     def fused_max_pool_grad(x: Any, y: Any, grad: Any, *operands: Any) -> Any:
-        return tail(check(x, y, grad, positive_only=True), operands)
+        return tail(check(x, y, grad, relu=True), operands)
 
     return fused_max_pool_grad
 

@@ -63,26 +63,33 @@ saving is the whole im2col copy, KH*KW times the size of that proof;
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from flowbook.gemm import in_bands
 from flowbook.ops.windows import Geometry, pad_nhwc
 
 __all__ = [
+    "BAND_BYTES",
     "NONE",
+    "bands",
     "cells",
     "first_max_codes",
     "lowest",
     "masked",
     "max_pool_grad",
+    "place_codes",
     "scatter_codes",
+    "tiles",
     "window_max",
     "window_sum",
 ]
 
 NONE = 255  # the code of a window with no first maximum (its maximum is NaN)
+BAND_BYTES = 1 << 20  # a batch band's bytes: pools over larger inputs run in bands
 
 
 def lowest(xp: Any, dtype: Any) -> Any:
@@ -108,26 +115,49 @@ def _code_dtype(k: tuple[int, int]) -> Any:
     return np.dtype(np.uint8) if k[0] * k[1] < NONE else np.dtype(np.int32)
 
 
+def bands(xp: Any, shape: tuple[int, ...], itemsize: int) -> int:
+    """How many batch bands a kernel over an array of ``shape`` runs in (``gemm.in_bands``):
+    one per :data:`BAND_BYTES` (small enough to stay in a core's cache between the passes
+    over it), for numpy arrays; 0 when smaller than that or of one image."""
+    if xp is not np or shape[0] < 2:
+        return 0
+    pieces = min(shape[0], math.prod(shape) * itemsize // BAND_BYTES)
+    return pieces if pieces > 1 else 0
+
+
+def _reduce(
+    xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int], add: bool
+) -> Any:
+    """The running maximum (or sum) of the cell slices, in batch bands when large."""
+    n, oh, ow, c = padded.shape[0], g.oh, g.ow, padded.shape[3]
+    out = xp.empty((n, oh, ow, c), dtype=padded.dtype)
+    step = xp.add if add else xp.maximum
+
+    def band(lo: int, hi: int) -> None:
+        first = True
+        for idx in cells(g, k, s):
+            part = padded[lo:hi][idx]
+            if first:
+                out[lo:hi] = part
+                first = False
+            else:
+                step(out[lo:hi], part, out=out[lo:hi])
+
+    if pieces := bands(xp, padded.shape, padded.itemsize):
+        in_bands(n, band, pieces)
+    else:
+        band(0, n)
+    return out
+
+
 def window_max(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Any:
     """``[N, OH, OW, C]``: the maximum of each window of the (already padded) input."""
-    out = None
-    for idx in cells(g, k, s):
-        if out is None:
-            out = padded[idx].copy()
-        else:
-            xp.maximum(out, padded[idx], out=out)
-    return out
+    return _reduce(xp, padded, g, k, s, add=False)
 
 
 def window_sum(xp: Any, padded: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Any:
     """``[N, OH, OW, C]``: the sum of each window, added in row-major cell order."""
-    out = None
-    for idx in cells(g, k, s):
-        if out is None:
-            out = padded[idx].copy()
-        else:
-            out += padded[idx]
-    return out
+    return _reduce(xp, padded, g, k, s, add=True)
 
 
 def first_max_codes(
@@ -180,42 +210,61 @@ def scatter_codes(
     g: Geometry,
     k: tuple[int, int],
     s: tuple[int, int],
+    out: Any = None,
 ) -> Any:
-    """An array of ``padded_shape``: each window's gradient on the cell its code names."""
-    tiled = tuple(s) == tuple(k) and tuple(padded_shape[1:3]) == (g.oh * k[0], g.ow * k[1])
-    if tiled and grad.dtype.kind == "f" and bool(xp.isfinite(grad).all()):
-        return _scatter_tiled(xp, codes, grad, padded_shape, k)
-    disjoint = s[0] >= k[0] and s[1] >= k[1]
-    out = (xp.empty if tiled else xp.zeros)(padded_shape, dtype=grad.dtype)
-    zero = grad.dtype.type(0)
+    """An array of ``padded_shape``: each window's gradient added onto the cell its code names.
+
+    For windows that may overlap: each cell's masked gradients are added
+    into zeros (``out``, if given, must be zeros), in row-major cell order.
+    """
+    out = xp.zeros(padded_shape, dtype=grad.dtype) if out is None else out
     for t, idx in enumerate(cells(g, k, s)):
-        part = masked(xp, codes == t, grad)
-        if disjoint:
-            xp.add(part, zero, out=out[idx])  # one write; + 0 as the adds into zeros would
-        else:
-            out[idx] += part
+        out[idx] += masked(xp, codes == t, grad)
     return out
 
 
-def _scatter_tiled(
-    xp: Any, codes: Any, grad: Any, shape: tuple[int, ...], k: tuple[int, int]
-) -> Any:
-    """:func:`scatter_codes` for windows that tile the input, a finite ``grad``.
+def tiles(g: Geometry, k: tuple[int, int], s: tuple[int, int], shape: tuple[int, ...]) -> bool:
+    """Whether the windows tile the padded ``shape`` exactly: each cell in one window."""
+    return tuple(s) == tuple(k) and tuple(shape[1:3]) == (g.oh * k[0], g.ow * k[1])
 
-    Per cell, the gradient times the mask of its code, written straight into
-    that cell's slice of the ``[N, OH, KH, OW, KW, C]`` view of the result
-    (runs of C contiguous elements); then ``+ 0`` over the whole result turns
-    the ``-0.0`` of a negative gradient times 0 into the ``0.0`` the adds into
-    zeros give.  (Not for inf or NaN: ``inf * 0`` is NaN.)  At [64,28,28,32]
-    0.78 ms against 0.94 for per-cell contiguous blocks interleaved by one
-    transposing copy (best of 20, warm heap).
+
+def place_codes(
+    xp: Any,
+    codes: Any,
+    values: Any,
+    padded_shape: tuple[int, ...],
+    g: Geometry,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    out: Any = None,
+) -> Any:
+    """An array of ``padded_shape``: each window's value on the cell its code names, +0.0 elsewhere.
+
+    For disjoint windows (``stride >= ksize``): each cell of the result is
+    written once, as the *integer* product of the value's bits and the mask
+    (1 where the cell is its window's first maximum, else 0): the exact bits
+    of ``value`` (``-0.0``, inf and NaN included), +0.0 around it, in one
+    pass per cell with no branch per element (a float product by the mask
+    would give ``-0.0`` or NaN around negative or infinite values; numpy's
+    ``copyto(..., where=)`` on such a mask ran ~8x slower).
+    Windows that tile the input exactly (the CNN's 2x2/2 pool) start from
+    ``empty`` (every cell is written); others from zeros (cells no window
+    covers stay +0.0); ``out``, if given, must be such an array.
+
+    >>> import numpy as np
+    >>> from flowbook.ops.windows import window_geometry
+    >>> g = window_geometry((1, 4), (1, 2), (1, 2), "VALID")
+    >>> codes = np.array([1, 0], np.uint8).reshape(1, 1, 2, 1)
+    >>> v = np.array([-0.0, 7.0]).reshape(1, 1, 2, 1)
+    >>> place_codes(np, codes, v, (1, 1, 4, 1), g, (1, 2), (1, 2)).ravel().tolist()
+    [0.0, -0.0, 7.0, 0.0]
     """
-    n, oh, ow, c = grad.shape
-    out = xp.empty(shape, dtype=grad.dtype)
-    cells6 = out.reshape(n, oh, k[0], ow, k[1], c)
-    for t in range(k[0] * k[1]):
-        xp.multiply(grad, codes == t, out=cells6[:, :, t // k[1], :, t % k[1]])
-    out += grad.dtype.type(0)
+    if out is None:
+        out = (xp.empty if tiles(g, k, s, padded_shape) else xp.zeros)(padded_shape, values.dtype)
+    word = np.dtype(f"u{values.dtype.itemsize}")  # dtypes are numpy's under CuPy too
+    bits, vbits = out.view(word), values.view(word)
+    for t, idx in enumerate(cells(g, k, s)):
+        xp.multiply(vbits, codes == t, out=bits[idx])  # integer: the bits, or 0
     return out
 
 
@@ -226,32 +275,55 @@ def max_pool_grad(
     g: Geometry,
     k: tuple[int, int],
     s: tuple[int, int],
-    positive_only: bool = False,
+    relu: bool = False,
 ) -> Any:
     """MaxPoolGrad's body: each window's gradient added onto its first maximum in ``x``.
 
-    ``positive_only``: windows whose maximum is not > 0 pass nothing (their code
-    becomes :data:`NONE`).  Where ``x`` is a ReLU's output that is the
-    ReLU's gradient applied after, bit for bit: a cell gets gradient only as
-    some window's maximum, and ``ReluGrad`` keeps a cell's gradient where the
-    cell, that maximum, is > 0 (else ``+0.0``, the bits a window passing
-    nothing leaves).
+    TF's CPU kernel adds each window's gradient into zeros at its first
+    maximum, so that cell holds ``0.0 + grad`` (``-0.0`` becomes ``0.0``).
+    ``relu``: TF's ``ReluGrad`` applied after, with ``x`` as its features
+    (``_FusedMaxPoolGrad``): the result times ``x > 0``.  For disjoint
+    windows that is applied per window, before placing: a window's only
+    cell that is not +0.0 is its first maximum, where ``x`` is the window's
+    maximum ``top``, so the cell gets ``(grad + 0.0) * (top > 0)`` and the
+    others ``+0.0 * mask = +0.0``, bit for bit (``-0.0`` for a negative
+    gradient of a window whose maximum is not > 0, NaN for an infinite one,
+    as TF).  Overlapping windows add several gradients into a cell: there
+    the product is taken after the adds, over the whole result.
 
     >>> import numpy as np
     >>> from flowbook.ops.windows import window_geometry
     >>> x = np.array([0.0, -1.0, 2.0, 1.0]).reshape(1, 1, 4, 1)
     >>> g = window_geometry((1, 4), (1, 2), (1, 2), "VALID")
-    >>> dy = np.array([5.0, 7.0]).reshape(1, 1, 2, 1)
-    >>> max_pool_grad(np, x, dy, g, (1, 2), (1, 2), positive_only=True).ravel().tolist()
-    [0.0, 0.0, 7.0, 0.0]
+    >>> dy = np.array([-5.0, 7.0]).reshape(1, 1, 2, 1)
+    >>> max_pool_grad(np, x, dy, g, (1, 2), (1, 2)).ravel().tolist()
+    [-5.0, 0.0, 7.0, 0.0]
+    >>> max_pool_grad(np, x, dy, g, (1, 2), (1, 2), relu=True).ravel().tolist()
+    [-0.0, 0.0, 7.0, 0.0]
     """
     padded = pad_nhwc(xp, x, g, lowest(xp, x.dtype))
-    top, codes = first_max_codes(xp, padded, g, k, s)
-    if positive_only:  # all bits set is NONE (uint8) or -1 (int32): no cell's code
-        none = codes.dtype.type(NONE if codes.dtype == np.uint8 else -1)
-        codes |= xp.logical_not(top > 0).astype(codes.dtype) * none
-    out = scatter_codes(xp, codes, grad, padded.shape, g, k, s)
-    if not (g.top or g.bottom or g.left or g.right):
-        return out
-    h, w = x.shape[1:3]
-    return xp.ascontiguousarray(out[:, g.top : g.top + h, g.left : g.left + w, :])
+    disjoint = s[0] >= k[0] and s[1] >= k[1]
+
+    empty = disjoint and tiles(g, k, s, padded.shape)  # every cell written: no zeros first
+    out = (xp.empty if empty else xp.zeros)(padded.shape, dtype=grad.dtype)
+
+    def band(lo: int, hi: int) -> None:
+        top, codes = first_max_codes(xp, padded[lo:hi], g, k, s)
+        if not disjoint:
+            scatter_codes(xp, codes, grad[lo:hi], out[lo:hi].shape, g, k, s, out[lo:hi])
+            return
+        values = grad[lo:hi] + grad.dtype.type(0)  # the add into zeros: a fresh array
+        if relu:
+            xp.multiply(values, top > 0, out=values)
+        place_codes(xp, codes, values, out[lo:hi].shape, g, k, s, out[lo:hi])
+
+    if pieces := bands(xp, padded.shape, padded.itemsize):
+        in_bands(len(out), band, pieces)
+    else:
+        band(0, len(out))
+    if g.top or g.bottom or g.left or g.right:
+        h, w = x.shape[1:3]
+        out = xp.ascontiguousarray(out[:, g.top : g.top + h, g.left : g.left + w, :])
+    if relu and not disjoint:
+        xp.multiply(out, x > 0, out=out)
+    return out

@@ -399,6 +399,13 @@ class _Threaded:
                 self._collect(block=True)
                 continue
             i = ready.popleft()
+            if not heavy[i] and ready and self.in_flight < self.max_in_flight:
+                for j in ready:  # a heavy op behind light ones goes first: to the pool
+                    if heavy[j]:
+                        ready.remove(j)
+                        ready.appendleft(i)
+                        i = j
+                        break
             args = [vals[s] for s in inputs[i]]
             for hook in before:
                 hook(plan.ops[i])
