@@ -23,8 +23,8 @@ tasks receive first and which variable updates wait for the step's values
 ``PlanCache`` (``flowbook.run.plan_cache``), as a local session's are:
 adding ops to the graph keeps them (no new partition, nothing new sent to
 the tasks), an edit of an op a plan holds drops that plan, and a dropped
-plan's partitions are released on their tasks.  The step is one Dask call per task that
-has work in it, all sent at once from one coroutine on the client's event
+plan's partitions are released on their tasks.  The step is one Dask call
+per task that has work in it, all sent at once from one coroutine on the client's event
 loop (``actor_execute`` on the task server, straight over the client's
 connection pool): ``run(step, key, feeds)``, a few bytes and the fed values,
 carrying the partition's GraphDef and the peer table only the first time a
@@ -48,12 +48,11 @@ waits that long).  The session stays usable: the next run waits (up to
 a new task server there -- its variables uninitialised, so a chief restores
 them from a checkpoint (``flowbook.distributed.recovery``) -- and registers
 its partitions again.  A hung worker may instead come back as it was (a
-stopped process continued with ``SIGCONT``): once its heartbeat moves again
-the session goes on with the same task server, variables and queues, and
-first aborts there the steps it gave up (their Recvs and waits fail; a
-partition that had all its values when stopped finishes its run, and its
-variable updates stay applied, as a step failed in TensorFlow may leave
-some).
+stopped process continued with ``SIGCONT``): once its heartbeat moves, the
+session goes on with the same task server, variables and queues, first
+aborting there the steps it gave up (their Recvs and waits fail; a partition
+that had all its values when stopped finishes, its updates applied, as a
+failed step in TensorFlow may leave some).
 
 The client's Dask calls go straight to the workers: a session that makes
 its own ``Client`` asks for ``direct_to_workers``, and a ``Client`` passed
@@ -143,7 +142,8 @@ class DaskSession(Session):
         self.calls: collections.Counter[str] = collections.Counter()  # Dask calls by method
         # run signature -> plan -> its DistPlan; a dropped plan's partitions are released
         self._cache = PlanCache(self.graph, on_drop=self._forget)
-        self._plans, self._dplans = self._cache.plans, self._cache.paths
+        self._plans, self._paths = self._cache.plans, self._cache.paths
+        self._dplans = self._paths  # plan -> its DistPlan
         self._registered: set[tuple[str, str]] = set()  # (task, key) known there
         self._lock = threading.Lock()  # guards the two above and the counters
         self._prefix = f"{secrets.token_hex(6)}/"  # this session's partition keys begin so
@@ -279,8 +279,8 @@ class DaskSession(Session):
             return []
         of = {r: t for r, (t, _) in zip(runs, calls)}  # call -> its task
         limit = timeout_ms / 1000 + ABORT_WAIT_S if timeout_ms else None
-        address = {t: self._peers[t][0] for t, _ in calls}
-        failed, rest, silent = await wait_alive(self._client, self.heartbeats, of, address, limit)
+        where = {t: self._peers[t][0] for t, _ in calls}  # task -> its worker
+        failed, rest, silent = await wait_alive(self._client, self.heartbeats, of, where, limit)
         if silent:  # tasks whose worker is hung
             failed = [self._hung_error(step, silent)]
         if not failed and not rest:
