@@ -11,6 +11,13 @@ A loopback ``LocalCluster`` of three workers named ``ps-0``, ``worker-0`` and
 - ``three_tasks``: a chain ps -> worker-0 -> worker-1, one op on each (three
   Dask calls sent at once, two Send/Recv transfers worker to worker; each
   task receives first, so each partition runs on its worker's event loop);
+- ``after_add_op``: the chain's step re-run after one op was added to the
+  graph (each time): the session's plan cache (``flowbook.run.plan_cache``)
+  keeps the distributed plan, so it should cost what ``three_tasks`` (a
+  plain re-run) costs, ratio ~1; ``after_edit``: re-run after an edit of an
+  op of the plan (its device set again), which drops the plan: pruned,
+  partitioned, sent and compiled on the tasks again (what every added op
+  cost before the cache);
 - ``mlp``: an SGD step of the MLP 64-128-10 (batch 100, the digits), its
   variables on the ps and its forward and backward pass on worker-0, with
   the bytes moved between tasks per step against the model's size.
@@ -129,6 +136,25 @@ def measure(processes: bool, n: int, rounds: int) -> dict[str, Any]:
             out["three_tasks_us"] = per_step_us(lambda: s.run(c, {x: 1.0}), n, rounds)
             out["three_tasks_calls_per_step"] = (s.calls["run"] - calls) / (n * rounds + 1)
             assert s.run(c, {x: 1.0}) == local.run(c, {x: 1.0}) == 9.0
+
+            def after_add() -> Any:
+                with g.as_default(), tf.device(W1):
+                    tf.identity(c)  # a new op: c's plan stays
+                return s.run(c, {x: 1.0})
+
+            def after_edit() -> Any:
+                c.op._set_device(W1)  # the same device, but an edit: c's plan goes
+                return s.run(c, {x: 1.0})
+
+            registered = sum(t["registered"] for t in s.task_stats().values())
+            out["after_add_op_us"] = per_step_us(after_add, n, rounds)
+            out["after_add_registered"] = (
+                sum(t["registered"] for t in s.task_stats().values()) - registered
+            )
+            out["after_edit_us"] = per_step_us(after_edit, max(n // 4, 5), rounds, warm_s=0.1)
+            assert s.run(c, {x: 1.0}) == 9.0
+        out["after_add_op_ratio"] = out["after_add_op_us"] / out["three_tasks_us"]
+        out["after_edit_ratio"] = out["after_edit_us"] / out["three_tasks_us"]
         out["fixed_cost_ms"] = (out["three_tasks_us"] - out["local_us"]) / 1000
         out["three_tasks_per_round_trip"] = out["three_tasks_us"] / out["dask_round_trip_us"]
         out["meets_goal"] = out["fixed_cost_ms"] < GOAL_MS
@@ -186,6 +212,19 @@ def main() -> None:
                 "fixed cost (3 tasks - local)",
                 f"{r['fixed_cost_ms']:.2f} ms",
                 f"goal < {GOAL_MS} ms: {'met' if r['meets_goal'] else 'NOT met'}",
+            ),
+            (
+                mode,
+                "chain re-run after adding an op",
+                f"{r['after_add_op_us']:.0f} µs",
+                f"{r['after_add_op_ratio']:.2f}x a plain re-run "
+                f"({r['after_add_registered']} partitions registered)",
+            ),
+            (
+                mode,
+                "chain re-run after an edit",
+                f"{r['after_edit_us']:.0f} µs",
+                f"{r['after_edit_ratio']:.2f}x a plain re-run (plan rebuilt)",
             ),
             (
                 mode,

@@ -100,6 +100,8 @@ class ConfigProto:
     gpu_options: GPUOptions = field(default_factory=GPUOptions)
     check_numerics: bool = False  # flowbook: stop every run at the first op producing NaN/Inf
     graph_options: GraphOptions = field(default_factory=GraphOptions)  # the optimiser's passes
+    # a cluster session's deadline for every step not given one by RunOptions (0: none)
+    operation_timeout_in_ms: int = 0
 
 
 @dataclass

@@ -136,7 +136,7 @@ def test_structures_feeds_and_op_fetches(client):
     assert out == {"y": 6.0, "x": 3.0, "pair": (6.0, None)}
 
 
-def test_a_changed_graph_releases_the_old_partitions(client):
+def test_an_edited_op_releases_the_old_partitions_an_added_one_does_not(client):
     g = tf.Graph()
     with g.as_default(), tf.device("/job:worker/task:1"):
         y = tf.constant(1.0, name="first") + 1.0
@@ -144,10 +144,13 @@ def test_a_changed_graph_releases_the_old_partitions(client):
         assert s.run(y) == 2.0
         (old,) = s._registered
         with g.as_default(), tf.device("/job:worker/task:1"):
-            z = y * 3.0  # a new op: a new graph version, a new plan
+            z = y * 3.0  # a new op: y's plan stays (tests/test_dist_plan_cache.py)
         assert s.run(z) == 6.0
+        assert old in s._registered and len(s._registered) == 2
+        with g.as_default(), tf.device("/job:worker/task:1"):
+            y.op._update_input(1, tf.constant(5.0))  # an edit of y: both plans go
+        assert s.run(y) == 6.0  # registered anew
         assert old not in s._registered and len(s._registered) == 1
-        assert s.run(y) == 2.0  # the first fetch again: registered anew
 
 
 # ------------------------------------------------------- variables on the ps

@@ -14,6 +14,8 @@
   the step's values (no half-applied step on a surviving ps);
 - ``task_servers``: the tasks from the workers' names, a task server on each,
   and waiting for a lost task to come back;
+- ``liveness``: a hung worker (alive, not answering) found by its Dask
+  heartbeat while a step waits on it;
 - ``recovery``: TF1's ``_RecoverableSession``, a session made again when a
   task is lost (what ``MonitoredSession`` runs through).
 

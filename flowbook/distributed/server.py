@@ -173,7 +173,7 @@ class TaskServer:
         self.pool = ThreadPoolExecutor(MAX_STEPS, thread_name_prefix=f"flowbook{self.name}")
         self.lock = threading.Lock()  # guards the dicts above
         self.pushes: dict[int, list[Any]] = {}  # step -> its sends being written (futures)
-        self.counts = {"steps": 0, "sent_bytes": 0, "returned_bytes": 0}  # for tests, benchmarks
+        self.counts = {"steps": 0, "sent_bytes": 0, "returned_bytes": 0, "registered": 0}
 
     # ------------------------------------------------------------ state
     def variable(self, op: Operation) -> VarState:
@@ -292,6 +292,7 @@ class TaskServer:
             import_graph_def(graph_bytes, name="")
         part = _Registered(TaskSession(self, g), feed_names, fetch_names, sends, first)
         with self.lock:
+            self.counts["registered"] += 1  # partitions imported (each compiles anew)
             self.partitions[key] = part
             while len(self.partitions) > MAX_PARTITIONS:
                 self.partitions.popitem(last=False)
@@ -362,9 +363,11 @@ class TaskServer:
             return {k: v.value for k, v in self.variables.items() if v.value is not None}
 
     async def stats(self) -> dict[str, int]:
-        """Steps run here, bytes sent to other tasks and returned to clients; steps open."""
+        """Steps run here, bytes sent to other tasks and returned to clients, partitions
+        registered so far; steps open, partitions held."""
         with self.lock:
-            return {**self.counts, "open_steps": self.rendezvous.pending_steps()}
+            return {**self.counts, "open_steps": self.rendezvous.pending_steps(),
+                    "partitions": len(self.partitions)}  # fmt: skip
 
 
 def _wake(future: asyncio.Future) -> None:

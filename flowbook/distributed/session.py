@@ -15,12 +15,16 @@ Connecting, it:
    the same servers (and the same variables).
 
 **A run** flattens fetches and checks feeds as a local session does, then
-looks up its distributed plan, built once per (fetches, feeds, graph
-version): the pruned ops (``flowbook.run.plan.build_plan``) split over the
+looks up its distributed plan, built once per run signature (fetches,
+feeds): the pruned ops (``flowbook.run.plan.build_plan``) split over the
 tasks with Send/Recv pairs (``flowbook.distributed.partition``), which
 tasks receive first and which variable updates wait for the step's values
-(``flowbook.distributed.stages``).  The step is one Dask call per task that
-has work in it, all sent at once from one coroutine on the client's event
+(``flowbook.distributed.stages``).  The plans are kept in the session's
+``PlanCache`` (``flowbook.run.plan_cache``), as a local session's are:
+adding ops to the graph keeps them (no new partition, nothing new sent to
+the tasks), an edit of an op a plan holds drops that plan, and a dropped
+plan's partitions are released on their tasks.  The step is one Dask call
+per task that has work in it, all sent at once from one coroutine on the client's event
 loop (``actor_execute`` on the task server, straight over the client's
 connection pool): ``run(step, key, feeds)``, a few bytes and the fed values,
 carrying the partition's GraphDef and the peer table only the first time a
@@ -33,11 +37,22 @@ move between tasks, worker to worker.  ``calls`` counts the calls made.
 class, naming the client's op, its line and the task.  A task whose Dask
 worker is lost (its connection closes, or no connection opens within
 ``CONNECT_S``) fails the step with ``UnavailableError`` naming it, as soon
-as the client notices.  The session stays usable: the next run waits (up to
+as the client notices.  A task whose worker is **hung** -- alive, but its
+heartbeat to the scheduler stood still for ``heartbeats.hung_after_s``
+seconds (``flowbook.distributed.liveness``: 5 s by default, the step failing
+about 7 s after the stop) -- fails the step the same way, its call given up.
+A step's deadline is ``RunOptions.timeout_in_ms``, else ConfigProto's
+``operation_timeout_in_ms`` (0: none; a live task blocked in a dequeue
+waits that long).  The session stays usable: the next run waits (up to
 ``SERVER_START_S``) for Dask to bring back a worker of the same name, starts
 a new task server there -- its variables uninitialised, so a chief restores
 them from a checkpoint (``flowbook.distributed.recovery``) -- and registers
-its partitions again.
+its partitions again.  A hung worker may instead come back as it was (a
+stopped process continued with ``SIGCONT``): once its heartbeat moves, the
+session goes on with the same task server, variables and queues, first
+aborting there the steps it gave up (their Recvs and waits fail; a partition
+that had all its values when stopped finishes, its updates applied, as a
+failed step in TensorFlow may leave some).
 
 The client's Dask calls go straight to the workers: a session that makes
 its own ``Client`` asks for ``direct_to_workers``, and a ``Client`` passed
@@ -65,19 +80,22 @@ from flowbook.distributed.cluster import ClusterSpec, task_name
 from flowbook.distributed.dist_repr import session_html
 from flowbook.distributed.dist_trace import ClockSync
 from flowbook.distributed.dist_watch import StepWatch, remember
-from flowbook.distributed.partition import Partitioned, partition
+from flowbook.distributed.liveness import Heartbeats, wait_alive
+from flowbook.distributed.partition import partition
 from flowbook.distributed.server import RemoteOpError
 from flowbook.distributed.server_api import wait_for_tasks
-from flowbook.distributed.stages import gate_updates, receive_first
+from flowbook.distributed.stages import DistPlan
 from flowbook.distributed.task_servers import (
     SERVER_START_S,
     await_tasks,
+    client_for,
     map_workers,
     start_servers,
 )
 from flowbook.graph import Graph
 from flowbook.run.observers import Observer, observers_for
 from flowbook.run.plan import build_plan
+from flowbook.run.plan_cache import PlanCache
 from flowbook.run.values import flatten, rebuild, to_numpy
 from flowbook.session import Session, _DeviceAttributes, _observers
 
@@ -85,7 +103,6 @@ __all__ = ["SERVER_START_S", "DaskSession", "is_cluster_target", "map_workers"]
 
 ABORT_WAIT_S = 10.0  # after a task failed, the longest wait for the others to stop
 CONNECT_S = 5.0  # longest wait for a connection to a task's worker (a lost one refuses)
-MAX_PLANS = 256  # distributed plans kept per session
 
 
 def is_cluster_target(target: Any) -> bool:
@@ -99,46 +116,6 @@ def is_cluster_target(target: Any) -> bool:
     return target is not None
 
 
-def _client_for(target: Any) -> tuple[Any, bool]:
-    """A Dask Client for ``target`` and whether this session made it (and closes it)."""
-    from distributed import Client  # lazy: dask is an optional extra
-
-    if isinstance(target, bytes):
-        target = target.decode()
-    if isinstance(target, str):  # "dask://host:port", or "dask://" + a full Dask address
-        address = target[len("dask://") :]
-        address = address if "://" in address else "tcp://" + address
-        return Client(address, direct_to_workers=True, set_as_default=False), True
-    if isinstance(target, Client):
-        if target.direct_to_workers is None:
-            target.direct_to_workers = True
-        return target, False
-    if hasattr(target, "scheduler_address"):  # a LocalCluster, SpecCluster...
-        return Client(target, direct_to_workers=True, set_as_default=False), True
-    raise TypeError(
-        f"A cluster target is 'dask://host:port' or a distributed.Client, not {target!r}"
-    )
-
-
-class _DistPlan:
-    """A run signature split over tasks: its partitions, their keys and what to send first."""
-
-    __slots__ = ("gated", "keys", "n_fetches", "parted", "payloads", "plan")
-
-    def __init__(self, parted: Partitioned, prefix: str, n_fetches: int, plan: Any = None) -> None:
-        self.plan = plan  # the client's plan of the run (what its observers see)
-        self.parted = parted
-        self.n_fetches = n_fetches
-        self.keys = {t: f"{prefix}{t}" for t in parted.parts}  # task -> partition key
-        first = receive_first(parted)  # tasks that wait for every value, then run
-        self.gated = gate_updates(parted, first)  # task -> its updates made to wait
-        self.payloads = {  # task -> what registers the partition there
-            t: (p.graph_def.SerializeToString(), p.feed_names, p.fetch_names, p.sends,
-                t in first)
-            for t, p in parted.parts.items()
-        }  # fmt: skip
-
-
 class DaskSession(Session):
     """A TF1 session whose graph runs on the tasks of a Dask cluster.  See the module docstring."""
 
@@ -147,7 +124,7 @@ class DaskSession(Session):
     ) -> None:
         super().__init__("", graph, config)
         self.target = target
-        self._client, self._owns_client = _client_for(target)
+        self._client, self._owns_client = client_for(target)
         try:
             workers = wait_for_tasks(self._client, target)  # a tf.train.Server's cluster: all
         except BaseException:
@@ -159,8 +136,14 @@ class DaskSession(Session):
         self._servers, self._server_futures = start_servers(self._client, self.cluster)
         self._peers = {t: (a._address, a.key) for t, a in self._servers.items()}
         self._lost: set[str] = set()  # tasks whose worker was lost; the next run finds them
+        self._hung: dict[str, float | None] = {}  # lost ones found hung -> last_seen then
+        self._stale: dict[str, list[int]] = {}  # hung task -> steps given up (aborted on return)
+        self.heartbeats = Heartbeats()  # the tasks' heartbeats; .hung_after_s is the bound
         self.calls: collections.Counter[str] = collections.Counter()  # Dask calls by method
-        self._dplans: dict[tuple, _DistPlan] = {}  # run signature -> its distributed plan
+        # run signature -> plan -> its DistPlan; a dropped plan's partitions are released
+        self._cache = PlanCache(self.graph, on_drop=self._forget)
+        self._plans, self._paths = self._cache.plans, self._cache.paths
+        self._dplans = self._paths  # plan -> its DistPlan
         self._registered: set[tuple[str, str]] = set()  # (task, key) known there
         self._lock = threading.Lock()  # guards the two above and the counters
         self._prefix = f"{secrets.token_hex(6)}/"  # this session's partition keys begin so
@@ -185,10 +168,8 @@ class DaskSession(Session):
             self._reconnect()
         elements, structure = flatten(self.graph, fetches)
         tensors, values = self._feeds(feed_dict) if feed_dict else ((), ())
-        key = (*elements, None, *tensors, self.graph._version)
-        dplan = self._dplans.get(key)
-        if dplan is None:
-            dplan = self._dist_plan(elements, tensors, key)
+        key = (*elements, None, *tensors)
+        dplan = self._kept(key) or self._dist_plan(elements, tensors, key)
         observers: list[Observer] = [*self.observers, *_observers]
         if options is not None:
             observers += observers_for(options, self.config, run_metadata)
@@ -198,7 +179,19 @@ class DaskSession(Session):
             got = self._step(dplan, values, options)
         return rebuild(structure, [None if v is None else to_numpy(v) for v in got])
 
-    def _dist_plan(self, elements: list, feeds: Any, key: tuple) -> _DistPlan:
+    def _kept(self, key: tuple) -> DistPlan | None:
+        """``key``'s distributed plan if the cache kept it through the graph's edits since."""
+        cache = self._cache
+        with self._lock:
+            if self.graph._edit_log.count != cache.seen:
+                cache.sweep()  # drops the plans holding an edited op (``_forget`` releases them)
+            plan = cache.plans.get(key)
+            dplan = None if plan is None else cache.paths.get(plan)
+            if dplan is not None and plan is not cache.last:
+                cache.touch(key, plan)
+            return dplan
+
+    def _dist_plan(self, elements: list, feeds: Any, key: tuple) -> DistPlan:
         plan = build_plan(self.graph, elements, (), feeds, lambda op: None)
         parted = partition(self.graph, plan.ops, elements, feeds, self.cluster.tasks())
         if self.config.log_device_placement:
@@ -207,18 +200,13 @@ class DaskSession(Session):
             ]
             sys.stdout.write("\n".join(lines) + "\n")
         with self._lock:
-            dplan = _DistPlan(parted, f"{self._prefix}{next(self._plan_ids)}", len(elements), plan)
+            dplan = DistPlan(parted, f"{self._prefix}{next(self._plan_ids)}", len(elements), plan)
             remember(plan, parted)  # for the live graph (dist_watch.task_layout)
-            if len(self._dplans) >= MAX_PLANS or any(
-                k[-1] != key[-1] for k in list(self._dplans)[:1]
-            ):
-                self._forget(list(self._dplans.values()))  # the graph changed: old plans go
-                self._dplans.clear()
-            self._dplans[key] = dplan
-        return dplan
+            return self._cache.add(key, plan, dplan)  # the least recently used may go
 
-    def _forget(self, dplans: list[_DistPlan]) -> None:
-        """Release ``dplans``' partitions on their tasks (not waited for; variables stay)."""
+    def _forget(self, dplans: list[DistPlan]) -> None:
+        """Release ``dplans``' partitions on their tasks (not waited for; variables stay).
+        The cache calls it, under the session's lock, with the plans it dropped."""
         keys: dict[str, list[str]] = {}
         for d in dplans:
             for task, key in d.keys.items():
@@ -232,7 +220,7 @@ class DaskSession(Session):
             )
 
     def _watched(
-        self, dplan: _DistPlan, elements: list, feeds: tuple, options: Any, observers: list
+        self, dplan: DistPlan, elements: list, feeds: tuple, options: Any, observers: list
     ) -> list:
         """A step someone watches: the observers' calls around it (``dist_watch``)."""
         watch = StepWatch(dplan, elements, observers, self.clock)
@@ -249,11 +237,12 @@ class DaskSession(Session):
                 self.last_step["spans"] = watch.spans()  # task -> its run, our clock (ns)
 
     def _step(
-        self, dplan: _DistPlan, feeds: tuple, options: RunOptions | None, watch: Any = None
+        self, dplan: DistPlan, feeds: tuple, options: RunOptions | None, watch: Any = None
     ) -> list:
         from distributed.protocol import to_serialize  # lazy: dask is an optional extra
 
         timeout_ms = int(options.timeout_in_ms) if options is not None else 0
+        timeout_ms = timeout_ms or int(self.config.operation_timeout_in_ms)  # TF's global bound
         step = next(self._steps)
         calls = []
         for task, part in dplan.parted.parts.items():
@@ -288,9 +277,12 @@ class DaskSession(Session):
                                       else self._call(t, "run", *args)) for t, args in calls]  # fmt: skip
         if not runs:
             return []
+        of = {r: t for r, (t, _) in zip(runs, calls)}  # call -> its task
         limit = timeout_ms / 1000 + ABORT_WAIT_S if timeout_ms else None
-        done, rest = await asyncio.wait(runs, timeout=limit, return_when=asyncio.FIRST_EXCEPTION)
-        failed = [r.exception() for r in runs if r in done and r.exception() is not None]
+        where = {t: self._peers[t][0] for t, _ in calls}  # task -> its worker
+        failed, rest, silent = await wait_alive(self._client, self.heartbeats, of, where, limit)
+        if silent:  # tasks whose worker is hung
+            failed = [self._hung_error(step, silent)]
         if not failed and not rest:
             return [r.result() for r in runs]
         if not failed:
@@ -298,6 +290,9 @@ class DaskSession(Session):
         why = f"a task failed: {failed[0]}"
         aborts = [asyncio.ensure_future(self._call(t, "abort", step, why))
                   for t, _ in calls if t not in self._lost]  # fmt: skip
+        for call in rest:  # a hung task's call is given up at once (aborted when it returns)
+            if of[call] in self._hung:
+                call.cancel()
         if aborts:
             await asyncio.wait(aborts, timeout=ABORT_WAIT_S)
         if rest:
@@ -308,8 +303,24 @@ class DaskSession(Session):
             elif not call.cancelled():
                 call.exception()  # retrieved: asyncio does not log it
         found = [self._error(e) for e in failed]
-        found += [self._error(r.exception()) for r in rest if r.done() and r.exception()]
+        found += [self._error(r.exception()) for r in rest
+                  if r.done() and not r.cancelled() and r.exception()]  # fmt: skip
         raise next((e for e in found if not _secondary(e)), found[0])
+
+    def _hung_error(self, step: int, silent: dict[str, float]) -> Any:
+        """Note the hung tasks (lost until their heartbeat moves again); the error naming them."""
+        for task in silent:
+            address = self._peers[task][0]
+            self._lost.add(task)
+            self._hung[task] = self.heartbeats.last(address)
+            self._stale.setdefault(task, []).append(step)
+        task, quiet = max(silent.items(), key=lambda a: a[1])
+        address = self._peers[task][0]
+        return errors.UnavailableError(
+            None, None, f"Task {task} is unavailable: its Dask worker {address} is "
+            f"hung (no heartbeat for {quiet:.1f} s, the bound is {self.heartbeats.bound():.1f} "
+            "s: a stopped or stuck process)",
+        )  # fmt: skip
 
     async def _call(self, task: str, method: str, *args: Any) -> Any:
         """Call ``method`` of ``task``'s server: one Dask ``actor_execute`` message and its
@@ -344,15 +355,31 @@ class DaskSession(Session):
         with self._lock:
             self.cluster = cluster
             self._servers, self._server_futures = servers, futures
-            self._peers = {t: (a._address, a.key) for t, a in servers.items()}
-            self._registered.clear()  # the peer table changed: every task learns it again
+            peers = {t: (a._address, a.key) for t, a in servers.items()}
+            if peers != self._peers:  # a task moved: every task learns the peer table again
+                self._registered.clear()
+            self._peers = peers
             self._lost.clear()
+            self._hung.clear()
 
     def await_lost_tasks(self, timeout: float = SERVER_START_S) -> ClusterSpec:
         """Wait until the cluster has this session's tasks again, each lost one on a new
-        worker of its name (Dask's nanny restarts a lost worker); the new ClusterSpec."""
+        worker of its name (Dask's nanny restarts a lost worker), or a hung one heartbeating
+        again where it was, whose given-up steps are then aborted; the new ClusterSpec."""
         lost = {t: self._peers[t][0] for t in self._lost}
-        return await_tasks(self._client, self.cluster, lost, timeout)
+        cluster = await_tasks(self._client, self.cluster, lost, timeout, dict(self._hung))
+        where = {task_name(j, k): cluster.task_address(j, k) for j, k in cluster.tasks()}
+        for task in [t for t in self._hung if t in lost]:
+            stale = self._stale.pop(task, [])
+            if where[task] != lost[task]:  # replaced: its steps went with the old worker
+                continue
+            self._lost.discard(task)  # resumed: the same server, variables and partitions
+            del self._hung[task]
+            why = "the client gave up the step while the task's worker was hung"
+            for step in stale:
+                with contextlib.suppress(Exception):  # it answers, or is lost for good
+                    self._on_tasks("abort", [task], [[step, why]], find_lost=False)
+        return cluster
 
     def _error(self, e: BaseException) -> BaseException:
         """A task's error as the client's: TF's class, naming the client's op and line."""
@@ -375,7 +402,7 @@ class DaskSession(Session):
                 if task not in self._lost:  # a lost task has nothing left to forget
                     keys.setdefault(task, []).append(key)
             self._registered.clear()
-            self._dplans.clear()
+            self._cache.clear()  # (its partitions were just listed for release)
         try:
             if keys:
                 self._on_tasks("release", list(keys), [[k] for k in keys.values()], find_lost=False)

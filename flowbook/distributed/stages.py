@@ -59,11 +59,12 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Iterable
+from typing import Any
 
 from flowbook.distributed.partition import Partitioned
 from flowbook.registry import OPS
 
-__all__ = ["gate_updates", "receive_first", "updates_variable"]
+__all__ = ["DistPlan", "gate_updates", "receive_first", "updates_variable"]
 
 Node = tuple[str, str]  # (task, node name)
 
@@ -175,3 +176,24 @@ def gate_updates(parted: Partitioned, first: set[str]) -> dict[str, list[str]]:
             if after:
                 gated.setdefault(task, []).append(node.name)
     return gated
+
+
+class DistPlan:
+    """A run signature split over tasks: its partitions, their keys (``prefix`` + task),
+    which receive first, which updates wait, and what registers each partition on its task
+    (sent with the task's first call of the plan).  A cluster session keeps one per plan."""
+
+    __slots__ = ("gated", "keys", "n_fetches", "parted", "payloads", "plan")
+
+    def __init__(self, parted: Partitioned, prefix: str, n_fetches: int, plan: Any = None) -> None:
+        self.plan = plan  # the client's plan of the run (what its observers see)
+        self.parted = parted
+        self.n_fetches = n_fetches
+        self.keys = {t: f"{prefix}{t}" for t in parted.parts}  # task -> partition key
+        first = receive_first(parted)  # tasks that wait for every value, then run
+        self.gated = gate_updates(parted, first)  # task -> its updates made to wait
+        self.payloads = {  # task -> what registers the partition there
+            t: (p.graph_def.SerializeToString(), p.feed_names, p.fetch_names, p.sends,
+                t in first)
+            for t, p in parted.parts.items()
+        }  # fmt: skip

@@ -1,5 +1,6 @@
 """Where a cluster session's tasks are: Dask workers by name, and a task server on each.
 
+- :func:`client_for` finds the Dask ``Client`` of a session's target;
 - :func:`map_workers` reads the cluster's tasks from Dask's worker names: a
   worker named ``ps-0``, ``worker-1``, ``ps:0`` or ``/job:ps/task:0`` is that
   task; workers with other names (a plain ``LocalCluster``'s 0, 1, 2) become
@@ -26,10 +27,33 @@ from flowbook import errors
 from flowbook.distributed.cluster import ClusterSpec, task_name
 from flowbook.distributed.server import TaskServer
 
-__all__ = ["SERVER_START_S", "await_tasks", "map_workers", "start_servers"]
+__all__ = ["SERVER_START_S", "await_tasks", "client_for", "map_workers", "start_servers"]
 
 _NAME = re.compile(r"^(?:/job:)?([A-Za-z_]\w*?)(?:/replica:\d+)?(?:/task:|[-:_/])(\d+)$")
 SERVER_START_S = 60.0  # longest wait for the task servers to start (or a lost task to return)
+
+
+def client_for(target: Any) -> tuple[Any, bool]:
+    """A Dask Client for ``target`` (``"dask://host:port"``, a Client, a LocalCluster) and
+    whether it was made here (the session closes it).  A client made here, or one passed
+    in with ``direct_to_workers`` unset, calls the workers directly."""
+    from distributed import Client  # lazy: dask is an optional extra
+
+    if isinstance(target, bytes):
+        target = target.decode()
+    if isinstance(target, str):  # "dask://host:port", or "dask://" + a full Dask address
+        address = target[len("dask://") :]
+        address = address if "://" in address else "tcp://" + address
+        return Client(address, direct_to_workers=True, set_as_default=False), True
+    if isinstance(target, Client):
+        if target.direct_to_workers is None:
+            target.direct_to_workers = True
+        return target, False
+    if hasattr(target, "scheduler_address"):  # a LocalCluster, SpecCluster...
+        return Client(target, direct_to_workers=True, set_as_default=False), True
+    raise TypeError(
+        f"A cluster target is 'dask://host:port' or a distributed.Client, not {target!r}"
+    )
 
 
 def map_workers(workers: dict[str, dict[str, Any]]) -> ClusterSpec:
@@ -100,12 +124,16 @@ def start_servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], li
 
 
 def await_tasks(
-    client: Any, cluster: ClusterSpec, lost: dict[str, str], timeout: float = SERVER_START_S
-) -> ClusterSpec:
+    client: Any, cluster: ClusterSpec, lost: dict[str, str], timeout: float = SERVER_START_S,
+    hung: dict[str, float | None] | None = None,
+) -> ClusterSpec:  # fmt: skip
     """Wait until the cluster has ``cluster``'s tasks again, each task of ``lost`` (task
-    name -> its old address) on a new worker; the new ClusterSpec.  UnavailableError after
+    name -> its old address) on a new worker -- or, for a task of ``hung`` (task -> its
+    worker's ``last_seen`` when found hung), on the same worker once its heartbeat moved
+    again (the process was continued); the new ClusterSpec.  UnavailableError after
     ``timeout`` seconds.
     """
+    hung = hung or {}
     deadline = time.monotonic() + timeout
     while True:
         workers = client.scheduler_info(n_workers=-1)["workers"]
@@ -115,11 +143,14 @@ def await_tasks(
             now = None
         if now is not None and now.tasks() == cluster.tasks():
             where = {task_name(j, k): now.task_address(j, k) for j, k in now.tasks()}
-            if all(where[t] != a for t, a in lost.items()):
+            beats = {a: w.get("last_seen") for a, w in workers.items()}
+            if all(where[t] != a or (t in hung and beats.get(a) not in (None, hung[t]))
+                   for t, a in lost.items()):  # fmt: skip
                 return now
         if time.monotonic() > deadline:
             raise errors.UnavailableError(
                 None, None, f"Tasks {sorted(lost)} did not come back within "
-                f"{timeout:.0f} s (Dask restarts a lost worker under its nanny)",
+                f"{timeout:.0f} s (Dask restarts a lost worker under its nanny; a hung one is "
+                "back when it heartbeats again)",
             )  # fmt: skip
         time.sleep(0.1)

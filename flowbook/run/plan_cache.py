@@ -44,6 +44,11 @@ plans that need not hold the edited op).  Edits older than the log keeps
 first (a notebook makes a new signature per ``sess.run(tf.global_...())``
 cell; the training step's plan stays).
 
+**Other sessions' paths.**  A cluster session (``flowbook.distributed.session``)
+keeps its plans here too, with what its runs need in place of a ``RunPath``
+(``add(key, plan, path)``: the plan split over the tasks), and is told of
+every path dropped (``on_drop``), to forget its partitions on the tasks.
+
     >>> import flowbook as fb
     >>> with fb.Graph().as_default() as g, fb.Session() as s:
     ...     x = fb.placeholder(fb.float32, name="x"); y = x * 2.0
@@ -57,6 +62,7 @@ cell; the training step's plan stays).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flowbook.run.compile import RunPath
@@ -71,12 +77,13 @@ __all__ = ["MAX_PLANS", "PlanCache"]
 class PlanCache:
     """One session's plans and what their runs learnt.  See the module docstring."""
 
-    __slots__ = ("graph", "held", "last", "paths", "plans", "seen")
+    __slots__ = ("graph", "held", "last", "on_drop", "paths", "plans", "seen")
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: Any, on_drop: Callable[[list[Any]], None] | None = None) -> None:
         self.graph = graph  # the session's graph, whose _edit_log is checked
         self.plans: dict[tuple, Plan] = {}  # signature -> plan, the most recently used last
-        self.paths: dict[Plan, RunPath] = {}  # plan -> what its runs here have learnt
+        self.paths: dict[Plan, Any] = {}  # plan -> what its runs here have learnt (a RunPath)
+        self.on_drop = on_drop  # called with the paths of plans dropped (not on a plain Session)
         self.held: dict[Plan, frozenset[int]] = {}  # plan -> ids of its ops and of its fed ops
         self.seen = graph._edit_log.count  # edits of the graph accounted for
         self.last: Plan | None = None  # the plan of the last run (no need to touch it again)
@@ -90,14 +97,15 @@ class PlanCache:
         except KeyError:  # dropped by another thread meanwhile: this run still has it
             return
 
-    def add(self, key: tuple, plan: Plan) -> RunPath:
-        """Keep ``plan`` for the run signature ``key``; returns its new RunPath."""
+    def add(self, key: tuple, plan: Plan, path: Any = None) -> Any:
+        """Keep ``plan`` for the run signature ``key``; returns its new RunPath (or ``path``,
+        kept in its place: what a cluster session's runs of the plan need)."""
         while len(self.plans) >= MAX_PLANS:
             oldest = next(iter(self.plans), None)
             self._drop(oldest, self.plans.get(oldest))
         self.held[plan] = _held(key, plan)
         self.plans[key] = self.last = plan
-        path = self.paths[plan] = RunPath(plan)
+        path = self.paths[plan] = RunPath(plan) if path is None else path
         return path
 
     def sweep(self, placer: Any = None) -> None:
@@ -127,17 +135,22 @@ class PlanCache:
 
     def _drop(self, key: Any, plan: Plan | None) -> None:
         self.plans.pop(key, None)  # (pops: another thread may have dropped it already)
-        self.paths.pop(plan, None)  # type: ignore[arg-type]
+        path = self.paths.pop(plan, None)  # type: ignore[arg-type]
         self.held.pop(plan, None)  # type: ignore[arg-type]
         if plan is self.last:
             self.last = None
+        if self.on_drop is not None and path is not None:
+            self.on_drop([path])
 
     def clear(self) -> None:
         """Forget every plan."""
+        paths = list(self.paths.values()) if self.on_drop is not None else []
         self.last = None
         self.plans.clear()
         self.paths.clear()
         self.held.clear()
+        if paths:
+            self.on_drop(paths)  # type: ignore[misc]
 
 
 def _held(key: tuple, plan: Plan) -> frozenset[int]:
