@@ -145,6 +145,33 @@ def test_heavy_independent_ops_run_on_the_pool_and_agree():
     assert submitted  # independent heavy ops went to the pool, side by side
 
 
+def test_a_heavy_op_ready_behind_a_light_one_with_work_goes_to_the_pool_first():
+    """After a CNN's pool gradient, its bias gradient (light) and filter gradient (heavy) are
+    ready: the heavy one is sent to the pool before the light one runs inline, so they overlap."""
+    dy = fb.placeholder(fb.float32, [4096, 256])
+    light = fb.get_default_graph().create_op("BiasAddGrad", [dy]).outputs[0]  # made first
+    w = fb.placeholder(fb.float32, [256, 256])
+    heavy = fb.matmul(dy, w)  # both ready once the feeds are in
+    value = np.ones((4096, 256), np.float32)
+    submitted = []
+    real_submit = executor.pool().submit
+
+    def counting_submit(*args, **kwargs):
+        submitted.append(args[1])  # the op index the pool runs
+        return real_submit(*args, **kwargs)
+
+    with fb.Session() as s:
+        plan_ops = None
+        executor.pool().submit = counting_submit
+        try:
+            got = s.run([light, heavy], {dy: value, w: np.ones((256, 256), np.float32)})
+            plan_ops = s._cache.last.ops
+        finally:
+            del executor.pool().submit
+    assert [plan_ops[i].type for i in submitted] == ["MatMul"]
+    assert got[0].tolist() == [4096.0] * 256 and float(got[1][0, 0]) == 256.0
+
+
 def test_first_error_cancels_the_rest_of_the_step():
     m = fb.placeholder(fb.float64, [200, 200], name="m")
     bad = fb.matrix_inverse(fb.zeros([200, 200], fb.float64), name="bad")

@@ -399,14 +399,14 @@ class _Threaded:
                 self._collect(block=True)
                 continue
             i = ready.popleft()
-            if not heavy[i] and ready and self.in_flight < self.max_in_flight:
-                for j in ready:  # a heavy op behind light ones goes first: to the pool
-                    if heavy[j]:
-                        ready.remove(j)
-                        ready.appendleft(i)
-                        i = j
-                        break
             args = [vals[s] for s in inputs[i]]
+            if not heavy[i] and ready and self.in_flight < self.max_in_flight and large(args):
+                # a light op with work to overlap: a heavy op ready behind it goes first, to the pool
+                j = next((j for j in ready if heavy[j]), None)
+                if j is not None:
+                    ready.remove(j)
+                    ready.appendleft(i)
+                    i, args = j, [vals[s] for s in inputs[j]]
             for hook in before:
                 hook(plan.ops[i])
             fn = fns[i] if buffers is None or buffers[i] < 0 else self._into_buffer(i, args)
