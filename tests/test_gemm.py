@@ -210,7 +210,9 @@ def test_pools_in_batch_bands_are_bit_identical(monkeypatch, ksize, strides, pad
     before = gemm._ways
     bands = []
     real = pool_kernels.in_bands
-    monkeypatch.setattr(pool_kernels, "in_bands", lambda n, body, k=0: (bands.append(n), real(n, body, k)))
+    monkeypatch.setattr(
+        pool_kernels, "in_bands", lambda n, body, k=0: (bands.append(n), real(n, body, k))
+    )
     try:
         gemm.configure(1)
         serial = run()
@@ -235,7 +237,9 @@ def test_a_fused_conv_s_tail_in_bands_is_bit_identical(monkeypatch):
     monkeypatch.setattr(gemm, "_busy", 0)
     before, bands = gemm._ways, []
     real = fused_ops.in_bands
-    monkeypatch.setattr(fused_ops, "in_bands", lambda n, body, k=0: (bands.append(n), real(n, body, k)))
+    monkeypatch.setattr(
+        fused_ops, "in_bands", lambda n, body, k=0: (bands.append(n), real(n, body, k))
+    )
     try:
         gemm.configure(1)
         serial = conv(x, f, b)
