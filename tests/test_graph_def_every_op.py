@@ -375,7 +375,7 @@ def fused_ops(x, v):
          {"with_loss": True, "fused_ops": ["Mul"]}),
         ("_FusedConv2D", [img, tf.ones([1, 1, 1, 2]), tf.ones([2])],
          {**conv, "fused_ops": ["BiasAdd", "Relu"]}),
-        ("_FusedMaxPoolGrad", [img, pooled, pooled], {**pool, "fused_ops": ["ReluGrad"]}),
+        ("_FusedMaxPoolGrad", [img, pooled, pooled], {**pool, "fused_ops": ["ReluGrad"], "pooled": False}),
     ]:  # fmt: skip
         g.create_op(kind, inputs, attrs, name=kind[1:])
 

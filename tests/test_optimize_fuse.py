@@ -219,6 +219,32 @@ def test_conv_and_pool_chains_fuse_and_give_the_written_bits(build, kinds, seed)
     got, want, (plan,) = run_both(build(x), {x: _images(seed)})
     assert same_bits(got, want)
     assert kinds <= {op.type for op in plan.ops}
+    for op in plan.ops:  # the plan's own MaxPool made each pool gradient's orig_output
+        assert op.type != "_FusedMaxPoolGrad" or op.attrs.get("pooled") is True
+
+
+@pytest.mark.parametrize("made_by", ["fed", "other window"])
+def test_a_pool_grad_reads_maxima_only_from_its_own_pool(made_by):
+    """``pooled`` (maxima read from orig_output) only where this plan's MaxPool of the same
+    input and window made it: not when it is fed, nor made by a pool of another window."""
+    from flowbook.ops.activation_grads import activation_grad
+
+    x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
+    h = tf.nn.relu(_conv(x))
+    ksize = [1, 2, 2, 1] if made_by == "fed" else [1, 3, 3, 1]
+    y = tf.nn.max_pool(h, ksize, [1, 3, 3, 1], "VALID")
+    g = tf.get_default_graph()
+    grad = tf.placeholder(tf.float32, [None, 2, 2, 3], name="g")
+    attrs = {"ksize": [1, 2, 2, 1], "strides": [1, 3, 3, 1], "padding": "VALID"}
+    back = g.create_op("MaxPoolGrad", [h, y, grad], attrs=attrs).outputs[0]
+    r = activation_grad("ReluGrad", back, h)
+    feed = {x: _images(4), grad: np.ones((2, 2, 2, 3), np.float32)}
+    if made_by == "fed":  # a fed orig_output that is not the maximum: only a shape, as TF
+        feed[y] = np.full((2, 2, 2, 3), 7.0, np.float32)
+    got, want, (plan,) = run_both(r, feed)
+    assert same_bits(got, want)
+    (fused,) = [op for op in plan.ops if op.type == "_FusedMaxPoolGrad"]
+    assert fused.attrs["pooled"] is False
 
 
 @pytest.mark.parametrize("mask_by, fused", [("pooled", True), ("other", False)])
@@ -259,12 +285,16 @@ def test_max_pool_grad_relu_is_relu_grad_after_it_with_special_gradients(
     y = OPS["MaxPool"].kernel(np, x, **attrs)
     grad = np.random.default_rng(5).standard_normal(y.shape).astype(np.float32)
     fused = OPS["_FusedMaxPoolGrad"].bound_kernel(np, {**attrs, "fused_ops": ["ReluGrad"]})
+    pooled = OPS["_FusedMaxPoolGrad"].bound_kernel(
+        np, {**attrs, "fused_ops": ["ReluGrad"], "pooled": True}
+    )
     with np.errstate(all="ignore"):
         for special in (None, np.inf, np.nan, -0.0, -np.inf):
             if special is not None:
                 grad[0, 0, 1] = grad[1, 1, 0] = special
             want = OPS["ReluGrad"].kernel(np, OPS["MaxPoolGrad"].kernel(np, x, y, grad, **attrs), x)
             assert same_bits(fused(x, y, grad), want)
+            assert same_bits(pooled(x, y, grad), want)
 
 
 def test_max_pool_grad_then_relu_grad_give_tensorflow_s_bits():

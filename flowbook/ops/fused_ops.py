@@ -262,7 +262,7 @@ POOL_ATTRS = ("ksize", "strides", "padding", "data_format")
 
 
 def _bind_max_pool_grad(
-    xp: Any, fused_ops: Sequence[str] = ("ReluGrad",), **attrs: Any
+    xp: Any, fused_ops: Sequence[str] = ("ReluGrad",), pooled: bool = False, **attrs: Any
 ) -> Callable[..., Any]:
     if list(fused_ops[:1]) != ["ReluGrad"]:
         raise ValueError(f"_FusedMaxPoolGrad fuses a ReluGrad first, got {list(fused_ops)}")
@@ -270,14 +270,14 @@ def _bind_max_pool_grad(
     tail = _tail(xp, fused_ops[1:])
 
     def fused_max_pool_grad(x: Any, y: Any, grad: Any, *operands: Any) -> Any:
-        return tail(check(x, y, grad, relu=True), operands)
+        return tail(check(x, y, grad, relu=True, pooled=pooled), operands)
 
     return fused_max_pool_grad
 
 
 register(
     OpDef("_FusedMaxPoolGrad", ("orig_input", "orig_output", "grad", "*args"),
-          (*POOL_ATTRS, "fused_ops"), _fused_infer, None, bind=_bind_max_pool_grad)
+          (*POOL_ATTRS, "fused_ops", "pooled"), _fused_infer, None, bind=_bind_max_pool_grad)
 )  # fmt: skip
 
 no_gradient(

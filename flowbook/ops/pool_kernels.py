@@ -82,6 +82,7 @@ __all__ = [
     "masked",
     "max_pool_grad",
     "place_codes",
+    "place_first",
     "scatter_codes",
     "tiles",
     "window_max",
@@ -268,6 +269,36 @@ def place_codes(
     return out
 
 
+def place_first(
+    xp: Any,
+    padded: Any,
+    top: Any,
+    values: Any,
+    out: Any,
+    g: Geometry,
+    k: tuple[int, int],
+    s: tuple[int, int],
+) -> None:
+    """Write each window's value on its first cell equal to its maximum ``top`` into ``out``
+    (disjoint windows; ``out`` as :func:`place_codes` wants it), +0.0 on its other cells.
+
+    A cell is the first maximum where it equals ``top`` and no earlier cell
+    did (``eq > seen`` on booleans); a NaN maximum equals no cell, so its
+    window passes nothing, as :func:`first_max_codes` gives it :data:`NONE`.
+    """
+    word = np.dtype(f"u{values.dtype.itemsize}")
+    bits, vbits = out.view(word), values.view(word)
+    seen = None
+    for idx in cells(g, k, s):
+        eq = padded[idx] == top
+        if seen is None:
+            first, seen = eq, eq.copy()
+        else:
+            first = xp.greater(eq, seen)
+            seen |= eq
+        xp.multiply(vbits, first, out=bits[idx])
+
+
 def max_pool_grad(
     xp: Any,
     x: Any,
@@ -276,6 +307,7 @@ def max_pool_grad(
     k: tuple[int, int],
     s: tuple[int, int],
     relu: bool = False,
+    y: Any = None,
 ) -> Any:
     """MaxPoolGrad's body: each window's gradient added onto its first maximum in ``x``.
 
@@ -290,6 +322,11 @@ def max_pool_grad(
     gradient of a window whose maximum is not > 0, NaN for an infinite one,
     as TF).  Overlapping windows add several gradients into a cell: there
     the product is taken after the adds, over the whole result.
+
+    ``y``: the windows' maxima, when known to be MaxPool's of this ``x``
+    (disjoint windows only): each window's first maximum is then its first
+    cell equal to its maximum (:func:`place_first`), with no running
+    maximum to keep: the same cell, a quarter fewer passes at 2x2.
 
     >>> import numpy as np
     >>> from flowbook.ops.windows import window_geometry
@@ -308,6 +345,12 @@ def max_pool_grad(
     out = (xp.empty if empty else xp.zeros)(padded.shape, dtype=grad.dtype)
 
     def band(lo: int, hi: int) -> None:
+        if y is not None and disjoint:
+            values = grad[lo:hi] + grad.dtype.type(0)
+            if relu:
+                xp.multiply(values, y[lo:hi] > 0, out=values)
+            place_first(xp, padded[lo:hi], y[lo:hi], values, out[lo:hi], g, k, s)
+            return
         top, codes = first_max_codes(xp, padded[lo:hi], g, k, s)
         if not disjoint:
             scatter_codes(xp, codes, grad[lo:hi], out[lo:hi].shape, g, k, s, out[lo:hi])

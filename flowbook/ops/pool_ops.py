@@ -177,13 +177,16 @@ def _max_pool_grad_kernel(
     strides: Any,
     padding: str,
     relu: bool = False,
+    pooled: bool = False,
     **_: Any,
 ) -> Any:
-    """``relu``: ReluGrad(MaxPoolGrad(x, y, grad), x) bit for bit, in one kernel
-    (``_FusedMaxPoolGrad``, optimiser-made; ``pool_kernels.max_pool_grad``)."""
+    """``relu``: ReluGrad(MaxPoolGrad(x, y, grad), x) bit for bit, in one kernel; ``pooled``:
+    ``y`` is known to be MaxPool(x), each window's maximum (``_FusedMaxPoolGrad``,
+    optimiser-made; ``pool_kernels.max_pool_grad``).  Otherwise, as TF's CPU kernel, the
+    maxima are found in ``x`` again and ``y`` gives only a shape."""
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     _check_grad(grad, x.shape, g)
-    return max_pool_grad(xp, x, grad, g, k, s, relu)
+    return max_pool_grad(xp, x, grad, g, k, s, relu, y if pooled else None)
 
 
 @register_gradient("MaxPoolGrad")

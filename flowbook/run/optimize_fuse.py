@@ -14,7 +14,9 @@ folded, merged and stripped of identities) and records, in the shared
   (``_FusedConv2D``: a CNN's bias and ReLU written into the GEMM's output),
   a ``MaxPoolGrad`` whose one reader is the ``ReluGrad`` masking by the
   pool's own ``orig_input`` (``_FusedMaxPoolGrad``: TF's ReLU mask applied per
-  window before the gradient is placed, that ReluGrad bit for bit; the
+  window before the gradient is placed, that ReluGrad bit for bit; when the
+  plan's MaxPool of that input made its ``orig_output``, the window maxima
+  are read from it, ``pooled``, not found again; the
   proof is that both read the same slot of this plan, so nothing can change
   the tensor between them), a
   ``SparseSoftmaxCrossEntropyWithLogits`` followed from its backprop output
@@ -202,6 +204,8 @@ def _record(
         kind = "_Fused" + head.type
         names = CONV_ATTRS if head.type == "Conv2D" else POOL_ATTRS
         attrs = {a: head.attrs[a] for a in names if a in head.attrs}
+        if head.type == "MaxPoolGrad":
+            attrs["pooled"] = _pooled_here(plan, rw, members[0])
     elif head.type == XENT:
         kind = "_FusedSparseSoftmaxCrossEntropyWithLogits"
         loss = rw.resolve(plan.outputs[members[0]][0])
@@ -253,6 +257,26 @@ def _relu_grad_of_pool(
     if op.outputs[0].dtype is not plan.ops[i].outputs[0].dtype:
         return None
     return j
+
+
+def _pooled_here(plan: Plan, rw: Rewrite, i: int) -> bool:
+    """Whether MaxPoolGrad i's ``orig_output`` is made in this plan by a MaxPool of its
+    ``orig_input`` with its window (not fed): then each window's maximum is known, and its
+    first maximum is the first cell equal to it (``pool_kernels.max_pool_grad(y=...)``)."""
+    x, y = rw.resolve(plan.inputs[i][0]), rw.resolve(plan.inputs[i][1])
+    grad = plan.ops[i]
+    if grad.attrs.get("data_format", "NHWC") != "NHWC":
+        return False
+    for j, outs in enumerate(plan.outputs):
+        if y in outs and j not in rw.removed:
+            pool = plan.ops[j]
+            return (
+                pool.type == "MaxPool"
+                and outs[0] == y
+                and rw.resolve(plan.inputs[j][0]) == x
+                and all(pool.attrs.get(a) == grad.attrs.get(a) for a in POOL_ATTRS)
+            )
+    return False
 
 
 def _sum_axes(plan: Plan, rw: Rewrite, i: int) -> list[int] | None:
