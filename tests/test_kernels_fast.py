@@ -313,3 +313,32 @@ def test_blas_policy_honours_intra_op_threads(monkeypatch):
     finally:
         for lib, n in zip(controller.lib_controllers, before):
             lib.set_num_threads(n)
+
+
+@pytest.mark.parametrize(
+    "shape, dtype",
+    [
+        ((100, 128), np.float32),  # one row
+        ((64, 28, 28, 32), np.float32),  # rows of 28*28*32
+        ((3, 70000), np.float64),  # a last axis longer than a row: the scalar loop
+        ((50, 7), np.int32),
+        ((40, 33, 5), np.float16),
+        ((0, 4), np.float32),
+        ((), np.float32),
+    ],
+)
+@pytest.mark.parametrize("into", [False, True])
+def test_relu_against_a_row_of_zeros_is_maximum_with_zero_bit_for_bit(shape, dtype, into):
+    from flowbook.ops.bias_kernels import relu
+
+    rng = np.random.default_rng(3)
+    v = np.asarray(rng.standard_normal(shape) * 4).astype(dtype)
+    if v.dtype.kind == "f" and v.size > 4:
+        v.flat[:4] = [np.nan, -0.0, np.inf, -np.inf]
+    want = np.maximum(v, 0)
+    got = relu(np, v, out=v.copy() if into else None)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+    t = np.ascontiguousarray(v.T) if v.ndim == 2 else v  # and a non-contiguous view
+    view = t.T if v.ndim == 2 else v
+    assert np.asarray(relu(np, view)).tobytes() == np.asarray(np.maximum(view, 0)).tobytes()

@@ -50,7 +50,7 @@ import numpy as np
 
 from flowbook.errors import InvalidArgumentError
 from flowbook.gemm import in_bands
-from flowbook.ops.bias_kernels import add_bias
+from flowbook.ops.bias_kernels import add_bias, relu
 from flowbook.ops.elementwise import FLOAT, check_dtype
 from flowbook.ops.loss_ops import _check_labels
 from flowbook.ops.pool_kernels import bands
@@ -85,7 +85,7 @@ def _tail(xp: Any, steps: Sequence[str]) -> Callable[[Any, Sequence[Any]], Any]:
         for fn, step in calls:
             inplace = isinstance(v, xp.ndarray) and v.ndim > 0
             if step == "Relu":
-                v = fn(v, 0, out=v) if inplace else fn(v, 0)
+                v = relu(xp, v, out=v) if inplace else fn(v, 0)
             elif step == "Sum":
                 pass  # over no axes: the value itself (the Sum kernel's copy; v is fresh)
             elif step in BIAS_STEPS and inplace and getattr(operands[k], "ndim", 0) == 1:

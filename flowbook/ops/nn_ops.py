@@ -33,6 +33,7 @@ from flowbook.graph import name_scope
 from flowbook.ops import array_ops, math_ops
 from flowbook.ops._builder import make1, tensor
 from flowbook.ops.activation_grads import SELU_ALPHA, SELU_SCALE, activation_grad
+from flowbook.ops.bias_kernels import relu as relu_kernel
 from flowbook.ops.conv_ops import bias_add
 from flowbook.ops.elementwise import FLOAT, REAL, check_dtype
 from flowbook.registry import OpDef, Out, register, register_gradient
@@ -56,7 +57,7 @@ __all__ = [
 
 
 def _relu(xp: Any, x: Any, out: Any = None) -> Any:
-    return xp.maximum(x, 0, out=out)  # out: a dead input's buffer (flowbook.run.memory_plan)
+    return relu_kernel(xp, x, out=out)  # out: a dead input's buffer (flowbook.run.memory_plan)
 
 
 def _relu6(xp: Any, x: Any) -> Any:
