@@ -32,13 +32,13 @@ to ``a @ b`` (tested).  It splits only when all of this holds:
 
 **Bands** (:func:`in_bands`) serve the products and the kernels that work
 image by image over a large batch (the pools, a fused conv's bias and
-ReLU: ``flowbook.ops.pool_kernels.bands``).  The bands are taken one at a
+ReLU, a conv's input gradient: :func:`bands`).  The bands are taken one at a
 time by the caller and by this module's helper threads as each comes free
 (work-sharing), so a helper whose core is busy elsewhere takes nothing and
 the caller runs every band itself: the caller never waits for a helper
 that has not started, only for bands a helper took.  The helpers wait on a
 queue, not in a spin.  Kernels over a batch use bands of about
-``pool_kernels.BAND_BYTES``, small enough to stay in a core's cache
+:data:`BAND_BYTES`, small enough to stay in a core's cache
 between their passes; products use one band per CPU.
 
     >>> import numpy as np
@@ -50,6 +50,7 @@ between their passes; products use one band per CPU.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -57,10 +58,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_SIDE", "WIDE_MFLOP", "configure", "in_bands", "matmul", "splits", "wide"]
+__all__ = [
+    "BAND_BYTES",
+    "MIN_SIDE",
+    "WIDE_MFLOP",
+    "bands",
+    "configure",
+    "in_bands",
+    "matmul",
+    "splits",
+    "wide",
+]
 
 WIDE_MFLOP = 50.0  # a product of at least this many MFLOP may be split
 MIN_SIDE = 64  # ... if both sides of its result are at least this long
+BAND_BYTES = 1 << 20  # a batch band's bytes (bands): kernels over larger batches run in bands
 WAIT_SLICE_S = 0.05  # the caller waits for helpers' bands in slices: Ctrl-C stays possible
 
 _ways = 1  # bands a wide product is split into (1: the policy is off)
@@ -166,6 +178,21 @@ class _Bands:
                 self.left -= 1
                 if not self.left:
                     self.finished.set()
+
+
+def bands(xp: Any, shape: tuple[int, ...], itemsize: int) -> int:
+    """How many batch bands a kernel over an array of ``shape`` runs in (:func:`in_bands`):
+    one per :data:`BAND_BYTES` (small enough to stay in a core's cache between the passes
+    over it), for numpy arrays; 0 when smaller than that, of one image, or with the policy off
+    (:func:`configure`: one band per call is the kernel as it is).
+
+    >>> bands(np, (1, 28, 28, 32), 4)
+    0
+    """
+    if xp is not np or shape[0] < 2 or _ways < 2:
+        return 0
+    pieces = min(shape[0], math.prod(shape) * itemsize // BAND_BYTES)
+    return pieces if pieces > 1 else 0
 
 
 def in_bands(n: int, body: Callable[[int, int], Any], pieces: int = 0) -> None:

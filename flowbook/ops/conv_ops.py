@@ -6,29 +6,25 @@ TensorFlow's arithmetic (``windows.out_size``): ``out = ceil(in / stride)``
 and the ``max((out - 1) * stride + k - in, 0)`` padded cells split with the
 smaller half before.  ``VALID`` takes ``(in - k) // stride + 1`` windows.
 
-One kernel body serves numpy and CuPy, on the window machinery of
-``windows`` and the patch matrix of ``conv_patches``, float32 in, float32
-through every GEMM (no upcast), with ``dilations`` (taps ``d`` apart: the
-window's geometry is that of its span ``(k - 1) * d + 1``):
+One kernel body serves numpy and CuPy, on ``windows`` and ``conv_patches``,
+float32 through every GEMM (no upcast), with ``dilations`` (taps ``d``
+apart: the window's geometry is that of its span ``(k - 1) * d + 1``):
 
 - **Conv2D**: one GEMM (``flowbook.gemm.matmul``: every core when large and
   alone), the ``[N*OH*OW, KH*KW*C]`` patch matrix times the
   ``[KH*KW*C, O]`` filter; the matrix is lent to the filter gradient
   (``conv_patches.CACHE``: found by ``id(x)``, used only if ``x`` still has
   the bytes it was built from).
-- **Conv2DBackpropFilter**: the lent matrix's transpose times ``dy`` (18.3 ms
-  at the shapes above, against 23.1 for a GEMM per kernel row on copied
-  rows); without it, the matrix rebuilt, or past ``_ROWS_ABOVE_BYTES`` one
-  GEMM per kernel row (``windows.row_windows``: a KH-th of the memory).
+- **Conv2DBackpropFilter**: the lent matrix's transpose times ``dy``; without
+  it, the matrix rebuilt, or past ``_ROWS_ABOVE_BYTES`` one GEMM per kernel
+  row (``windows.row_windows``: a KH-th of the memory; 23.1 ms against 18.3).
 - **Conv2DBackpropInput**: col2im (``windows.scatter_windows``: KH*KW
-  strided slice-adds, never a loop over pixels or images) of one GEMM per
-  tap, ``dy @ F[i, j].T``.  One GEMM ``dy @ F.T`` into the whole
-  ``[N*OH*OW, KH*KW*C]`` matrix first was slower at [64,14,14,64] *
-  [5,5,32,64]: 33 ms against 26 (CPU time, best of 8; the 40 MB matrix is
-  written, then read back in strided slices), and one GEMM per kernel row 36.
+  strided slice-adds) of one GEMM per tap, ``dy @ F[i, j].T`` (one GEMM
+  into the whole 40 MB matrix first: 33 ms against 26, CPU time); a large
+  batch in a band of images per CPU (``gemm.in_bands``, bit-identical: 18.7
+  ms whole, 9.8-11.3 in two bands; TensorFlow 2.21 on one thread: 10.8).
 
-Every op's gradient is declared beside it, built from these same ops, so the
-backprops have gradients too (second derivatives of a conv net).
+Each op's gradient, declared beside it, is built from these ops (second derivatives).
 
     >>> import flowbook as fb, numpy as np
     >>> x = fb.constant(np.ones((1, 3, 3, 1), np.float32))
@@ -226,9 +222,16 @@ def _conv2d_backprop_input(
     g = _geometry_for(shape, f.shape, strides, padding, d)
     _check_dy(dy, shape, g, f.shape[3])
     k, s = tuple(f.shape[:2]), (strides[1], strides[2])
-    return win.scatter_windows(
-        xp, shape, g, k, s, lambda i, j: xp.tensordot(dy, f[i, j], axes=((3,), (1,))), d
-    )
+
+    def band(lo: int, hi: int) -> Any:  # images lo..hi: their taps' GEMMs and col2im
+        part = lambda i, j: xp.tensordot(dy[lo:hi], f[i, j], axes=((3,), (1,)))
+        return win.scatter_windows(xp, (hi - lo, *shape[1:]), g, k, s, part, d)
+
+    if not gemm.bands(xp, dy.shape, dy.itemsize):
+        return band(0, shape[0])
+    out = xp.empty(shape, dtype=xp.result_type(dy, f))  # a band per CPU: rows of each GEMM
+    gemm.in_bands(shape[0], lambda lo, hi: out.__setitem__(slice(lo, hi), band(lo, hi)))
+    return out
 
 
 @register_gradient("Conv2DBackpropInput")

@@ -49,11 +49,10 @@ from typing import Any
 import numpy as np
 
 from flowbook.errors import InvalidArgumentError
-from flowbook.gemm import in_bands
+from flowbook.gemm import bands, in_bands
 from flowbook.ops.bias_kernels import add_bias, relu
 from flowbook.ops.elementwise import FLOAT, check_dtype
 from flowbook.ops.loss_ops import _check_labels
-from flowbook.ops.pool_kernels import bands
 from flowbook.registry import OPS, OpDef, Out, no_gradient, register
 from flowbook.tensor import Tensor
 

@@ -63,19 +63,16 @@ saving is the whole im2col copy, KH*KW times the size of that proof;
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from flowbook.gemm import in_bands
+from flowbook.gemm import bands, in_bands
 from flowbook.ops.windows import Geometry, pad_nhwc
 
 __all__ = [
-    "BAND_BYTES",
     "NONE",
-    "bands",
     "cells",
     "first_max_codes",
     "lowest",
@@ -90,7 +87,6 @@ __all__ = [
 ]
 
 NONE = 255  # the code of a window with no first maximum (its maximum is NaN)
-BAND_BYTES = 1 << 20  # a batch band's bytes: pools over larger inputs run in bands
 
 
 def lowest(xp: Any, dtype: Any) -> Any:
@@ -114,16 +110,6 @@ def cells(g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> Iterator[tuple
 def _code_dtype(k: tuple[int, int]) -> Any:
     """Bytes while the cells fit below :data:`NONE`, else 32-bit codes."""
     return np.dtype(np.uint8) if k[0] * k[1] < NONE else np.dtype(np.int32)
-
-
-def bands(xp: Any, shape: tuple[int, ...], itemsize: int) -> int:
-    """How many batch bands a kernel over an array of ``shape`` runs in (``gemm.in_bands``):
-    one per :data:`BAND_BYTES` (small enough to stay in a core's cache between the passes
-    over it), for numpy arrays; 0 when smaller than that or of one image."""
-    if xp is not np or shape[0] < 2:
-        return 0
-    pieces = min(shape[0], math.prod(shape) * itemsize // BAND_BYTES)
-    return pieces if pieces > 1 else 0
 
 
 def _reduce(
