@@ -21,9 +21,11 @@ the filter gradient twice: with the patch matrix the forward lent it
 (``flowbook.ops.conv_patches``, as in a training step) and rebuilding it.
 
 TensorFlow 1's figures (:data:`TF1`) are quoted from issue 19, measured on
-this machine type with single-threaded BLAS; they cannot be re-measured here
-(no TensorFlow in this environment), so ratios against them carry the
-machine's noise (±30%) on one side only.
+this machine type with single-threaded BLAS (the conv input gradient's, which
+the issue does not quote, by ``tf_conv_reference.py`` with TensorFlow 2.21 on
+one thread, in a throwaway environment); TensorFlow is not installed beside
+flowbook, so ratios against them carry the machine's noise (±30%) on one
+side only.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ TF1 = {  # issue 19: TensorFlow 1 on this machine type, single-threaded BLAS (qu
     "cnn2_steps_s": 28.9,
     "conv2d forward [64,14,14,32]*[5,5,32,64]": 10.4,  # ms
     "conv2d filter grad": 10.7,  # ms
+    # not quoted by the issue: TensorFlow 2.21 on one thread, measured here by
+    # tf_conv_reference.py (10.8-11.4 ms; its forward and filter gradient: 10.5-11.7)
+    "conv2d input grad": 10.8,
 }
 PEERS = {
     "cnn": "TF1 233 / numpy (issue 19) 51.6 steps/s",

@@ -221,7 +221,7 @@ def cnn_results(digits: Any, quick: bool) -> dict[str, Any]:
     cpu = _cnn.kernel_times(3 if quick else 15, clock=time.process_time)
     print()
     print_table(
-        ("kernel alone", "ms (best)", "CPU ms (best)", "TF1 ms (quoted)", "TF1 / flowbook"),
+        ("kernel alone", "ms (best)", "CPU ms (best)", "TF ms (one thread)", "TF / flowbook"),
         [
             (
                 k,
