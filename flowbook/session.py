@@ -173,11 +173,11 @@ class BaseSession:
                 self.graph, fetches, feed_dict, elements, structure, feed_tensors, key, plan, path
             )
         observers = self.observers + _observers if _observers and self.observed else self.observers
-        deadline = None
+        # RunOptions.timeout_in_ms, else ConfigProto.operation_timeout_in_ms, as TF
+        ms = (options is not None and options.timeout_in_ms) or self.config.operation_timeout_in_ms
+        deadline = time.monotonic() + ms / 1000 if ms else None
         if options is not None or self.config.check_numerics:
             observers = [*observers, *observers_for(options, self.config, run_metadata)]
-            if options is not None and options.timeout_in_ms:
-                deadline = time.monotonic() + options.timeout_in_ms / 1000
         opt = self._passes and not plan.control_flow  # optimised unless watched op by op
         faster = partial(optimized, plan, path, feed_values, self._passes) if opt else None
         threads = self.config.inter_op_parallelism_threads

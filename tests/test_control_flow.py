@@ -376,3 +376,18 @@ def test_control_flow_graphs_round_trip_through_graph_def():
     with tf.Graph().as_default(), tf.Session() as s:
         gdef.import_graph_def(data, name="")
         assert s.run("y:0", {"x:0": 2.0}) == 4.0
+
+
+def test_operation_timeout_in_ms_is_a_session_s_deadline():
+    """TF's ConfigProto.operation_timeout_in_ms: every run's bound unless RunOptions sets one."""
+    config = tf.ConfigProto(operation_timeout_in_ms=200)
+    with tf.Graph().as_default(), tf.Session(config=config) as s:
+        n = tf.while_loop(lambda i: i < 10**7, lambda i: i + 1, [0])
+        q = tf.FIFOQueue(2, tf.float32)
+        t0 = time.monotonic()
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(n)
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(q.dequeue())  # an empty queue: the wait ends at the deadline
+        assert time.monotonic() - t0 < 10
+        assert s.run(tf.constant(2.0) * 3.0) == 6.0  # the session stays usable

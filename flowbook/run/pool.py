@@ -64,9 +64,11 @@ def large(args: Sequence[Any]) -> bool:
     """Whether a heavy op's inputs are big enough to be worth a pool thread's round trip.
 
     Static shapes often leave the batch unknown, so the plan marks such ops
-    heavy; this decides with the actual arrays.
+    heavy; this decides with the actual arrays (an argument that is not an array, such as a
+    queue whose ``size`` is a method, counts nothing).
     """
-    return sum(getattr(a, "size", 0) for a in args) >= POOL_MIN_ELEMENTS
+    sizes = (getattr(a, "size", 0) for a in args)
+    return sum(n for n in sizes if type(n) is int) >= POOL_MIN_ELEMENTS
 
 
 def drain(futures: Sequence[Future]) -> None:
