@@ -67,6 +67,7 @@ __all__ = [
     "in_bands",
     "matmul",
     "splits",
+    "ways",
     "wide",
 ]
 
@@ -92,6 +93,11 @@ def configure(ways: int) -> None:
             _helpers.shutdown(wait=False)
             _helpers = None
         _ways = max(1, ways)
+
+
+def ways() -> int:
+    """How many bands :func:`in_bands` runs side by side (one per CPU; 1: the policy is off)."""
+    return _ways
 
 
 def wide(m: int, k: int, n: int) -> bool:

@@ -225,30 +225,44 @@ def test_pools_in_batch_bands_are_bit_identical(monkeypatch, ksize, strides, pad
         assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-def test_a_fused_conv_s_tail_in_bands_is_bit_identical(monkeypatch):
-    from flowbook.ops import fused_ops
+@pytest.mark.parametrize(
+    "x_shape, f_shape, padding",
+    [((64, 28, 28, 1), (5, 5, 1, 32), "SAME"), ((64, 14, 14, 32), (5, 5, 32, 64), "SAME"),
+     ((48, 30, 30, 3), (3, 3, 3, 40), "VALID")],
+)  # fmt: skip
+def test_convs_in_bands_are_bit_identical_with_their_fused_tails(
+    monkeypatch, x_shape, f_shape, padding
+):
+    """Conv2D and the fused conv's bias+ReLU, band by band (conv_patches.conv_gemm): the same
+    bits and the same patch matrix (lent to the filter gradient) as the whole product."""
+    from flowbook.ops import conv_patches
     from flowbook.registry import OPS
 
-    attrs = {"strides": (1, 1, 1, 1), "padding": "SAME", "fused_ops": ["BiasAdd", "Relu"]}
-    x = RNG.standard_normal((32, 28, 28, 1)).astype(np.float32)
-    f = RNG.standard_normal((5, 5, 1, 32)).astype(np.float32)
-    b = RNG.standard_normal(32).astype(np.float32)
-    conv = OPS["_FusedConv2D"].bound_kernel(np, attrs)
+    attrs = {"strides": (1, 1, 1, 1), "padding": padding}
+    x = RNG.standard_normal(x_shape).astype(np.float32)
+    f = RNG.standard_normal(f_shape).astype(np.float32)
+    b = RNG.standard_normal(f_shape[3]).astype(np.float32)
+    fused = OPS["_FusedConv2D"].bound_kernel(np, {**attrs, "fused_ops": ["BiasAdd", "Relu"]})
     monkeypatch.setattr(gemm, "_busy", 0)
     before, bands = gemm._ways, []
-    real = fused_ops.in_bands
-    monkeypatch.setattr(
-        fused_ops, "in_bands", lambda n, body, k=0: (bands.append(n), real(n, body, k))
-    )
+    real = gemm.in_bands
+    monkeypatch.setattr(gemm, "in_bands", lambda n, body, k=0: (bands.append(k), real(n, body, k)))
+    results = []
     try:
-        gemm.configure(1)
-        serial = conv(x, f, b)
-        gemm.configure(2)
-        banded = conv(x, f, b)
+        for ways in (1, 2):
+            gemm.configure(ways)
+            conv_patches.CACHE.clear()
+            out = OPS["Conv2D"].kernel(np, x, f, **attrs)
+            cols = conv_patches.CACHE.take(np, x, next(iter(conv_patches.CACHE.entries))[1])
+            results.append((out, fused(x, f, b), cols))
     finally:
         gemm.configure(before)
-    want = np.maximum(OPS["Conv2D"].kernel(np, x, f, strides=(1, 1, 1, 1), padding="SAME") + b, 0)
-    assert bands == [32] and serial.tobytes() == banded.tobytes() == want.tobytes()
+        conv_patches.CACHE.clear()
+    assert bands and all(k % 2 == 0 for k in bands)  # a multiple of the two CPUs
+    (out1, fused1, cols1), (out2, fused2, cols2) = results
+    assert out1.tobytes() == out2.tobytes() and fused1.tobytes() == fused2.tobytes()
+    assert np.array_equal(cols1, cols2)
+    assert fused1.tobytes() == np.maximum(out1 + b, 0).tobytes()
 
 
 @pytest.mark.parametrize(

@@ -132,13 +132,12 @@ def _geometry_for(
 
 @register_op("Conv2D", ("input", "filter"), _conv2d_infer, _CONV_ATTRS, heavy=True)
 def _conv2d(
-    xp: Any, x: Any, f: Any, strides: Any, padding: str, dilations: Any = None, **_: Any
-) -> Any:
+    xp: Any, x: Any, f: Any, strides: Any, padding: str, dilations: Any = None, **kw: Any
+) -> Any:  # kw "tail": a fused conv's in-place steps, run band by band (conv_patches)
     d = _dil(dilations)
     g = _geometry_for(x.shape, f.shape, strides, padding, d)
     k, s = tuple(f.shape[:2]), (strides[1], strides[2])
-    cols = cp.patches(xp, x, g, k, s, d)
-    out = gemm.matmul(cols, f.reshape(-1, f.shape[3])).reshape(x.shape[0], g.oh, g.ow, f.shape[3])
+    out, cols = cp.conv_gemm(xp, x, f, g, k, s, d, kw.get("tail"))
     cp.CACHE.put(xp, x, cp.lend_key(x, g, k, s, d), cols)  # for Conv2DBackpropFilter
     return out
 

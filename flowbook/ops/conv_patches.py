@@ -41,13 +41,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from flowbook import gemm
 from flowbook.ops import windows as win
 
-__all__ = ["BUDGET_BYTES", "CACHE", "PatchCache", "lend_key", "patches"]
+__all__ = ["BUDGET_BYTES", "CACHE", "PatchCache", "conv_gemm", "lend_key", "patches"]
 
 BUDGET_BYTES = 64 << 20  # matrices and copies the cache may hold at once
 TAP_ROWS_MAX_CHANNELS = 2  # at most this many input channels: the per-tap layout
@@ -68,6 +70,68 @@ def patches(
         return _tap_rows(xp, padded, g, k, s, d).T
     view = win.windows(xp, padded, g, k, s, d)
     return view.reshape(n * g.oh * g.ow, k[0] * k[1] * c)
+
+
+def conv_gemm(
+    xp: Any,
+    x: Any,
+    f: Any,
+    g: win.Geometry,
+    k: tuple[int, int],
+    s: tuple[int, int],
+    d: tuple[int, int] = (1, 1),
+    tail: Callable[[Any], Any] | None = None,
+) -> tuple[Any, Any]:
+    """Conv2D's product: (the ``[N, OH, OW, O]`` output, the patch matrix), ``tail`` applied
+    in place to the output (a fused conv's bias and ReLU).
+
+    A large batch (``gemm.bands``) runs in bands of images, up to two per CPU,
+    on the caller and ``gemm``'s helpers: each band writes its rows of the
+    patch matrix, multiplies them (its rows of the one GEMM: bit-identical),
+    and runs the tail on its rows while they are in cache.  [64,28,28,1] *
+    [5,5,1,32] with bias and ReLU: 1.7 ms in four bands on two cores against
+    2.1-2.4 whole.
+    """
+    n, c, o = x.shape[0], x.shape[3], f.shape[3]
+    f2, rows = f.reshape(-1, o), g.oh * g.ow
+    pieces = gemm.bands(xp, (n, g.oh, g.ow, o), x.itemsize)
+    if not pieces:
+        cols = patches(xp, x, g, k, s, d)
+        out = gemm.matmul(cols, f2).reshape(n, g.oh, g.ow, o)
+        if tail is not None:
+            tail(out)
+        return out, cols
+    padded = win.pad_nhwc(xp, x, g)
+    width = k[0] * k[1] * c
+    if c <= TAP_ROWS_MAX_CHANNELS:  # the layouts of patches()
+        taps = xp.empty((k[0], k[1], c, n, g.oh, g.ow), dtype=padded.dtype)
+        cols = taps.reshape(width, n * rows).T
+
+        def fill(lo: int, hi: int) -> None:
+            for i in range(k[0]):
+                for j in range(k[1]):
+                    taps[i, j, :, lo:hi] = padded[lo:hi][win.tap(i, j, g, s, d)].transpose(
+                        3, 0, 1, 2
+                    )
+    else:
+        view = win.windows(xp, padded, g, k, s, d)
+        cols = xp.empty((n * rows, width), dtype=padded.dtype)
+
+        def fill(lo: int, hi: int) -> None:
+            cols[lo * rows : hi * rows] = view[lo:hi].reshape(-1, width)
+
+    out = xp.empty((n * rows, o), dtype=xp.result_type(cols, f2))
+    out4 = out.reshape(n, g.oh, g.ow, o)
+
+    def band(lo: int, hi: int) -> None:
+        fill(lo, hi)
+        xp.matmul(cols[lo * rows : hi * rows], f2, out=out[lo * rows : hi * rows])
+        if tail is not None:
+            tail(out4[lo:hi])
+
+    ways = gemm.ways()  # bands: a multiple of the CPUs, at most two each
+    gemm.in_bands(n, band, ways * max(1, min(2, pieces // ways)))
+    return out4, cols
 
 
 def lend_key(x: Any, g: win.Geometry, k: Any, s: Any, d: Any) -> tuple:

@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 
 from flowbook.errors import InvalidArgumentError
-from flowbook.gemm import bands, in_bands
 from flowbook.ops.bias_kernels import add_bias, relu
 from flowbook.ops.elementwise import FLOAT, check_dtype
 from flowbook.ops.loss_ops import _check_labels
@@ -240,12 +239,9 @@ def _bind_conv2d(xp: Any, fused_ops: Sequence[str] = (), **attrs: Any) -> Callab
     tail = _tail(xp, fused_ops)
 
     def fused_conv2d(x: Any, f: Any, *operands: Any) -> Any:
-        v = conv(x, f)  # the GEMM's fresh output takes the bias and ReLU
-        pieces = bands(xp, v.shape, v.itemsize)
-        if pieces and all(np.ndim(o) < v.ndim for o in operands):
-            in_bands(len(v), lambda lo, hi: tail(v[lo:hi], operands), pieces)  # in place
-            return v
-        return tail(v, operands)
+        if all(getattr(o, "ndim", 0) < 4 for o in operands):  # per image: band by band
+            return conv(x, f, tail=lambda v: tail(v, operands))  # in place on the GEMM's rows
+        return tail(conv(x, f), operands)
 
     return fused_conv2d
 
