@@ -258,7 +258,9 @@ def test_convs_in_bands_are_bit_identical_with_their_fused_tails(
     finally:
         gemm.configure(before)
         conv_patches.CACHE.clear()
-    assert bands and all(k % 2 == 0 for k in bands)  # a multiple of the two CPUs
+    assert bands  # banded: the product (wide ones) or the tail, or both with the patches
+    if x_shape[3] <= conv_patches.TAP_ROWS_MAX_CHANNELS:
+        assert all(k % 2 == 0 for k in bands)  # a multiple of the two CPUs
     (out1, fused1, cols1), (out2, fused2, cols2) = results
     assert out1.tobytes() == out2.tobytes() and fused1.tobytes() == fused2.tobytes()
     assert np.array_equal(cols1, cols2)

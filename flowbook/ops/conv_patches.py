@@ -85,46 +85,37 @@ def conv_gemm(
     """Conv2D's product: (the ``[N, OH, OW, O]`` output, the patch matrix), ``tail`` applied
     in place to the output (a fused conv's bias and ReLU).
 
-    A large batch (``gemm.bands``) runs in bands of images, up to two per CPU,
-    on the caller and ``gemm``'s helpers: each band writes its rows of the
-    patch matrix, multiplies them (its rows of the one GEMM: bit-identical),
-    and runs the tail on its rows while they are in cache.  [64,28,28,1] *
-    [5,5,1,32] with bias and ReLU: 1.7 ms in four bands on two cores against
-    2.1-2.4 whole.
+    A large batch (``gemm.bands``) of an input with few channels (the per-tap
+    layout) runs in bands of images, up to two per CPU, on the caller and
+    ``gemm``'s helpers: each band writes its rows of the patch matrix,
+    multiplies them (its rows of the one GEMM: bit-identical), and runs the
+    tail on its rows while they are in cache.  [64,28,28,1] * [5,5,1,32] with
+    bias and ReLU: 1.7 ms in four bands on two cores against 2.1-2.4 whole.
+    Wider inputs build the matrix whole and split the product (``gemm.matmul``):
+    banding [64,14,14,32] * [5,5,32,64] took 13.1 ms against 11.6 (its 40 MB
+    matrix copied on both cores at once); their tail still runs in bands.
     """
     n, c, o = x.shape[0], x.shape[3], f.shape[3]
     f2, rows = f.reshape(-1, o), g.oh * g.ow
     pieces = gemm.bands(xp, (n, g.oh, g.ow, o), x.itemsize)
-    if not pieces:
-        cols = patches(xp, x, g, k, s, d)
+    if not pieces or c > TAP_ROWS_MAX_CHANNELS:
+        cols = patches(xp, x, g, k, s, d)  # whole: a large product splits by rows (gemm)
         out = gemm.matmul(cols, f2).reshape(n, g.oh, g.ow, o)
-        if tail is not None:
+        if tail is not None and pieces:
+            gemm.in_bands(n, lambda lo, hi: tail(out[lo:hi]), pieces)
+        elif tail is not None:
             tail(out)
         return out, cols
     padded = win.pad_nhwc(xp, x, g)
-    width = k[0] * k[1] * c
-    if c <= TAP_ROWS_MAX_CHANNELS:  # the layouts of patches()
-        taps = xp.empty((k[0], k[1], c, n, g.oh, g.ow), dtype=padded.dtype)
-        cols = taps.reshape(width, n * rows).T
-
-        def fill(lo: int, hi: int) -> None:
-            for i in range(k[0]):
-                for j in range(k[1]):
-                    taps[i, j, :, lo:hi] = padded[lo:hi][win.tap(i, j, g, s, d)].transpose(
-                        3, 0, 1, 2
-                    )
-    else:
-        view = win.windows(xp, padded, g, k, s, d)
-        cols = xp.empty((n * rows, width), dtype=padded.dtype)
-
-        def fill(lo: int, hi: int) -> None:
-            cols[lo * rows : hi * rows] = view[lo:hi].reshape(-1, width)
-
+    taps = xp.empty((k[0], k[1], c, n, g.oh, g.ow), dtype=padded.dtype)  # patches()'s layout
+    cols = taps.reshape(k[0] * k[1] * c, n * rows).T
     out = xp.empty((n * rows, o), dtype=xp.result_type(cols, f2))
     out4 = out.reshape(n, g.oh, g.ow, o)
 
     def band(lo: int, hi: int) -> None:
-        fill(lo, hi)
+        for i in range(k[0]):
+            for j in range(k[1]):
+                taps[i, j, :, lo:hi] = padded[lo:hi][win.tap(i, j, g, s, d)].transpose(3, 0, 1, 2)
         xp.matmul(cols[lo * rows : hi * rows], f2, out=out[lo * rows : hi * rows])
         if tail is not None:
             tail(out4[lo:hi])
