@@ -190,6 +190,9 @@ def _bind_xent(
     return fused_xent
 
 
+_UNSIGNED = {np.dtype(f"i{b}"): np.dtype(f"u{b}") for b in (1, 2, 4, 8)}  # a label's bits
+
+
 def _xent(xp: Any, features: Any, labels: Any, with_loss: bool) -> tuple[Any, Any]:
     """SparseSoftmaxCrossEntropyWithLogits's arithmetic (``flowbook.ops.loss_ops``), the loss
     only if asked for; the backprop in a fresh array."""
@@ -197,13 +200,19 @@ def _xent(xp: Any, features: Any, labels: Any, with_loss: bool) -> tuple[Any, An
         _check_labels(xp, labels, *features.shape)  # the written op's message
         raise InvalidArgumentError(None, None, f"logits must be 2-D, got {features.shape}")
     n, c = features.shape
-    index = labels.view(labels.dtype.str.replace("i", "u"))  # negatives become huge
+    index = labels.view(_UNSIGNED.get(labels.dtype, labels.dtype))  # negatives become huge
     if xp is not np and n and int(index.max()) >= c:  # CuPy wraps indices out of range
         _check_labels(xp, labels, n, c)  # raises, naming the bad label
-    logits = features.astype(xp.float32) if features.dtype == xp.float16 else features
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    e = xp.exp(shifted) if with_loss else xp.exp(shifted, out=shifted)
-    total = e.sum(axis=1, keepdims=True)
+    half = features.dtype.char == "e"  # float16: computed in float32, as the written op
+    logits = features.astype(xp.float32) if half else features
+    if xp is np:  # the reductions the methods call, without their Python wrappers: same bits
+        shifted = logits - np.maximum.reduce(logits, axis=1, keepdims=True)
+        e = np.exp(shifted) if with_loss else np.exp(shifted, out=shifted)
+        total = np.add.reduce(e, axis=1, keepdims=True)
+    else:
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        e = xp.exp(shifted) if with_loss else xp.exp(shifted, out=shifted)
+        total = e.sum(axis=1, keepdims=True)
     rows = xp.arange(n)
     loss = None
     try:  # numpy's indexing refuses a label outside [0, c) (negatives read as huge) before writing
@@ -215,7 +224,7 @@ def _xent(xp: Any, features: Any, labels: Any, with_loss: bool) -> tuple[Any, An
     except IndexError:
         _check_labels(xp, labels, n, c)  # raises, naming the bad label
         raise
-    return loss, e.astype(features.dtype, copy=False)
+    return loss, e.astype(features.dtype) if half else e
 
 
 register(
