@@ -19,6 +19,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from task_clusters import task_cluster  # noqa: E402
+
 import flowbook as tf  # noqa: E402
 from flowbook.distributed.session import SERVER_START_S  # noqa: E402
 
@@ -29,20 +31,8 @@ ERROR_WITHIN_S = 10.0  # the issue's bound on a lost worker's step
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(
-        n_workers=0, processes=True, threads_per_worker=1, dashboard_address=":0",
-        host="127.0.0.1", worker_dashboard_address=":0",
-    )  # fmt: skip
-    for name in ("ps-0", "worker-0", "worker-1"):
-        cluster.worker_spec[name] = cluster.new_spec
-    cluster.scale(3)
-    c = distributed.Client(cluster, set_as_default=False)
-    try:
-        c.wait_for_workers(3, timeout=120)
+    with task_cluster(processes=True, timeout=120) as c:
         yield c
-    finally:
-        c.close()
-        cluster.close()
 
 
 def _kill(client, session, task):

@@ -22,6 +22,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from task_clusters import task_cluster  # noqa: E402
+
 import flowbook as tf  # noqa: E402
 from flowbook.distributed import liveness  # noqa: E402
 from flowbook.distributed.recovery import RecoverableSession  # noqa: E402
@@ -37,20 +39,8 @@ BOUNDED = tf.RunOptions(timeout_in_ms=10_000)  # runs that must not wait for eve
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(
-        n_workers=0, processes=True, threads_per_worker=1, dashboard_address=":0",
-        host="127.0.0.1", worker_dashboard_address=":0",
-    )  # fmt: skip
-    for name in ("ps-0", "worker-0", "worker-1"):
-        cluster.worker_spec[name] = cluster.new_spec
-    cluster.scale(3)
-    c = distributed.Client(cluster, set_as_default=False)
-    try:
-        c.wait_for_workers(3, timeout=120)
+    with task_cluster(processes=True, timeout=120) as c:
         yield c
-    finally:
-        c.close()
-        cluster.close()
 
 
 @contextlib.contextmanager

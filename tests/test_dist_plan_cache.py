@@ -20,6 +20,7 @@ distributed = pytest.importorskip("distributed")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from task_clusters import task_cluster  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook import graph_edit  # noqa: E402
@@ -36,19 +37,8 @@ FEED = {"x:0": np.arange(6, dtype=np.float32).reshape(2, 3)}
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(
-        n_workers=0, processes=False, threads_per_worker=1, dashboard_address=None
-    )
-    for name in ("ps-0", "worker-0", "worker-1"):
-        cluster.worker_spec[name] = cluster.new_spec
-    cluster.scale(3)
-    c = distributed.Client(cluster, set_as_default=False)
-    try:
-        c.wait_for_workers(3, timeout=30)
+    with task_cluster(timeout=30) as c:
         yield c
-    finally:
-        c.close()
-        cluster.close()
 
 
 def build():

@@ -17,6 +17,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from task_clusters import task_cluster  # noqa: E402
+
 import flowbook as tf  # noqa: E402
 from flowbook.distributed.dist_trace import ClockSync, TaskTimings  # noqa: E402
 from flowbook.notebook import live  # noqa: E402
@@ -27,24 +29,10 @@ PS, W0, W1 = (f"/job:{j}/replica:0/task:{k}" for j, k in (("ps", 0), ("worker", 
 TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
 
-def _cluster(processes: bool):
-    where = {"host": "127.0.0.1"} if processes else {}
-    cluster = distributed.LocalCluster(n_workers=0, processes=processes, threads_per_worker=1,
-                                       dashboard_address=":0", **where)  # fmt: skip
-    for name in ("ps-0", "worker-0", "worker-1"):
-        cluster.worker_spec[name] = cluster.new_spec
-    cluster.scale(3)
-    c = distributed.Client(cluster, set_as_default=False)
-    c.wait_for_workers(3, timeout=60)
-    return cluster, c
-
-
 @pytest.fixture(scope="module")
 def client():
-    cluster, c = _cluster(processes=False)
-    yield c
-    c.close()
-    cluster.close()
+    with task_cluster(dashboard=True) as c:
+        yield c
 
 
 def model():
@@ -205,8 +193,7 @@ def test_clock_sync_keeps_the_round_trip_with_the_least_time_on_the_wire():
 
 @pytest.mark.timeout(180)
 def test_processes_clocks_are_aligned_within_their_bound():
-    cluster, c = _cluster(processes=True)
-    try:
+    with task_cluster(processes=True) as c:
         g, x, y, init = model()
         with tf.Session(c, graph=g) as s:
             s.run(init)
@@ -214,8 +201,5 @@ def test_processes_clocks_are_aligned_within_their_bound():
                 md = tf.RunMetadata()
                 s.run(y, {x: FEED}, options=TRACE, run_metadata=md)
             bounds = [v["bound_us"] for v in s.clock_offsets().values()]
-        assert len(bounds) == 3 and all(0 < b < 50_000 for b in bounds)
-        _causal(json.loads(Timeline(md.step_stats, g).generate_chrome_trace_format()))
-    finally:
-        c.close()
-        cluster.close()
+    assert len(bounds) == 3 and all(0 < b < 50_000 for b in bounds)
+    _causal(json.loads(Timeline(md.step_stats, g).generate_chrome_trace_format()))

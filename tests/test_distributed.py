@@ -17,6 +17,7 @@ distributed = pytest.importorskip("distributed")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from task_clusters import task_cluster  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 
@@ -27,17 +28,8 @@ DEVICES = ["/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1", ""]
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(
-        n_workers=0, processes=False, threads_per_worker=1, dashboard_address=None
-    )
-    for name in ("ps-0", "worker-0", "worker-1"):
-        cluster.worker_spec[name] = cluster.new_spec  # named after their tasks
-    cluster.scale(3)
-    c = distributed.Client(cluster, set_as_default=False)
-    c.wait_for_workers(3, timeout=30)
-    yield c
-    c.close()
-    cluster.close()
+    with task_cluster(timeout=30) as c:  # workers named after their tasks
+        yield c
 
 
 def _session(client, graph):
@@ -301,28 +293,17 @@ def test_monitored_training_on_the_cluster_follows_its_local_twin(client):
 # ------------------------------------------------- worker processes, over TCP
 @pytest.mark.timeout(180)
 def test_a_cluster_of_processes_over_tcp_gives_the_local_values():
-    cluster = distributed.LocalCluster(
-        n_workers=0, processes=True, threads_per_worker=1, dashboard_address=":0",
-        host="127.0.0.1", worker_dashboard_address=":0",
-    )  # fmt: skip
-    try:
-        for name in ("ps-0", "worker-0"):
-            cluster.worker_spec[name] = cluster.new_spec
-        cluster.scale(2)
-        with distributed.Client(cluster, set_as_default=False) as c:
-            c.wait_for_workers(2, timeout=120)
-            g, x, init, fetches = _build(
-                (W0, "/job:ps/task:0", ""), [("matmul", 0, 1, "/job:ps/task:0", None)], [1, 3]
-            )
-            value = np.arange(4, dtype=np.float32).reshape(2, 2)
-            with tf.Session(graph=g) as local:
-                local.run(init)
-                want = local.run(fetches, {x: value})
-            with tf.Session("dask://" + c.scheduler.address, graph=g) as s:
-                assert s.cluster.task_address("ps", 0).startswith("tcp://127.0.0.1")
-                s.run(init)
-                got = s.run(fetches, {x: value})
-        for a, b in zip(got, want):
-            np.testing.assert_allclose(a, b)
-    finally:
-        cluster.close()
+    with task_cluster(("ps-0", "worker-0"), processes=True, timeout=120) as c:
+        g, x, init, fetches = _build(
+            (W0, "/job:ps/task:0", ""), [("matmul", 0, 1, "/job:ps/task:0", None)], [1, 3]
+        )
+        value = np.arange(4, dtype=np.float32).reshape(2, 2)
+        with tf.Session(graph=g) as local:
+            local.run(init)
+            want = local.run(fetches, {x: value})
+        with tf.Session("dask://" + c.scheduler.address, graph=g) as s:
+            assert s.cluster.task_address("ps", 0).startswith("tcp://127.0.0.1")
+            s.run(init)
+            got = s.run(fetches, {x: value})
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b)

@@ -1,0 +1,49 @@
+"""The Dask clusters the distributed tests run on: loopback, one worker per task, named after it.
+
+``task_cluster()`` starts a ``distributed.LocalCluster`` with no workers, adds one
+per name (``"ps-0"``, ``"worker-1"``: a cluster session maps ``/job:ps/task:0`` to
+the worker named ``ps-0``), waits for them within ``timeout`` seconds and yields a
+``Client``; both are closed on the way out, whatever happened.  ``processes=True``
+gives each worker its own process talking TCP on 127.0.0.1 (what a real cluster
+does, and what a test that kills or stops a worker needs); in-process workers
+start in a fraction of the time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+TASKS = ("ps-0", "worker-0", "worker-1")
+
+
+@contextlib.contextmanager
+def task_cluster(
+    names: Sequence[str] = TASKS,
+    processes: bool = False,
+    timeout: float = 60,
+    dashboard: bool | None = None,
+) -> Iterator[Any]:
+    """A Client of a loopback LocalCluster with one worker per name (``dashboard``: serve the
+    Dask dashboard; by default only for worker processes)."""
+    import distributed
+
+    where = {"host": "127.0.0.1", "worker_dashboard_address": ":0"} if processes else {}
+    dashboard = processes if dashboard is None else dashboard
+    cluster = distributed.LocalCluster(
+        n_workers=0, processes=processes, threads_per_worker=1,
+        dashboard_address=":0" if dashboard else None, **where,
+    )  # fmt: skip
+    try:
+        for name in names:
+            cluster.worker_spec[name] = cluster.new_spec
+        cluster.scale(len(names))
+        client = distributed.Client(cluster, set_as_default=False)
+        try:
+            client.wait_for_workers(len(names), timeout=timeout)
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
