@@ -12,6 +12,8 @@ start in a fraction of the time.
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -47,3 +49,20 @@ def task_cluster(
             client.close()
     finally:
         cluster.close()
+
+
+def run_in_thread(session: Any, fetches: Any, feed: Any = None) -> tuple[threading.Thread, dict]:
+    """Start ``session.run`` on a thread: (thread, box) with box["error"] or box["value"], and
+    box["at"], the ``time.monotonic()`` it ended at."""
+    box: dict = {}
+
+    def go() -> None:
+        try:
+            box["value"] = session.run(fetches, feed)
+        except Exception as e:  # what the test checks
+            box["error"] = e
+        box["at"] = time.monotonic()
+
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+    return thread, box

@@ -19,7 +19,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from task_clusters import task_cluster  # noqa: E402
+from task_clusters import run_in_thread, task_cluster  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook.distributed.session import SERVER_START_S  # noqa: E402
@@ -49,22 +49,6 @@ def _kill(client, session, task):
 def _job_task(task):
     parts = dict(p.split(":") for p in task.strip("/").split("/"))
     return parts["job"], int(parts["task"])
-
-
-def _run_in_thread(session, fetches, feed=None):
-    """Start ``session.run`` on a thread: (thread, box) with box["error"] or box["value"]."""
-    box = {}
-
-    def go():
-        try:
-            box["value"] = session.run(fetches, feed)
-        except Exception as e:  # what the test checks
-            box["error"] = e
-        box["at"] = time.monotonic()
-
-    thread = threading.Thread(target=go, daemon=True)
-    thread.start()
-    return thread, box
 
 
 def _stalled_step(name):
@@ -115,7 +99,7 @@ def test_a_killed_worker_fails_the_step_with_its_name_and_leaves_the_ps_untouche
     g, a, _, train, init = _stalled_step("stall_1")
     with tf.Session(client, graph=g) as s:
         s.run(init)
-        thread, box = _run_in_thread(s, train)
+        thread, box = run_in_thread(s, train)
         _wait_started(s, PS, 0)  # the ps waits for db (and has da)
         old = s.cluster.task_address("worker", 1)
         killed = time.monotonic()

@@ -22,7 +22,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from task_clusters import task_cluster  # noqa: E402
+from task_clusters import run_in_thread, task_cluster  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook.distributed import liveness  # noqa: E402
@@ -55,22 +55,6 @@ def stopped(client, session, task):
         yield pid, time.monotonic()
     finally:
         os.kill(pid, signal.SIGCONT)
-
-
-def _run_in_thread(session, fetches, feed=None):
-    """Start ``session.run`` on a thread: (thread, box) with box["error"] or box["value"]."""
-    box = {}
-
-    def go():
-        try:
-            box["value"] = session.run(fetches, feed)
-        except Exception as e:  # what the test checks
-            box["error"] = e
-        box["at"] = time.monotonic()
-
-    thread = threading.Thread(target=go, daemon=True)
-    thread.start()
-    return thread, box
 
 
 def _wait_open(session, task, want=1):
@@ -123,7 +107,7 @@ def test_a_stopped_worker_fails_the_step_naming_it_and_is_used_again_once_contin
     with tf.Session(client, graph=g) as s:
         s.run(t["init"])
         address = s.cluster.task_address("worker", 1)
-        thread, box = _run_in_thread(s, t["train"])
+        thread, box = run_in_thread(s, t["train"])
         assert _wait_open(s, PS) == 1  # the ps has 2a and waits for worker-1's value
         with stopped(client, s, W1) as (_, at):
             thread.join(ERROR_WITHIN_S + 5)
@@ -170,7 +154,7 @@ def test_a_recoverable_session_goes_on_once_the_worker_is_continued(client):
     s = RecoverableSession(create, wait_s=30)
     try:
         assert s.run(total) == 1.0
-        thread, box = _run_in_thread(s, total)
+        thread, box = run_in_thread(s, total)
         time.sleep(0.5)  # the step is running on worker-1
         with stopped(client, s.session, W1) as (pid, at):
             timer = threading.Timer(liveness.HUNG_AFTER_S + 4, os.kill, (pid, signal.SIGCONT))
