@@ -124,11 +124,14 @@ def queue_loop(images: np.ndarray, labels: np.ndarray, batches: int) -> float:
     return batches * BATCH / elapsed
 
 
-def pipeline_alone(images: np.ndarray, labels: np.ndarray, batches: int) -> float:
-    """Examples per second of the same pipeline pulled in Python (no Session): its own cost."""
+def pipeline_alone(
+    images: np.ndarray, labels: np.ndarray, batches: int, seed: int | None = None
+) -> float:
+    """Examples per second of the same pipeline pulled in Python (no Session): its own cost
+    (unseeded, as the headline ``flowbook_loop``)."""
     with tf.Graph().as_default():
         ds = tf.data.Dataset.from_tensor_slices((images, labels))
-        ds = ds.shuffle(10000, seed=0).map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y))
+        ds = ds.shuffle(10000, seed=seed).map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y))
         elements = ds.batch(BATCH).repeat().elements([images, labels])
         for _ in range(40):
             next(elements)
