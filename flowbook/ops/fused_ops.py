@@ -74,24 +74,45 @@ UNARY_STEPS = frozenset(k for k, (_, order) in STEPS.items() if order is None)
 __all__ = ["STEPS", "UNARY_STEPS"]
 
 
+def _as_is(v: Any, operands: Sequence[Any]) -> Any:
+    return v
+
+
 def _tail(xp: Any, steps: Sequence[str]) -> Callable[[Any, Sequence[Any]], Any]:
-    """``run(value, operands)``: the steps applied to ``value`` (fresh, owned) in order."""
-    calls = [(getattr(xp, STEPS[s][0]), s) for s in steps]
+    """``run(value, operands)``: the steps applied to ``value`` (fresh, owned) in order.
+
+    Each step's kind is decided here, once: ReLU (``bias_kernels.relu``), a bias add
+    (``add_bias`` for a 1-D operand), or the step's ufunc; a ``Sum`` over no axes leaves the
+    value as it is (the Sum kernel's copy; the value is fresh).  An array value takes every
+    step in place (``out=``) and stays that array; a 0-d one (numpy gives scalars, not
+    buffers) takes the same calls without ``out=``.
+    """
+    calls = tuple(
+        (getattr(xp, STEPS[s][0]), 0 if s == "Relu" else 1 if s in BIAS_STEPS else 2)
+        for s in steps
+        if s != "Sum"
+    )
+    if not calls:
+        return _as_is
 
     def run(v: Any, operands: Sequence[Any]) -> Any:
         k = 0
-        for fn, step in calls:
-            inplace = isinstance(v, xp.ndarray) and v.ndim > 0
-            if step == "Relu":
-                v = relu(xp, v, out=v) if inplace else fn(v, 0)
-            elif step == "Sum":
-                pass  # over no axes: the value itself (the Sum kernel's copy; v is fresh)
-            elif step in BIAS_STEPS and inplace and getattr(operands[k], "ndim", 0) == 1:
-                v = add_bias(xp, v, operands[k], out=v)  # the same adds, in long rows
-                k += 1
+        if not (isinstance(v, xp.ndarray) and v.ndim > 0):
+            for fn, kind in calls:
+                if kind:
+                    v, k = fn(v, operands[k]), k + 1
+                else:
+                    v = fn(v, 0)
+            return v
+        for fn, kind in calls:
+            if not kind:
+                relu(xp, v, out=v)
+                continue
+            operand, k = operands[k], k + 1
+            if kind == 1 and getattr(operand, "ndim", 0) == 1:
+                add_bias(xp, v, operand, out=v)  # the same adds, in long rows
             else:
-                v = fn(v, operands[k], out=v) if inplace else fn(v, operands[k])
-                k += 1
+                fn(v, operand, out=v)
         return v
 
     return run
