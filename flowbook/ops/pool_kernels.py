@@ -331,20 +331,21 @@ def max_pool_grad(
     out = (xp.empty if empty else xp.zeros)(padded.shape, dtype=grad.dtype)
 
     def band(lo: int, hi: int) -> None:
+        part, into = padded[lo:hi], out[lo:hi]
         if y is not None and disjoint:
-            values = grad[lo:hi] + grad.dtype.type(0)
-            if relu:
-                xp.multiply(values, y[lo:hi] > 0, out=values)
-            place_first(xp, padded[lo:hi], y[lo:hi], values, out[lo:hi], g, k, s)
-            return
-        top, codes = first_max_codes(xp, padded[lo:hi], g, k, s)
+            top, codes = y[lo:hi], None  # the maxima known: the first cell equal to each
+        else:
+            top, codes = first_max_codes(xp, part, g, k, s)
         if not disjoint:
-            scatter_codes(xp, codes, grad[lo:hi], out[lo:hi].shape, g, k, s, out[lo:hi])
+            scatter_codes(xp, codes, grad[lo:hi], into.shape, g, k, s, into)
             return
         values = grad[lo:hi] + grad.dtype.type(0)  # the add into zeros: a fresh array
         if relu:
             xp.multiply(values, top > 0, out=values)
-        place_codes(xp, codes, values, out[lo:hi].shape, g, k, s, out[lo:hi])
+        if codes is None:
+            place_first(xp, part, top, values, into, g, k, s)
+        else:
+            place_codes(xp, codes, values, into.shape, g, k, s, into)
 
     if pieces := bands(xp, padded.shape, padded.itemsize):
         in_bands(len(out), band, pieces)
