@@ -7,7 +7,7 @@ where ``where(y > 0, g, zeros_like(g))`` made three (Greater, ZerosLike,
 Select).  ``ROWS`` is the table: op type, the second input's name, kernel,
 dtypes, and TF's gradient of the gradient op (second derivatives):
 
-- ReluGrad(g, y) = g where y > 0; its gradient is ReluGrad(dd, y) for g and
+- ReluGrad(g, y) = g * (y > 0); its gradient is ReluGrad(dd, y) for g and
   zeros for y (Relu6Grad and LeakyReluGrad alike);
 - EluGrad(g, y) = g * (y + 1) where y < 0, else g; SeluGrad(g, y) = g * (y +
   scale * alpha) where y < 0, else g * scale; for y both give dd * g where y < 0;
