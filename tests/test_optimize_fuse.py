@@ -223,6 +223,17 @@ def test_conv_and_pool_chains_fuse_and_give_the_written_bits(build, kinds, seed)
         assert op.type != "_FusedMaxPoolGrad" or op.attrs.get("pooled") is True
 
 
+def test_the_rewrite_says_a_pool_gradient_reads_its_maxima():
+    x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
+    dx = _relu_pool_grad([1, 2, 2, 1], [1, 2, 2, 1], "VALID")(x)
+    feed = {x: _images(0)}
+    with tf.Session() as s:
+        written = s.prepare(dx, feed).plan
+    opt = optimize(written, tuple(np.shape(v) for v in feed.values()), PASSES)
+    said = [n for n in opt.notes if "maximum read from its MaxPool's output" in n]
+    assert len(said) == 1 and said[0].startswith("MaxPoolGrad ")
+
+
 @pytest.mark.parametrize("made_by", ["fed", "other window"])
 def test_a_pool_grad_reads_maxima_only_from_its_own_pool(made_by):
     """``pooled`` (maxima read from orig_output) only where this plan's MaxPool of the same

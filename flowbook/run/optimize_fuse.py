@@ -233,6 +233,8 @@ def _record(
     names = ", ".join(f"{plan.ops[m].type} '{plan.ops[m].name}'" for m in members)
     for m in members:  # a sentence per written op, as for every rewrite
         rw.note(plan.ops[m], f"fused into {kind} '{op.name}' ({names}: one kernel)")
+    if attrs.get("pooled"):
+        rw.note(head, "each window's maximum read from its MaxPool's output, not found again")
 
 
 def _relu_grad_of_pool(
