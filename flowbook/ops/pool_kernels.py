@@ -27,21 +27,19 @@ fast path, with no copy and no extra pass (a ``max`` over the reshaped axes
   Same bits as ``where`` (an infinite or NaN gradient is not spread as
   ``inf * 0`` would), but no branch per element: numpy's ``where`` (and
   ``copyto(..., where=)``) on a random mask ran ~8x slower than this.
-- **scatter** (:func:`scatter_codes`): each cell's masked gradient goes to
-  its slice of the padded shape.  Overlapping windows add into zeros;
-  disjoint ones (``stride >= ksize``) write each slice once, as ``value +
-  0`` so the bits are those the adds would give (``-0.0`` becomes ``0.0``).
-  Windows that tile the input exactly (``stride == ksize``, the size a
-  multiple: the CNN's 2x2 pool) with a finite gradient take the reshape fast
-  path: each cell's gradient times its mask written into its slice of the
-  ``[N, OH, KH, OW, KW, C]`` view of the NHWC result, then one ``+ 0`` pass
-  (earlier: contiguous blocks and one transposing copy, 1.4 ms against 1.9
-  for a broadcast one-hot product and 2.1 for the per-cell path, CPU time,
-  cold caches, at [64,28,28,32]; the direct writes are ~15% faster again).
+- **the gradient** (:func:`max_pool_grad`): overlapping windows add each
+  cell's masked gradient into zeros (:func:`scatter_codes`); disjoint ones
+  (``stride >= ksize``) write each cell once, ``grad + 0`` (the bits TF's
+  add into zeros gives: ``-0.0`` becomes ``0.0``) as the integer product of
+  its bits and the cell's mask (:func:`place_codes`, or :func:`place_first`
+  where the maxima are known from the forward MaxPool), into ``empty`` when
+  the windows tile the input (the CNN's 2x2 pool) and no pass after.  Large
+  batches run in bands of images on both cores (``flowbook.gemm.in_bands``).
 
 **No argmax cache.**  The first-max codes are recomputed by MaxPoolGrad from
-``orig_input``, as TF's CPU kernel does, rather than kept from the forward
-pass: a decision taken on these figures at the CNN's [64,28,28,32] 2x2/2
+``orig_input``, as TF's CPU kernel does (the optimiser's fused op, where it
+proves ``orig_output`` is that MaxPool's, reads the maxima from it, never
+codes), rather than kept from the forward pass: a decision taken on these figures at the CNN's [64,28,28,32] 2x2/2
 pool (best of 30): the running max alone 0.45 ms, with the codes 0.91 ms.
 Keeping the codes would move their 0.46 ms from the gradient into the
 forward pass, which every inference run would then pay, to save 0.46 ms per
@@ -190,24 +188,13 @@ def masked(xp: Any, mask: Any, values: Any) -> Any:
 
 
 def scatter_codes(
-    xp: Any,
-    codes: Any,
-    grad: Any,
-    padded_shape: tuple[int, ...],
-    g: Geometry,
-    k: tuple[int, int],
-    s: tuple[int, int],
-    out: Any = None,
-) -> Any:
-    """An array of ``padded_shape``: each window's gradient added onto the cell its code names.
-
-    For windows that may overlap: each cell's masked gradients are added
-    into zeros (``out``, if given, must be zeros), in row-major cell order.
-    """
-    out = xp.zeros(padded_shape, dtype=grad.dtype) if out is None else out
+    xp: Any, codes: Any, grad: Any, out: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]
+) -> None:
+    """Add each window's gradient onto the cell its code names, into ``out`` (zeros, of the
+    padded shape): for windows that may overlap, each cell's masked gradients in row-major
+    cell order."""
     for t, idx in enumerate(cells(g, k, s)):
         out[idx] += masked(xp, codes == t, grad)
-    return out
 
 
 def tiles(g: Geometry, k: tuple[int, int], s: tuple[int, int], shape: tuple[int, ...]) -> bool:
@@ -216,16 +203,9 @@ def tiles(g: Geometry, k: tuple[int, int], s: tuple[int, int], shape: tuple[int,
 
 
 def place_codes(
-    xp: Any,
-    codes: Any,
-    values: Any,
-    padded_shape: tuple[int, ...],
-    g: Geometry,
-    k: tuple[int, int],
-    s: tuple[int, int],
-    out: Any = None,
-) -> Any:
-    """An array of ``padded_shape``: each window's value on the cell its code names, +0.0 elsewhere.
+    xp: Any, codes: Any, values: Any, out: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]
+) -> None:
+    """Write each window's value on the cell its code names into ``out``, +0.0 elsewhere.
 
     For disjoint windows (``stride >= ksize``): each cell of the result is
     written once, as the *integer* product of the value's bits and the mask
@@ -234,25 +214,23 @@ def place_codes(
     pass per cell with no branch per element (a float product by the mask
     would give ``-0.0`` or NaN around negative or infinite values; numpy's
     ``copyto(..., where=)`` on such a mask ran ~8x slower).
-    Windows that tile the input exactly (the CNN's 2x2/2 pool) start from
-    ``empty`` (every cell is written); others from zeros (cells no window
-    covers stay +0.0); ``out``, if given, must be such an array.
+    ``out`` has the padded shape: ``empty`` where the windows tile it exactly
+    (:func:`tiles`: every cell is written), else zeros (cells no window
+    covers stay +0.0).
 
     >>> import numpy as np
     >>> from flowbook.ops.windows import window_geometry
     >>> g = window_geometry((1, 4), (1, 2), (1, 2), "VALID")
     >>> codes = np.array([1, 0], np.uint8).reshape(1, 1, 2, 1)
     >>> v = np.array([-0.0, 7.0]).reshape(1, 1, 2, 1)
-    >>> place_codes(np, codes, v, (1, 1, 4, 1), g, (1, 2), (1, 2)).ravel().tolist()
+    >>> out = np.zeros((1, 1, 4, 1))
+    >>> place_codes(np, codes, v, out, g, (1, 2), (1, 2)); out.ravel().tolist()
     [0.0, -0.0, 7.0, 0.0]
     """
-    if out is None:
-        out = (xp.empty if tiles(g, k, s, padded_shape) else xp.zeros)(padded_shape, values.dtype)
     word = np.dtype(f"u{values.dtype.itemsize}")  # dtypes are numpy's under CuPy too
     bits, vbits = out.view(word), values.view(word)
     for t, idx in enumerate(cells(g, k, s)):
         xp.multiply(vbits, codes == t, out=bits[idx])  # integer: the bits, or 0
-    return out
 
 
 def place_first(
@@ -337,7 +315,7 @@ def max_pool_grad(
         else:
             top, codes = first_max_codes(xp, part, g, k, s)
         if not disjoint:
-            scatter_codes(xp, codes, grad[lo:hi], into.shape, g, k, s, into)
+            scatter_codes(xp, codes, grad[lo:hi], into, g, k, s)
             return
         values = grad[lo:hi] + grad.dtype.type(0)  # the add into zeros: a fresh array
         if relu:
@@ -345,7 +323,7 @@ def max_pool_grad(
         if codes is None:
             place_first(xp, part, top, values, into, g, k, s)
         else:
-            place_codes(xp, codes, values, into.shape, g, k, s, into)
+            place_codes(xp, codes, values, into, g, k, s)
 
     if pieces := bands(xp, padded.shape, padded.itemsize):
         in_bands(len(out), band, pieces)
