@@ -36,6 +36,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -252,7 +253,7 @@ def main() -> None:
               f"(goal {GOAL_SCALING}x: {'met' if met else 'not met'}; {os.cpu_count()} CPUs here"
               + ("; 2 vCPUs give about one core of parallel throughput, so they cap it)"
                  if (os.cpu_count() or 0) <= 2 else ")"))  # fmt: skip
-    write_json("benchmarks/results/dask_scaling.json", results)
+    write_json(str(Path(__file__).parent / "results" / "dask_scaling.json"), results)
 
 
 if __name__ == "__main__":
