@@ -30,14 +30,17 @@ LONG_ROW = 1 << 15  # at most this many elements in a tiled row (the tiled bias'
 MIN_SIZE = 1 << 16  # smaller values: the plain broadcast (tiling would cost as much)
 
 
-def _reps(shape: tuple[int, ...], c: int) -> int:
-    """How many rows of ``c`` one long row takes: a product of trailing outer dims."""
-    reps = 1
-    for d in reversed(shape[:-1]):
-        if reps * d * c > LONG_ROW:
+_ZERO_ROWS: dict[tuple[str, int], Any] = {}  # (dtype, length) -> a read-only row of zeros
+
+
+def _row(shape: tuple[int, ...]) -> int:
+    """The longest product of trailing dims of ``shape`` at most :data:`LONG_ROW`."""
+    row = 1
+    for d in reversed(shape):
+        if row * d > LONG_ROW:
             break
-        reps *= d
-    return reps
+        row *= d
+    return row
 
 
 def add_bias(xp: Any, value: Any, bias: Any, out: Any = None) -> Any:
@@ -57,7 +60,7 @@ def add_bias(xp: Any, value: Any, bias: Any, out: Any = None) -> Any:
         or not value.flags.c_contiguous
         or (out is not None and (out.shape != value.shape or not out.flags.c_contiguous))
     )
-    reps = 1 if plain else _reps(value.shape, c)
+    reps = 1 if plain else _row(value.shape) // c  # rows of c in one long row
     if reps < 8:
         return xp.add(value, bias, out=out)
     rows = value.reshape(-1, reps * c)
@@ -66,19 +69,6 @@ def add_bias(xp: Any, value: Any, bias: Any, out: Any = None) -> Any:
         return xp.add(rows, long).reshape(value.shape)
     xp.add(rows, long, out=out.reshape(-1, reps * c))
     return out
-
-
-_ZERO_ROWS: dict[tuple[str, int], Any] = {}  # (dtype, length) -> a read-only row of zeros
-
-
-def _row(shape: tuple[int, ...]) -> int:
-    """The longest product of trailing dims of ``shape`` at most :data:`LONG_ROW`."""
-    row = 1
-    for d in reversed(shape):
-        if row * d > LONG_ROW:
-            break
-        row *= d
-    return row
 
 
 def relu(xp: Any, value: Any, out: Any = None) -> Any:
