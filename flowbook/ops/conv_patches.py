@@ -67,7 +67,9 @@ def patches(
     padded = win.pad_nhwc(xp, x, g)
     n, c = x.shape[0], x.shape[3]
     if c <= TAP_ROWS_MAX_CHANNELS:
-        return _tap_rows(xp, padded, g, k, s, d).T
+        taps = _tap_rows(xp, padded, g, k)
+        _fill_taps(taps, padded, g, k, s, d, 0, n)
+        return taps.reshape(k[0] * k[1] * c, n * g.oh * g.ow).T
     view = win.windows(xp, padded, g, k, s, d)
     return view.reshape(n * g.oh * g.ow, k[0] * k[1] * c)
 
@@ -107,15 +109,13 @@ def conv_gemm(
             tail(out)
         return out, cols
     padded = win.pad_nhwc(xp, x, g)
-    taps = xp.empty((k[0], k[1], c, n, g.oh, g.ow), dtype=padded.dtype)  # patches()'s layout
+    taps = _tap_rows(xp, padded, g, k)  # patches()'s layout
     cols = taps.reshape(k[0] * k[1] * c, n * rows).T
     out = xp.empty((n * rows, o), dtype=xp.result_type(cols, f2))
     out4 = out.reshape(n, g.oh, g.ow, o)
 
     def band(lo: int, hi: int) -> None:
-        for i in range(k[0]):
-            for j in range(k[1]):
-                taps[i, j, :, lo:hi] = padded[lo:hi][win.tap(i, j, g, s, d)].transpose(3, 0, 1, 2)
+        _fill_taps(taps, padded, g, k, s, d, lo, hi)
         xp.matmul(cols[lo * rows : hi * rows], f2, out=out[lo * rows : hi * rows])
         if tail is not None:
             tail(out4[lo:hi])
@@ -130,16 +130,20 @@ def lend_key(x: Any, g: win.Geometry, k: Any, s: Any, d: Any) -> tuple:
     return (x.shape, x.dtype.str, g, tuple(k), tuple(s), tuple(d))
 
 
-def _tap_rows(
-    xp: Any, padded: Any, g: win.Geometry, k: tuple[int, int], s: tuple[int, int], d: Any
-) -> Any:
-    """``[KH*KW*C, N*OH*OW]``: row block (i, j) is tap (i, j) of every window, channel-major."""
+def _tap_rows(xp: Any, padded: Any, g: win.Geometry, k: tuple[int, int]) -> Any:
+    """An empty ``[KH, KW, C, N, OH, OW]`` array: reshaped ``[KH*KW*C, N*OH*OW]``, row block
+    (i, j) is tap (i, j) of every window, channel-major, once :func:`_fill_taps` wrote it."""
     n, c = padded.shape[0], padded.shape[3]
-    out = xp.empty((k[0], k[1], c, n, g.oh, g.ow), dtype=padded.dtype)
+    return xp.empty((k[0], k[1], c, n, g.oh, g.ow), dtype=padded.dtype)
+
+
+def _fill_taps(
+    taps: Any, padded: Any, g: win.Geometry, k: Any, s: Any, d: Any, lo: int, hi: int
+) -> None:
+    """Write images ``lo:hi`` of :func:`_tap_rows`' array, one slice copy per tap."""
     for i in range(k[0]):
         for j in range(k[1]):
-            out[i, j] = padded[win.tap(i, j, g, s, d)].transpose(3, 0, 1, 2)
-    return out.reshape(k[0] * k[1] * c, n * g.oh * g.ow)
+            taps[i, j, :, lo:hi] = padded[lo:hi][win.tap(i, j, g, s, d)].transpose(3, 0, 1, 2)
 
 
 def _same_bytes(xp: Any, a: Any, b: Any) -> bool:
