@@ -6,7 +6,8 @@ the worker named ``ps-0``), waits for them within ``timeout`` seconds and yields
 ``Client``; both are closed on the way out, whatever happened.  ``processes=True``
 gives each worker its own process talking TCP on 127.0.0.1 (what a real cluster
 does, and what a test that kills or stops a worker needs); in-process workers
-start in a fraction of the time.
+start in a fraction of the time.  ``run_in_thread`` and ``stalled_step`` serve the
+tests that stop or kill a worker mid-step.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+import flowbook as tf
 
 TASKS = ("ps-0", "worker-0", "worker-1")
 
@@ -66,3 +69,24 @@ def run_in_thread(session: Any, fetches: Any, feed: Any = None) -> tuple[threadi
     thread = threading.Thread(target=go, daemon=True)
     thread.start()
     return thread, box
+
+
+def stalled_step(name: str) -> tuple[Any, dict]:
+    """A step that never ends by itself, on ps-0, worker-0 and worker-1: worker-1 dequeues
+    from a queue nobody fills (``put`` would fill it); the ps adds worker-0's ``2a`` to ``a``
+    and worker-1's value + 1 to ``b``, once both arrived (its updates wait for them)."""
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/job:ps/task:0"):
+            a = tf.Variable(1.0, name="a")
+            b = tf.Variable(10.0, name="b")
+        with tf.device("/job:worker/task:0"):
+            da = a * 2.0
+        with tf.device("/job:worker/task:1"):
+            q = tf.FIFOQueue(4, tf.float32, shared_name=name)
+            db = q.dequeue() + 1.0
+            put, size = q.enqueue(4.0), q.size()
+        with tf.device("/job:ps/task:0"):
+            train = tf.group(tf.assign_add(a, da), tf.assign_add(b, db))
+        init = tf.global_variables_initializer()
+    return g, {"a": a, "b": b, "train": train, "put": put, "size": size, "init": init}

@@ -19,7 +19,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from task_clusters import run_in_thread, task_cluster  # noqa: E402
+from task_clusters import run_in_thread, stalled_step, task_cluster  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook.distributed.session import SERVER_START_S  # noqa: E402
@@ -51,25 +51,6 @@ def _job_task(task):
     return parts["job"], int(parts["task"])
 
 
-def _stalled_step(name):
-    """A step that never ends by itself: worker-1 dequeues from a queue nobody fills; the
-    ps adds what worker-0 reads from ``a`` and what worker-1 got to ``a`` and ``b``."""
-    g = tf.Graph()
-    with g.as_default():
-        with tf.device("/job:ps/task:0"):
-            a = tf.Variable(1.0, name="a")
-            b = tf.Variable(10.0, name="b")
-        with tf.device("/job:worker/task:0"):
-            da = a * 2.0
-        with tf.device("/job:worker/task:1"):
-            q = tf.FIFOQueue(1, tf.float32, shared_name=name)
-            db = q.dequeue() + 1.0
-        with tf.device("/job:ps/task:0"):
-            train = tf.group(tf.assign_add(a, da), tf.assign_add(b, db))
-        init = tf.global_variables_initializer()
-    return g, a, b, train, init
-
-
 def _wait_started(session, task, before):
     deadline = time.monotonic() + 30
     while session.task_stats()[task]["open_steps"] == before and time.monotonic() < deadline:
@@ -96,10 +77,11 @@ def test_one_call_per_task_and_only_fetched_values(client):
 
 
 def test_a_killed_worker_fails_the_step_with_its_name_and_leaves_the_ps_untouched(client):
-    g, a, _, train, init = _stalled_step("stall_1")
+    g, t = stalled_step("stall_1")
+    a = t["a"]
     with tf.Session(client, graph=g) as s:
-        s.run(init)
-        thread, box = run_in_thread(s, train)
+        s.run(t["init"])
+        thread, box = run_in_thread(s, t["train"])
         _wait_started(s, PS, 0)  # the ps waits for db (and has da)
         old = s.cluster.task_address("worker", 1)
         killed = time.monotonic()

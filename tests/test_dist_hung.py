@@ -22,7 +22,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from task_clusters import run_in_thread, task_cluster  # noqa: E402
+from task_clusters import run_in_thread, stalled_step, task_cluster  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook.distributed import liveness  # noqa: E402
@@ -64,26 +64,6 @@ def _wait_open(session, task, want=1):
     return session.task_stats()[task]["open_steps"]
 
 
-def _stalled_step(name):
-    """worker-1 dequeues from a queue nobody fills; the ps adds worker-0's ``2a`` to ``a``
-    and worker-1's value + 1 to ``b``, once both arrived (its updates wait for them)."""
-    g = tf.Graph()
-    with g.as_default():
-        with tf.device("/job:ps/task:0"):
-            a = tf.Variable(1.0, name="a")
-            b = tf.Variable(10.0, name="b")
-        with tf.device("/job:worker/task:0"):
-            da = a * 2.0
-        with tf.device("/job:worker/task:1"):
-            q = tf.FIFOQueue(4, tf.float32, shared_name=name)
-            db = q.dequeue() + 1.0
-            put, size = q.enqueue(4.0), q.size()
-        with tf.device("/job:ps/task:0"):
-            train = tf.group(tf.assign_add(a, da), tf.assign_add(b, db))
-        init = tf.global_variables_initializer()
-    return g, {"a": a, "b": b, "train": train, "put": put, "size": size, "init": init}
-
-
 def _busy_for(seconds, task):
     """A kernel that computes on ``task`` for ``seconds`` (a while_loop of matmuls that
     reads the clock), its result read on the ps."""
@@ -103,7 +83,7 @@ def _busy_for(seconds, task):
 
 
 def test_a_stopped_worker_fails_the_step_naming_it_and_is_used_again_once_continued(client):
-    g, t = _stalled_step("hung_1")
+    g, t = stalled_step("hung_1")
     with tf.Session(client, graph=g) as s:
         s.run(t["init"])
         address = s.cluster.task_address("worker", 1)
@@ -174,7 +154,7 @@ def test_a_recoverable_session_goes_on_once_the_worker_is_continued(client):
 
 
 def test_operation_timeout_in_ms_bounds_a_step_a_live_task_blocks(client):
-    g, t = _stalled_step("hung_2")
+    g, t = stalled_step("hung_2")
     config = tf.ConfigProto(operation_timeout_in_ms=1000)
     with tf.Session(client, graph=g, config=config) as s:
         s.run(t["init"])
