@@ -21,6 +21,7 @@ distributed = pytest.importorskip("distributed")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from task_clusters import task_cluster  # noqa: E402
+from test_plan_cache import same  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook import graph_edit  # noqa: E402
@@ -60,12 +61,6 @@ def outcome(session, fetch, feed=None):
         return ("value", session.run(fetch, FEED if feed is None else feed))
     except (FailedPreconditionError, InvalidArgumentError) as e:
         return ("error", type(e))
-
-
-def same(got, want):
-    if got[0] != want[0] or got[0] == "error":
-        return got == want
-    return np.array_equal(got[1], want[1])
 
 
 def held_on_tasks(client, session):
