@@ -342,3 +342,12 @@ def test_relu_against_a_row_of_zeros_is_maximum_with_zero_bit_for_bit(shape, dty
     t = np.ascontiguousarray(v.T) if v.ndim == 2 else v  # and a non-contiguous view
     view = t.T if v.ndim == 2 else v
     assert np.asarray(relu(np, view)).tobytes() == np.asarray(np.maximum(view, 0)).tobytes()
+
+
+def test_relu_keeps_a_bounded_number_of_zero_rows():
+    from flowbook.ops import bias_kernels
+
+    for n in range(100, 100 + 2 * bias_kernels.MAX_ZERO_ROWS):  # a new row length each
+        v = np.arange(-n, n, 2, dtype=np.float32).reshape(1, n)
+        assert bias_kernels.relu(np, v).tobytes() == np.maximum(v, 0).tobytes()
+        assert len(bias_kernels._ZERO_ROWS) <= bias_kernels.MAX_ZERO_ROWS

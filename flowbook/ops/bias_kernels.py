@@ -31,6 +31,7 @@ MIN_SIZE = 1 << 16  # smaller values: the plain broadcast (tiling would cost as 
 
 
 _ZERO_ROWS: dict[tuple[str, int], Any] = {}  # (dtype, length) -> a read-only row of zeros
+MAX_ZERO_ROWS = 64  # rows kept at most (each <= LONG_ROW elements); more start it afresh
 
 
 def _row(shape: tuple[int, ...]) -> int:
@@ -105,6 +106,8 @@ def relu(xp: Any, value: Any, out: Any = None) -> Any:
     key = (value.dtype.str, row)
     zeros = _ZERO_ROWS.get(key)
     if zeros is None:
+        if len(_ZERO_ROWS) >= MAX_ZERO_ROWS:
+            _ZERO_ROWS.clear()
         zeros = _ZERO_ROWS[key] = np.zeros(row, value.dtype)
         zeros.flags.writeable = False
     rows = value.reshape(-1, row)
