@@ -16,19 +16,31 @@ kernels' one big product) splits it by rows into one band per CPU
 (:func:`in_bands`), each a one-thread BLAS call writing into its rows of
 one output.  [12544,800]@[800,64] (conv2 forward): 17.4 ms whole, 8.9-9.4 split
 in two; the filter gradient [800,12544]@[12544,64]: 17.7 against 10.2-10.4.
-The helpers wait on a queue, not in a spin.  A row of the result is the same
-dot products in the same order either way, so the result is bit-identical
-to ``a @ b`` (tested).  It splits only when all of this holds:
+The helpers wait on a queue, not in a spin.
+
+**The same bits under any load.**  Whether a band's rows come out with the
+same bits as the same rows of one whole call is the BLAS kernel's business,
+not flowbook's: OpenBLAS's SkylakeX and Sandybridge sgemm kernels give the
+same bits, its Haswell kernel does not (8% of [12544,800]@[800,64] differs
+in the last bit).  So a product is cut into bands by its shape and
+:func:`ways` alone, never by the load: a wide product while the other cores
+are busy runs the same bands one after another on the calling thread.  A
+result depends on the inputs and the CPU count, never on which thread took
+which band, what else was running, or the run before (tested on every BLAS
+against the bands computed one by one, and against float64 within float32
+rounding).  A product is split when all of this holds:
 
 - the policy is on (:func:`configure`, called by ``flowbook.run.blas`` when
   it put BLAS on one thread by default; never when a user chose a count);
 - the product is :func:`wide`: at least :data:`WIDE_MFLOP` and both sides
   of the result at least :data:`MIN_SIDE` long (a 25x32 filter gradient of
-  80 MFLOP is not worth it);
-- no task of flowbook's pools is in flight (the kernel pool and tf.data's
-  map pool count theirs: :func:`task_started`, :func:`task_finished`) and
-  no other split is running: the other cores are free as far as flowbook
-  can tell.
+  80 MFLOP is not worth it).
+
+Its bands go to the helpers only when no task of flowbook's pools is in
+flight (the kernel pool and tf.data's map pool count theirs:
+:func:`task_started`, :func:`task_finished`) and no other split is running:
+the other cores are free as far as flowbook can tell.  Otherwise the caller
+runs them all itself.
 
 **Bands** (:func:`in_bands`) serve the products and the kernels that work
 image by image over a large batch (the pools, a fused conv's bias and
@@ -54,6 +66,7 @@ import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -110,14 +123,13 @@ def wide(m: int, k: int, n: int) -> bool:
 
 
 def splits(a: Any, b: Any) -> bool:
-    """Whether :func:`matmul` of ``a`` and ``b`` called now would split it.
+    """Whether :func:`matmul` of ``a`` and ``b`` computes it in row bands.
 
     >>> splits(np.ones((2, 3)), np.ones((3, 2)))
     False
     """
     return (
         _ways > 1
-        and not _busy
         and type(a) is np.ndarray
         and type(b) is np.ndarray
         and a.ndim == 2
@@ -141,18 +153,33 @@ def task_finished(_: Any = None) -> None:
 
 
 def matmul(a: Any, b: Any) -> Any:
-    """``a @ b`` of two 2-D arrays, split by rows across the CPUs when :func:`splits`."""
+    """``a @ b`` of two 2-D arrays, in row bands across the CPUs when :func:`splits`.
+
+    >>> matmul(np.eye(2), np.full((2, 2), 3.0)).tolist()
+    [[3.0, 3.0], [3.0, 3.0]]
+    """
     global _busy
     if not splits(a, b):
         return a @ b
+    out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
+    body = lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi])
     with _lock:
-        _busy += 1  # no other product splits meanwhile
+        by_caller = _busy > 0  # the other cores are taken: the same bands, on this thread
+        _busy += 1  # no other product splits across the cores meanwhile
     try:
-        out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
-        in_bands(a.shape[0], lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]))
+        if by_caller:
+            for lo, hi in pairwise(_edges(a.shape[0], _ways)):
+                body(lo, hi)
+        else:
+            in_bands(a.shape[0], body)
         return out
     finally:
         task_finished()
+
+
+def _edges(n: int, pieces: int) -> list[int]:
+    """The edges of ``pieces`` bands covering ``range(n)``, as even as whole rows allow."""
+    return [n * i // pieces for i in range(pieces + 1)]
 
 
 class _Bands:
@@ -224,7 +251,7 @@ def in_bands(n: int, body: Callable[[int, int], Any], pieces: int = 0) -> None:
         body(0, n)
         return
     pieces = min(n, pieces or ways)
-    job = _Bands(body, [n * i // pieces for i in range(pieces + 1)])
+    job = _Bands(body, _edges(n, pieces))
     with _lock:
         if _helpers is None:
             _helpers = ThreadPoolExecutor(ways - 1, thread_name_prefix="flowbook-bands")

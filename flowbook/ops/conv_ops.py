@@ -21,7 +21,7 @@ apart: the window's geometry is that of its span ``(k - 1) * d + 1``):
 - **Conv2DBackpropInput**: col2im (``windows.scatter_windows``: KH*KW
   strided slice-adds) of one GEMM per tap, ``dy @ F[i, j].T`` (one GEMM
   into the whole 40 MB matrix first: 33 ms against 26, CPU time); a large
-  batch in a band of images per CPU (``gemm.in_bands``, bit-identical: 18.7
+  batch in a band of images per CPU (``gemm.in_bands``: 18.7
   ms whole, 9.8-11.3 in two bands; TensorFlow 2.21 on one thread: 10.8).
 
 Each op's gradient, declared beside it, is built from these ops (second derivatives).
