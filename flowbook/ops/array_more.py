@@ -296,7 +296,7 @@ def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
     ...     s.run(fb.log_sigmoid([0.0, -100.0])).tolist()
-    [-0.6931471824645996, -100.0]
+    [-0.6931472, -100.0]
     """
     with name_scope(name, "LogSigmoid", [x]) as scope:
         return negative(softplus(negative(tensor(x))), name=scope)

@@ -91,7 +91,7 @@ def _truncate_div(xp: Any, x: Any, y: Any) -> Any:
 # ----------------------------------------------------------------- binary
 atan2 = binary("Atan2", "arctan2", FLOAT, ("atan2",), grad=_atan2_grad,
                doc=("The angle of the point (x, y) from the x axis: atan(y / x) in all quadrants.",
-                    "atan2([1.0], [1.0])", "[0.7853981256484985]"))
+                    "atan2([1.0], [1.0])", "[0.7853981]"))
 truncatediv = binary("TruncateDiv", _truncate_div, REAL, ("truncatediv",), grad=_NO,
                      doc=("x / y rounded toward zero, element-wise (C's integer division).",
                           "truncatediv([7, -7], 2)", "[3, -3]"))
@@ -108,7 +108,7 @@ tan = unary("Tan", "tan", INEXACT, ("tan",),
             doc=("The tangent, element-wise.", "tan([0.0])", "[0.0]"))
 asin = unary("Asin", "arcsin", INEXACT, ("asin",),
              grad=lambda op, g: multiply(g, rsqrt(_one_minus_x2(op))),
-             doc=("The arcsine, element-wise.", "asin([0.0, 1.0])", "[0.0, 1.5707963705062866]"))
+             doc=("The arcsine, element-wise.", "asin([0.0, 1.0])", "[0.0, 1.5707964]"))
 acos = unary("Acos", "arccos", INEXACT, ("acos",),
              grad=lambda op, g: negative(multiply(g, rsqrt(_one_minus_x2(op)))),
              doc=("The arccosine, element-wise.", "acos([1.0])", "[0.0]"))
