@@ -50,6 +50,8 @@ from flowbook.errors import DataLossError
 from flowbook.train.checkpoint_reader import MAX_DEFLATE_RATIO, read_checkpoint
 from flowbook.train.checkpoint_utils import write_checkpoint
 
+pytestmark = pytest.mark.fuzz
+
 ROOT = Path(__file__).resolve().parents[1]
 KEPT = ROOT / "tests" / "fixtures" / "checkpoint_fuzz"  # inputs that once failed: replayed
 FOUND = ROOT / "test-output" / "fuzz-checkpoint"  # where a failing input is saved

@@ -19,6 +19,8 @@ from hypothesis.extra import numpy as hnp
 
 import flowbook as tf
 
+pytestmark = pytest.mark.fuzz
+
 TARGETS = [
     (tf.float32, [None]), (tf.float64, [2]), (tf.int32, [None]), (tf.int64, []),
     (tf.uint8, [None, None]), (tf.bool, [None]), (tf.string, [None]), (tf.int32, [2, None]),

@@ -12,9 +12,6 @@ when it fails.
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("tensorboard")
-
 from fuzzing import FUZZ, bounded, corpus
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,6 +21,8 @@ import flowbook as tf
 from flowbook import graph_def as gdef
 from flowbook.limits import claim_limit
 from flowbook.registry import OPS
+
+pytestmark = pytest.mark.fuzz
 
 BUDGET = 16 << 20  # the claims budget while fuzzing: everything a file may ask for is small
 

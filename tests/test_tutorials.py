@@ -9,6 +9,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.tutorials
+
 TUTORIALS = sorted((Path(__file__).parent.parent / "tutorials").glob("*.ipynb"))
 
 

@@ -14,6 +14,10 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "test-output" / "browser"
 

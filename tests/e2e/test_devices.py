@@ -10,11 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import flowbook as fb
 from flowbook.gpu_sim import simulate_gpu
 
 from standin_states import layouts, live_states, set_trait, show
+
+pytestmark = pytest.mark.browser
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 

@@ -19,6 +19,8 @@ from flowbook.notebook import live
 
 from standin_states import set_trait, show
 
+pytestmark = pytest.mark.browser
+
 distributed = pytest.importorskip("distributed")
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"

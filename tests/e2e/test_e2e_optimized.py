@@ -14,10 +14,13 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import flowbook as fb
 
 from standin_states import live_states, set_trait, show
+
+pytestmark = pytest.mark.browser
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 

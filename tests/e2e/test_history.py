@@ -8,7 +8,11 @@ from __future__ import annotations
 import shutil
 
 import nbformat
+import pytest
+
 from conftest import ROOT, Notebook
+
+pytestmark = pytest.mark.browser
 
 TUTORIAL = ROOT / "tutorials" / "03_digits_softmax.ipynb"
 

@@ -16,9 +16,13 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 import flowbook as fb
 
 from standin_states import live_states, set_trait, show
+
+pytestmark = pytest.mark.browser
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 LOOP_CELL = """import time

@@ -11,10 +11,13 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import flowbook as fb
 
 from standin_states import live_states, show
+
+pytestmark = pytest.mark.browser
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 

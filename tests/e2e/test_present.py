@@ -21,6 +21,9 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
+
+pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "tutorials" / "03_digits_softmax.ipynb"

@@ -14,10 +14,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import flowbook as fb
 from flowbook.notebook import live
 
 from standin_states import live_states, set_trait, show
+
+pytestmark = pytest.mark.browser
 
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 QUEUE_CELL = """import threading
