@@ -70,9 +70,14 @@ def _free_port() -> int:
 
 
 class Lab:
-    """A running JupyterLab server in its own temporary root."""
+    """A running JupyterLab server in its own temporary root.
 
-    def __init__(self) -> None:
+    By default it runs on this process's Python with its environment; ``python``
+    and ``env`` name another interpreter and the whole environment to start it in
+    (an installed wheel's, say: ``test_installed_wheel.py``).
+    """
+
+    def __init__(self, python: str | None = None, env: dict[str, str] | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="flowbook-lab-"))
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -83,7 +88,7 @@ class Lab:
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
         env = {
-            **os.environ,
+            **(os.environ if env is None else env),
             "JUPYTERLAB_SETTINGS_DIR": str(self.root / ".settings"),
             "JUPYTERLAB_WORKSPACES_DIR": str(self.root / ".workspaces"),
             "JUPYTER_RUNTIME_DIR": str(self.root / ".runtime"),
@@ -92,7 +97,7 @@ class Lab:
         self.log = open(self.root / "lab.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab", "--no-browser",
+                python or sys.executable, "-m", "jupyterlab", "--no-browser",
                 f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
                 f"--ServerApp.root_dir={self.root}", "--LabApp.expose_app_in_browser=True",
