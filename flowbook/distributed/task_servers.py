@@ -9,7 +9,10 @@
   its worker, published on the scheduler under a name that holds the
   worker's address, so later sessions and other clients reach the same
   server, and a worker that Dask replaced (same name, new address) gets a
-  new one (its variables uninitialised);
+  new one (its variables uninitialised).  A server that has not started
+  within ``SERVER_START_S`` (its worker lost meanwhile) is
+  ``UnavailableError``, as a lost task is: a ``RecoverableSession`` waits
+  for the task and makes its session again;
 - :func:`await_tasks` waits, bounded, until lost tasks are back on new
   workers of their names (Dask's nanny restarts a lost worker).
 
@@ -19,6 +22,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from typing import Any
@@ -95,7 +99,8 @@ def start_servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], li
     A server's key names its worker's address: a worker that Dask replaced (same name,
     new address) gets a new server, and the lost one's name is unpublished.  The actor
     handle is made from the address and key (a second client cannot gather an actor
-    another client made), bound to ``client``.
+    another client made), bound to ``client``.  UnavailableError names a server that
+    failed or did not start within ``SERVER_START_S``.
     """
     from distributed import Actor, wait  # lazy: dask is an optional extra
 
@@ -116,10 +121,14 @@ def start_servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], li
             if str(old).startswith(tuple(started)) and old not in {n for _, n in servers.values()}:
                 client.unpublish_dataset(old)
     with client.as_current():
-        wait(futures, timeout=SERVER_START_S)
+        with contextlib.suppress(TimeoutError):  # the servers not started are named below
+            wait(futures, timeout=SERVER_START_S)
         for f in futures:
-            if f.status != "finished":
-                raise errors.UnavailableError(None, None, f"Task server {f.key}: {f.exception()}")
+            if f.status == "finished":
+                continue
+            why = (f.exception() if f.status == "error" else f"not started within "
+                   f"{SERVER_START_S:.0f} s ({f.status}: its worker may be gone)")  # fmt: skip
+            raise errors.UnavailableError(None, None, f"Task server {f.key}: {why}")
         return {t: Actor(TaskServer, a, name) for t, (a, name) in servers.items()}, futures
 
 
