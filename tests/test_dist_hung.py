@@ -1,11 +1,17 @@
-"""A hung worker (issue 20, §3.3): alive but not answering, found by its Dask heartbeat.
+"""A hung worker (the whitepaper's §3.3): alive but not answering, found by its Dask heartbeat.
 
 A ``LocalCluster`` of processes under nannies (``ps-0``, ``worker-0``,
 ``worker-1``) on loopback, started and closed by the fixture.  A worker is
 hung by stopping its process (``SIGSTOP``): its connections stay open, so
 only the heartbeat check (``flowbook.distributed.liveness``) can fail the
-step.  Every stopped process is continued (``SIGCONT``) in a ``finally``,
-and every wait is bounded.
+step.  Every stopped process is continued (``SIGCONT``) in a ``finally``.
+
+No test bounds a step by a duration: a step fails with the cause it must
+name (hung, a deadline), and the order of events is what is checked -- the
+stop, then the step's failure; the session finding the worker hung, then
+its continuation, then the recovered run; the heartbeats read past the bound
+while a kernel runs, then the kernel's end.  Every wait is for an event,
+bounded by ``task_clusters.WAIT_S``.
 """
 
 from __future__ import annotations
@@ -17,69 +23,58 @@ import signal
 import threading
 import time
 
-import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from task_clusters import run_in_thread, stalled_step, task_cluster  # noqa: E402
+from task_clusters import (  # noqa: E402
+    WAIT_S,
+    busy_until_put,
+    join,
+    open_steps,
+    run_in_thread,
+    stalled_step,
+    task_cluster,
+    wait_until,
+    wait_workers,
+    worker_pid,
+)
 
 import flowbook as tf  # noqa: E402
 from flowbook.distributed import liveness  # noqa: E402
 from flowbook.distributed.recovery import RecoverableSession  # noqa: E402
 
 pytestmark = [
-    pytest.mark.timeout(240),
+    pytest.mark.cluster,
     pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX signals"),
 ]
 PS, W0, W1 = (f"/job:{j}/replica:0/task:{k}" for j, k in (("ps", 0), ("worker", 0), ("worker", 1)))
-ERROR_WITHIN_S = 10.0  # the issue's bound on a lost (here: hung) worker's step
-BOUNDED = tf.RunOptions(timeout_in_ms=10_000)  # runs that must not wait for ever if wrong
+BOUNDED = tf.RunOptions(timeout_in_ms=int(WAIT_S * 1000))  # runs that must not wait for ever
 
 
 @pytest.fixture(scope="module")
-def client():
-    with task_cluster(processes=True, timeout=120) as c:
+def cluster():
+    with task_cluster(processes=True) as c:
         yield c
 
 
+@pytest.fixture
+def client(cluster):
+    """The cluster's client, once every task's worker is on the scheduler."""
+    wait_workers(cluster)
+    return cluster
+
+
 @contextlib.contextmanager
-def stopped(client, session, task):
-    """``task``'s worker process stopped (SIGSTOP) inside the block, continued after it,
-    whatever happens.  Yields ``(pid, time stopped)``."""
-    job, k = task.split("/")[1][4:], int(task.rsplit(":", 1)[1])
-    address = session.cluster.task_address(job, k)
-    pid = client.run(os.getpid, workers=[address])[address]
+def stopped(client, address):
+    """The worker process at ``address`` stopped (SIGSTOP) inside the block, continued after
+    it, whatever happens."""
+    pid = worker_pid(client, address)
     os.kill(pid, signal.SIGSTOP)
     try:
-        yield pid, time.monotonic()
+        yield
     finally:
         os.kill(pid, signal.SIGCONT)
-
-
-def _wait_open(session, task, want=1):
-    deadline = time.monotonic() + 30
-    while session.task_stats()[task]["open_steps"] != want and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return session.task_stats()[task]["open_steps"]
-
-
-def _busy_for(seconds, task):
-    """A kernel that computes on ``task`` for ``seconds`` (a while_loop of matmuls that
-    reads the clock), its result read on the ps."""
-    g = tf.Graph()
-    with g.as_default():
-        with tf.device(task):
-            t0 = tf.timestamp()
-            w = tf.constant(np.full((128, 128), 1 / 128, np.float32))
-            _, x = tf.while_loop(
-                lambda i, x: tf.timestamp() - t0 < seconds,
-                lambda i, x: (i + 1, tf.tanh(tf.matmul(x, w)) + 1.0),
-                [tf.constant(0), tf.ones((128, 128))],
-            )
-        with tf.device("/job:ps/task:0"):
-            total = tf.reduce_mean(x) * 0.0 + 1.0
-    return g, total
 
 
 def test_a_stopped_worker_fails_the_step_naming_it_and_is_used_again_once_continued(client):
@@ -88,19 +83,16 @@ def test_a_stopped_worker_fails_the_step_naming_it_and_is_used_again_once_contin
         s.run(t["init"])
         address = s.cluster.task_address("worker", 1)
         thread, box = run_in_thread(s, t["train"])
-        assert _wait_open(s, PS) == 1  # the ps has 2a and waits for worker-1's value
-        with stopped(client, s, W1) as (_, at):
-            thread.join(ERROR_WITHIN_S + 5)
-            assert "error" in box, "the step did not fail"
-            assert box["at"] - at < ERROR_WITHIN_S
-            e = box["error"]
-            assert isinstance(e, tf.errors.UnavailableError), e
+        wait_until(lambda: open_steps(s, PS) == 1, "the ps to wait for worker-1's value")
+        with stopped(client, address):
+            join(thread, "the step whose worker-1 was stopped")
+            e = box.get("error")
+            assert isinstance(e, tf.errors.UnavailableError), box
             assert W1 in str(e) and "hung" in str(e) and address in str(e)
             # asked of the ps alone (a run, or variables_on, would wait for worker-1 first)
             ps = s._on_tasks("variable_values", [PS], find_lost=False)[PS]
             assert (ps["a"], ps["b"]) == (1.0, 10.0)  # no update half-applied on the ps
-            stats = s._on_tasks("stats", [PS], find_lost=False)[PS]
-            assert stats["open_steps"] == 0  # its waiting Recv was aborted
+            wait_until(lambda: open_steps(s, PS) == 0, "the ps's waiting Recv to be aborted")
         # continued: the next run finds the same worker, server and queue; the step given
         # up is aborted there first, so its dequeue does not take the value put next
         s.run(t["put"], options=BOUNDED)
@@ -108,47 +100,62 @@ def test_a_stopped_worker_fails_the_step_naming_it_and_is_used_again_once_contin
         assert s.run(t["size"], options=BOUNDED) == 1
         s.run(t["train"], options=BOUNDED)
         assert s.run([t["a"], t["b"]], options=BOUNDED) == [3.0, 15.0]
-        assert _wait_open(s, W1, 0) == 0
+        wait_until(lambda: open_steps(s, W1) == 0, "worker-1 to hold no step")
 
 
 def test_a_long_kernel_on_a_healthy_worker_is_not_taken_for_hung(client):
-    seconds = liveness.HUNG_AFTER_S + 1.5  # longer than the heartbeat bound
-    g, total = _busy_for(seconds, "/job:worker/task:1")
+    g, t = busy_until_put("busy_1", "/job:worker/task:1")
     with tf.Session(client, graph=g) as s:
-        polls = s.heartbeats.polls
+        reads = []  # when the heartbeats were read (the client's clock)
+        update = s.heartbeats.update
+
+        def noted(workers, addresses, now):
+            update(workers, addresses, now)
+            reads.append(now)
+
+        s.heartbeats.update = noted
         began = time.monotonic()
-        assert s.run(total) == 1.0
-        assert time.monotonic() - began >= seconds
-        assert s.heartbeats.polls - polls >= seconds - 2  # the check ran all along
+        thread, box = run_in_thread(s, t["total"])
+        # the kernel runs until the check has read worker-1's heartbeat past the bound: a
+        # worker whose heartbeat stood still so long would have been found hung by then
+        wait_until(
+            lambda: any(r - began > s.heartbeats.bound() for r in reads) or "error" in box,
+            "the heartbeats to be read past the bound",
+        )
+        with tf.Session(client, graph=g) as other:
+            other.run(t["put"], options=BOUNDED)  # the kernel ends
+        join(thread, "the step of the long kernel")
+        assert box.get("value") == 1.0, box
         assert not s._lost
 
 
 def test_a_recoverable_session_goes_on_once_the_worker_is_continued(client):
-    g, total = _busy_for(1.5, "/job:worker/task:1")
+    g, t = busy_until_put("busy_2", "/job:worker/task:1")
     made = []
 
     def create():
         made.append(tf.Session(client, graph=g))
         return made[-1]
 
-    s = RecoverableSession(create, wait_s=30)
+    s = RecoverableSession(create, wait_s=WAIT_S)
     try:
-        assert s.run(total) == 1.0
-        thread, box = run_in_thread(s, total)
-        time.sleep(0.5)  # the step is running on worker-1
-        with stopped(client, s.session, W1) as (pid, at):
-            timer = threading.Timer(liveness.HUNG_AFTER_S + 4, os.kill, (pid, signal.SIGCONT))
-            timer.start()  # continued while the session waits for the worker to come back
-            try:
-                thread.join(ERROR_WITHIN_S + 20)
-            finally:
-                timer.cancel()
+        address = s.session.cluster.task_address("worker", 1)
+        thread, box = run_in_thread(s, t["total"])
+        wait_until(lambda: open_steps(made[0], PS) == 1, "the ps to wait for worker-1's value")
+        with stopped(client, address):  # worker-1 stopped mid-kernel
+            wait_until(lambda: W1 in made[0]._hung, "the session to find worker-1 hung")
+        # continued while the session waits for it to come back; the run is made again
+        wait_until(
+            lambda: len(made) == 2 and open_steps(made[1], PS) == 1,
+            "the run to be made again on a new session",
+        )
+        with tf.Session(client, graph=g) as other:
+            other.run(t["put"], options=BOUNDED)  # the kernels end
+        join(thread, "the recovered run")
         assert box.get("value") == 1.0, box
-        assert box["at"] - at < liveness.HUNG_AFTER_S + 4 + ERROR_WITHIN_S  # continued, rerun
         assert s.recoveries == 1 and len(made) == 2
-        assert made[1].cluster.task_address("worker", 1) == made[0].cluster.task_address(
-            "worker", 1
-        )  # the same worker, continued: not replaced
+        # the same worker, continued: not replaced
+        assert made[1].cluster.task_address("worker", 1) == address
     finally:
         s.close()
 
@@ -157,12 +164,13 @@ def test_operation_timeout_in_ms_bounds_a_step_a_live_task_blocks(client):
     g, t = stalled_step("hung_2")
     config = tf.ConfigProto(operation_timeout_in_ms=1000)
     with tf.Session(client, graph=g, config=config) as s:
-        s.run(t["init"])
+        s.run(t["init"], options=BOUNDED)  # the runs' own deadline, not the config's
         began = time.monotonic()
-        with pytest.raises(tf.errors.DeadlineExceededError):
-            s.run(t["train"])
-        assert time.monotonic() - began < 1.0 + ERROR_WITHIN_S
-        assert s.run(t["a"]) == 1.0  # the session goes on
+        thread, box = run_in_thread(s, t["train"])  # only its deadline can end it
+        join(thread, "the step bounded by operation_timeout_in_ms")
+        assert isinstance(box.get("error"), tf.errors.DeadlineExceededError), box
+        assert box["at"] - began >= 1.0  # not before its deadline
+        assert s.run(t["a"], options=BOUNDED) == 1.0  # the session goes on
 
 
 # -------------------------------------------------- the heartbeat bookkeeping, no cluster
@@ -203,6 +211,6 @@ def test_a_scheduler_that_does_not_answer_gives_no_verdict(monkeypatch):
 
     thread = threading.Thread(target=ask, daemon=True)
     thread.start()
-    thread.join(30)
+    join(thread, "the heartbeat check of a scheduler that does not answer")
     assert box["verdict"] == {}
     assert h.polls == 0
