@@ -1,4 +1,4 @@
-"""ClusterSpec, replica_device_setter and partitioning (no Dask needed): issue 20, items 1-2."""
+"""ClusterSpec, replica_device_setter and partitioning (no Dask needed)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import flowbook as tf
 from flowbook.distributed.partition import assign_tasks, partition
 from flowbook.run.plan import build_plan
 
+pytestmark = pytest.mark.cluster
 TASKS = [("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1)]
 
 

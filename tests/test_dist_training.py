@@ -1,4 +1,4 @@
-"""Between-graph distributed training (issue 20): Server, SyncReplicasOptimizer, chief and workers.
+"""Between-graph distributed training: Server, SyncReplicasOptimizer, chief and workers.
 
 - ``tf.ConditionalAccumulator``: means, sums, stale gradients dropped, takes
   that wait, errors; against numpy;
@@ -11,27 +11,35 @@
   ``assign_add``; variables stay on the ps across runs and sessions;
 - the same training script, unchanged TF1 code, as three processes.
 
-Every cluster is on loopback, started and closed by its fixture or test.
+Every cluster is on loopback, started and closed by its fixture or test, also
+when a start fails half-way.  No test sleeps for a fixed time: each waits for
+the event it needs (a take or a worker waiting, a thread's end), bounded by
+``task_clusters.WAIT_S``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from task_clusters import WAIT_S, join, wait_until  # noqa: E402
+
 import flowbook as tf  # noqa: E402
 from flowbook.distributed import server_api  # noqa: E402
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.cluster
 PS = "/job:ps/replica:0/task:0"
 
 
@@ -76,26 +84,33 @@ def test_stale_gradients_are_dropped_by_global_step():
         assert s.run(acc.num_accumulated()) == 0
 
 
+def _takers(session, acc):
+    """The takes waiting in ``acc`` in ``session`` (0 before its first op ran)."""
+    state = session._cell(acc.accumulator_ref.op).value
+    return 0 if state is None else len(state.takers)
+
+
 def test_a_take_waits_for_enough_gradients():
     with tf.Graph().as_default(), tf.Session() as s:
         acc = tf.ConditionalAccumulator(tf.float32, [2])
         apply = acc.apply_grad(tf.placeholder(tf.float32, [2], name="g"))
         take = acc.take_grad(2)
         got = []
-        t = threading.Thread(target=lambda: got.append(s.run(take)))
+        t = threading.Thread(target=lambda: got.append(s.run(take)), daemon=True)
         t.start()
         s.run(apply, {"g:0": [1.0, 1.0]})
-        t.join(0.3)
-        assert t.is_alive() and not got  # one gradient is not enough
+        wait_until(lambda: _takers(s, acc) == 1, "the take to wait in the accumulator")
+        assert t.is_alive() and not got  # one gradient is not enough: it still waits
         s.run(apply, {"g:0": [3.0, 5.0]})
-        t.join(10)
+        join(t, "the take given its second gradient")
         np.testing.assert_allclose(got[0], [2.0, 3.0])
 
 
 def test_closing_the_session_cancels_a_waiting_take():
     g = tf.Graph()
     with g.as_default():
-        take = tf.ConditionalAccumulator(tf.float32, [1]).take_grad(1)
+        acc = tf.ConditionalAccumulator(tf.float32, [1])
+        take = acc.take_grad(1)
     s = tf.Session(graph=g)
     errors = []
 
@@ -105,12 +120,12 @@ def test_closing_the_session_cancels_a_waiting_take():
         except tf.errors.CancelledError as e:
             errors.append(e)
 
-    t = threading.Thread(target=wait)
+    t = threading.Thread(target=wait, daemon=True)
     t.start()
-    t.join(0.2)
+    wait_until(lambda: _takers(s, acc) == 1, "the take to wait in the accumulator")
     s.close()
-    t.join(10)
-    assert not t.is_alive() and "accumulator" in str(errors[0])
+    join(t, "the take of a closed session")
+    assert len(errors) == 1 and "accumulator" in str(errors[0])
 
 
 @pytest.mark.parametrize(
@@ -146,14 +161,23 @@ def _cluster_spec(workers=2):
     return tf.train.ClusterSpec({"ps": [ps], "worker": ws})
 
 
+@contextlib.contextmanager
+def _started(cluster, tasks):
+    """The Servers of ``tasks`` (job, index), started in order; each closed on the way
+    out, the last started first, also when a later one failed to start."""
+    with contextlib.ExitStack() as stack:
+        made = []
+        for job, k in tasks:
+            made.append(tf.train.Server(cluster, job, k))
+            stack.callback(made[-1].close)
+        yield made
+
+
 @pytest.fixture
 def servers():
     cluster = _cluster_spec()
-    made = [tf.train.Server(cluster, "ps", 0)]
-    made += [tf.train.Server(cluster, "worker", k) for k in (0, 1)]
-    yield cluster, made
-    for s in reversed(made):
-        s.close()
+    with _started(cluster, [("ps", 0), ("worker", 0), ("worker", 1)]) as made:
+        yield cluster, made
 
 
 def test_the_servers_make_one_cluster(servers):
@@ -172,8 +196,7 @@ def test_the_servers_make_one_cluster(servers):
     for t in joins:
         t.start()
     for t in joins:
-        t.join(30)
-    assert not any(t.is_alive() for t in joins)
+        join(t, "a worker's join once its scheduler is down")
 
 
 def test_servers_join_a_scheduler_named_by_the_environment(monkeypatch):
@@ -181,16 +204,12 @@ def test_servers_join_a_scheduler_named_by_the_environment(monkeypatch):
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0",
                                   host="127.0.0.1", protocol="tcp://") as dask:  # fmt: skip
         monkeypatch.setenv(server_api.SCHEDULER_ENV, "dask://" + dask.scheduler_address[6:])
-        made = [tf.train.Server(cluster_spec, j, 0) for j in ("ps", "worker")]
-        try:
+        with _started(cluster_spec, [("ps", 0), ("worker", 0)]) as made:
             assert made[0].target == made[1].target == "dask://" + dask.scheduler_address[6:]
             with tf.Graph().as_default(), tf.device("/job:ps/task:0"):
                 y = tf.constant(4.0) + 1.0
                 with tf.Session(made[1].target) as s:
                     assert s.run(y) == 5.0 and s.cluster.jobs == ["ps", "worker"]
-        finally:
-            for m in made:
-                m.close()
 
 
 def test_a_local_server():
@@ -279,11 +298,12 @@ def test_async_workers_lose_no_assign_add_and_variables_stay_on_the_ps(servers):
         except Exception as e:  # reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=a) for a in ((0, w0), (1, w1), (1, w1))]
+    args = ((0, w0), (1, w1), (1, w1))
+    threads = [threading.Thread(target=worker, args=a, daemon=True) for a in args]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(120)
+        join(t, "an asynchronous worker's 30 steps")
     assert not errors
     with tf.Session(w1.target, graph=_counter(cluster, 1)[0]) as s:  # a new session, graph
         assert s.variables_on(PS)["count"] == 90
@@ -319,11 +339,11 @@ def _train_on_threads(script, cluster, servers, checkpoint_dir):
             errors.append(e)
             barrier.abort()
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in (0, 1)]
+    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in (0, 1)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(150)
+        join(t, f"worker {threads.index(t)}'s training loop", timeout=2 * WAIT_S)
     assert not errors, errors
     return results
 
@@ -351,8 +371,7 @@ def test_sync_replicas_training_follows_its_single_machine_twin(servers, script,
 
 def test_a_new_cluster_restores_the_chiefs_checkpoint(tmp_path):
     cluster = _cluster_spec(workers=1)
-    made = [tf.train.Server(cluster, "ps", 0), tf.train.Server(cluster, "worker", 0)]
-    try:
+    with _started(cluster, [("ps", 0), ("worker", 0)]) as made:
         g = tf.Graph()
         with g.as_default(), tf.device(tf.train.replica_device_setter(cluster=cluster)):
             step = tf.train.get_or_create_global_step()
@@ -367,9 +386,6 @@ def test_a_new_cluster_restores_the_chiefs_checkpoint(tmp_path):
                 assert sess.run(step) == expected
             with tf.Session(made[1].target, graph=g) as s:
                 s.reset_cluster()  # the ps forgets: only the checkpoint remains
-    finally:
-        for s in reversed(made):
-            s.close()
 
 
 def test_a_worker_waits_for_its_chief(servers, monkeypatch):
@@ -382,26 +398,32 @@ def test_a_worker_waits_for_its_chief(servers, monkeypatch):
         v = tf.Variable(5.0, name="chief_made")
     with g.as_default(), pytest.raises(tf.errors.DeadlineExceededError, match="chief_made"):
         tf.train.MonitoredTrainingSession(master=w1.target, is_chief=False, max_wait_secs=0.3)
-    got = []
+    got, waits = [], []
+
+    def sleep(seconds):  # the worker's wait after it found the model not ready
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    clock = SimpleNamespace(monotonic=time.monotonic, sleep=sleep)
+    monkeypatch.setattr(monitored_session, "time", clock)  # only the worker's wait uses it
 
     def worker():
         with g.as_default(), tf.train.MonitoredTrainingSession(
-            master=w1.target, is_chief=False, max_wait_secs=60
+            master=w1.target, is_chief=False, max_wait_secs=WAIT_S
         ) as sess:  # fmt: skip
             got.append(sess.run(v))
 
-    t = threading.Thread(target=worker)
+    t = threading.Thread(target=worker, daemon=True)
     t.start()
-    t.join(0.5)
+    wait_until(lambda: waits, "the worker to find that the chief has not initialised the model")
     assert t.is_alive() and not got  # waiting for the chief
     with tf.Session(w0.target, graph=g) as s:
         s.run(v.initializer)
-    t.join(30)
+    join(t, "the worker's session once the chief initialised the model")
     assert got == [5.0]
 
 
 # ------------------------------------------------------ the same, as processes
-@pytest.mark.timeout(240)
 def test_the_tf1_script_runs_unchanged_as_processes(script, tmp_path):
     cluster = _cluster_spec()
     spec = json.dumps(cluster.as_dict())
@@ -414,7 +436,7 @@ def test_the_tf1_script_runs_unchanged_as_processes(script, tmp_path):
                               stderr=subprocess.PIPE, text=True) for a in argv]  # fmt: skip
     try:
         for p in procs[1:]:
-            _, err = p.communicate(timeout=200)
+            _, err = p.communicate(timeout=2 * WAIT_S)
             assert p.returncode == 0, err[-3000:]
     finally:
         for p in procs:

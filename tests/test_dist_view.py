@@ -1,16 +1,19 @@
-"""Seeing a run on a Dask cluster (issue 20, item 5): live-graph messages, merged traces, clocks.
+"""Seeing a run on a Dask cluster: live-graph messages, merged traces, clocks.
 
 A loopback LocalCluster of ps-0, worker-0 and worker-1.  The live graph's
 run state must name each op's task and carry the Send/Recv pairs on the
 edges they split; FULL_TRACE and ``tf.profile()`` must give one Chrome-trace
 process per task with the tasks' clocks aligned, so that every Recv ends
 after its Send started; observers see a cluster step as they see a local
-one, and an unwatched step asks its tasks for no report.
+one, and an unwatched step asks its tasks for no report.  The bound on a clock
+offset is held against the round trips measured in the same test, never
+against a fixed duration (a loaded machine lengthens them all).
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -24,7 +27,7 @@ from flowbook.distributed.dist_trace import ClockSync, TaskTimings  # noqa: E402
 from flowbook.notebook import live  # noqa: E402
 from flowbook.timeline import Timeline  # noqa: E402
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.cluster
 PS, W0, W1 = (f"/job:{j}/replica:0/task:{k}" for j, k in (("ps", 0), ("worker", 0), ("worker", 1)))
 TRACE = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 
@@ -191,15 +194,18 @@ def test_clock_sync_keeps_the_round_trip_with_the_least_time_on_the_wire():
     assert c.offset("other") == (0, 0)
 
 
-@pytest.mark.timeout(180)
 def test_processes_clocks_are_aligned_within_their_bound():
     with task_cluster(processes=True) as c:
         g, x, y, init = model()
         with tf.Session(c, graph=g) as s:
             s.run(init)
+            steps_us = []  # each step's time here, which holds every task's round trip
             for _ in range(4):  # the clock estimate keeps the best of several round trips
                 md = tf.RunMetadata()
+                began = time.perf_counter_ns()
                 s.run(y, {x: FEED}, options=TRACE, run_metadata=md)
+                steps_us.append((time.perf_counter_ns() - began) / 1000)
             bounds = [v["bound_us"] for v in s.clock_offsets().values()]
-    assert len(bounds) == 3 and all(0 < b < 50_000 for b in bounds)
+    # the bound is half the time on the wire of the best round trip: within half a step
+    assert len(bounds) == 3 and all(0 < b <= min(steps_us) / 2 for b in bounds)
     _causal(json.loads(Timeline(md.step_stats, g).generate_chrome_trace_format()))

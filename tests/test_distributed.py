@@ -1,9 +1,10 @@
-"""Sessions on a Dask cluster (issue 20): a loopback LocalCluster of ps-0, worker-0 and worker-1.
+"""Sessions on a Dask cluster: a loopback LocalCluster of ps-0, worker-0 and worker-1.
 
 Partitioned runs must equal local runs (hypothesis graphs placed at random
 over the tasks); variables stay on their ps across runs and sessions;
 concurrent asynchronous clients lose no ``assign_add``; the client gets back
-only what it fetched; errors name the client's op and the task.
+only what it fetched; errors name the client's op and the task.  Every wait is
+for an event (a thread's end), bounded by ``task_clusters.WAIT_S``.
 """
 
 from __future__ import annotations
@@ -17,18 +18,18 @@ distributed = pytest.importorskip("distributed")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from task_clusters import task_cluster  # noqa: E402
+from task_clusters import join, task_cluster  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.cluster
 PS, W0, W1 = (f"/job:{j}/replica:0/task:{k}" for j, k in (("ps", 0), ("worker", 0), ("worker", 1)))
 DEVICES = ["/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1", ""]
 
 
 @pytest.fixture(scope="module")
 def client():
-    with task_cluster(timeout=30) as c:  # workers named after their tasks
+    with task_cluster() as c:  # workers named after their tasks
         yield c
 
 
@@ -183,11 +184,11 @@ def test_concurrent_asynchronous_workers_lose_no_assign_add(client):
         except Exception as e:  # reported below
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in (0, 1, 0)]
+    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in (0, 1, 0)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        join(t, "an asynchronous worker's 40 steps")
     assert not errors
     with _session(client, g) as s:
         assert s.run(v) == 120
@@ -291,9 +292,8 @@ def test_monitored_training_on_the_cluster_follows_its_local_twin(client):
 
 
 # ------------------------------------------------- worker processes, over TCP
-@pytest.mark.timeout(180)
 def test_a_cluster_of_processes_over_tcp_gives_the_local_values():
-    with task_cluster(("ps-0", "worker-0"), processes=True, timeout=120) as c:
+    with task_cluster(("ps-0", "worker-0"), processes=True) as c:
         g, x, init, fetches = _build(
             (W0, "/job:ps/task:0", ""), [("matmul", 0, 1, "/job:ps/task:0", None)], [1, 3]
         )
