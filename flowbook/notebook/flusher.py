@@ -30,7 +30,10 @@ class Flusher:
         self.event = threading.Event()  # set when pending gained a hub
         self.thread: threading.Thread | None = None
         self.last = 0.0  # monotonic time of the last flush
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # guards making the thread
+        # held through a pass that took hubs out of pending until their states are sent, so
+        # that flush_now returns only once everything pending when it was called has gone
+        self.passing = threading.Lock()
 
     def wake(self, hub: Any) -> None:
         """Schedule ``hub``'s flush (cheap when one is already scheduled)."""
@@ -47,9 +50,11 @@ class Flusher:
         self.event.set()
 
     def flush_now(self) -> None:
-        """Send everything pending, on the calling thread (end of a cell, tests)."""
-        while self.pending:
-            self._flush_pending(force=True)
+        """Send everything pending, on the calling thread (end of a cell, tests); a pass of the
+        thread in flight finishes first."""
+        with self.passing:
+            while self.pending:
+                self._flush_pending(force=True)
 
     def _flush_pending(self, force: bool = False) -> None:
         """Send the hubs pending now; those that get dirty meanwhile wait for the next tick."""
@@ -68,7 +73,8 @@ class Flusher:
             if delay > 0:  # runs streaming: one nap a tick, no wake-up per run
                 time.sleep(delay)
             self.last = time.monotonic()
-            with contextlib.suppress(Exception):  # a view's failure must not kill the thread
-                # one pass a tick: runs that keep a hub dirty while a slow view takes its
-                # update must not turn the loop into back-to-back sends
+            # one pass a tick: runs that keep a hub dirty while a slow view takes its update
+            # must not turn the loop into back-to-back sends; a view's failure must not kill
+            # the thread
+            with self.passing, contextlib.suppress(Exception):
                 self._flush_pending()
