@@ -196,6 +196,25 @@ def test_graph_changes_and_stale_marks_are_sent_on_refresh(view):
     assert [(d["name"], d["stale"]) for d in nodes] == [("b", True)]
 
 
+def test_a_view_added_after_new_ops_leaves_the_others_due_for_them(view):
+    """A cell that builds ops and shows the graph (a new widget) must still send the ops to
+    the views already showing it (the side panel) when the cell ends."""
+    g = fb.Graph()
+    with g.as_default():
+        fb.constant(1.0, name="a")
+    hub = view.attach(g)
+    with g.as_default():
+        fb.identity(g.get_tensor_by_name("a:0"), name="b")
+    shown = FakeView()
+    hub.add_view(shown)  # tf.show() in the cell that built "b"
+    try:
+        assert [d["name"] for d in shown.last("graph")["nodes"]] == ["a", "b"]
+        hub.refresh()  # the cell's end
+        assert [d["name"] for d in view.last("graph")["nodes"]] == ["a", "b"]
+    finally:
+        hub.remove_view(shown)
+
+
 def test_watcher_leaves_other_graphs_alone(view):
     g, other = fb.Graph(), fb.Graph()
     with other.as_default():

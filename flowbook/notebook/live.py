@@ -114,10 +114,14 @@ class LiveGraph:
             self.views.append(view)
         WATCHER.attach()
         with self.send_lock:
-            base = self.sent_base
+            base, version = self.sent_base, self.sent_version
             view.push(self._numbered(self.state(("graph", "run", "stepper", "history"))))
             if self.sent_base != base:  # the other views' "run" is older: ticks on it stop
                 self.sent_snap = None
+            with self.lock:
+                others = len(self.views) > 1
+            if others:  # they still show the graph they were sent: the next refresh sends it
+                self.sent_version = version
 
     def remove_view(self, view: View) -> None:
         """Stop sending to ``view``."""
