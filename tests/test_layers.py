@@ -9,8 +9,9 @@ blocks left out) apart from those inside functions.  The rules:
 (b) an import of a flowbook module inside a function is listed in
     :data:`LAZY_IMPORTS`, with its reason; an upward reach goes through
     ``flowbook.hooks`` instead;
-(c) a module imports only from its own layer or lower ones (:data:`LAYERS`);
-(d) no file of the package passes 500 lines.
+(c) a module imports only from its own layer or lower ones (:data:`LAYERS`).
+
+A module holds one concept however long that takes: no line count is checked.
 
 Importing ``flowbook.ops.x`` from outside ``flowbook.ops`` also runs
 ``flowbook/ops/__init__.py``, so it counts as importing that package too.
@@ -228,9 +229,3 @@ def test_lazy_imports_listed_still_exist():
     present = {(m, t) for m, (_, lazy) in IMPORTS.items() for t, _ in lazy}
     stale = sorted(set(LAZY_IMPORTS) - present)
     assert not stale, f"LAZY_IMPORTS entries no longer in the code: {stale}"
-
-
-@pytest.mark.parametrize("module", MODULES)
-def test_file_is_at_most_500_lines(module):
-    lines = len(FILES[module].read_text().splitlines())
-    assert lines <= 500, f"{FILES[module].relative_to(PACKAGE.parent)}: {lines} lines"
