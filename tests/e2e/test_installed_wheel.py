@@ -228,6 +228,11 @@ def test_a_notebook_shows_the_live_graph_from_the_wheel(venv, wheel_lab, page):
         page.evaluate("() => window.jupyterapp.commands.execute('flowbook:open-graph-panel')")
     panel.wait_for(state="visible", timeout=30_000)
     side = panel.locator(".flowbook-graph")
+    page.wait_for_function(  # the ops of the cell that built and showed them, before any run
+        """([root, names]) => names.every(n => root.querySelector(`.fb-node[data-name="${n}"]`))""",
+        arg=[side.element_handle(timeout=30_000), sorted(names)],
+        timeout=30_000,
+    )
     shot(nb, "01-graph", LARGE, widget)
 
     run_ok(nb, 2)
