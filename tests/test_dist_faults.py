@@ -151,6 +151,19 @@ def test_a_worker_that_does_not_come_back_is_reported(client):
         assert SERVER_START_S >= ERROR_WITHIN_S
 
 
+def test_a_task_server_that_does_not_start_is_unavailable(client, monkeypatch):
+    from flowbook.distributed import task_servers
+
+    monkeypatch.setattr(task_servers, "SERVER_START_S", 0.5)
+    nowhere = "tcp://127.0.0.1:9"  # no worker there: its server never starts
+    name = f"flowbook-task-worker-7@{nowhere}"
+    try:
+        with pytest.raises(tf.errors.UnavailableError, match=f"{name}: not started within"):
+            task_servers.start_servers(client, tf.train.ClusterSpec({"worker": {7: nowhere}}))
+    finally:
+        client.unpublish_dataset(name)
+
+
 # ------------------------------------------- when partitions run (stages.py), no cluster
 def _parted(build, fetch_names):
     from flowbook.distributed.partition import partition
