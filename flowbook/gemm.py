@@ -254,7 +254,10 @@ def in_bands(n: int, body: Callable[[int, int], Any], pieces: int = 0) -> None:
     job = _Bands(body, _edges(n, pieces))
     with _lock:
         if _helpers is None:
+            from flowbook.run.pool import start_workers  # flowbook.run.pool imports this
+
             _helpers = ThreadPoolExecutor(ways - 1, thread_name_prefix="flowbook-bands")
+            start_workers(_helpers)
         helpers = _helpers
     for _ in range(min(ways, pieces) - 1):
         helpers.submit(job.work)

@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from interrupts import WITHIN, CtrlC
 
 import flowbook as fb
 from flowbook.run import executor
+from flowbook.run import pool as pool_module
 from flowbook.run.compile import RunPath
 from flowbook.run.plan import build_plan
 
@@ -213,6 +215,27 @@ def test_keyboard_interrupt_stops_a_run_and_session_stays_usable():
             presser.join()
         assert time.perf_counter() - t0 < 5
         assert np.allclose(s.run(x * 2.0, {x: value}), 2 * value)
+
+
+def test_an_interrupt_while_a_pool_starts_leaves_every_worker_registered():
+    """Interpreter exit wakes only the workers concurrent.futures registered; one that
+    Ctrl-C cut off from its registration (in Thread.start()) would hang it forever."""
+    from concurrent.futures import thread as futures_thread
+
+    pools = []
+    press = CtrlC(inside=[threading.Thread.start], started=True)
+    with press:
+        while press.pressing():  # pools start workers until one start is interrupted
+            p = pool_module.CountingPool(max_workers=2, thread_name_prefix="ctrl-c-pool")
+            pools.append(p)
+            p.submit(int).result()
+    for t in threading.enumerate():
+        if t.name == "flowbook-pool-start":
+            t.join(WITHIN)  # what the interrupted start had left to do
+    workers = [t for t in threading.enumerate() if t.name.startswith("ctrl-c-pool")]
+    assert [t.name for t in workers if t not in futures_thread._threads_queues] == []
+    for p in pools:
+        p.shutdown()
 
 
 def test_no_threads_leak_across_thousands_of_runs():
