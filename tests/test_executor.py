@@ -3,9 +3,7 @@ threads, concurrency."""
 
 from __future__ import annotations
 
-import _thread
 import threading
-import time
 
 import networkx as nx
 import numpy as np
@@ -190,30 +188,17 @@ def test_first_error_cancels_the_rest_of_the_step():
 
 
 def test_keyboard_interrupt_stops_a_run_and_session_stays_usable():
-    x = fb.placeholder(fb.float64, [400, 400])
+    x = fb.placeholder(fb.float64, [200, 200])
     y = x
     for _ in range(400):
-        y = fb.matmul(y, x) * 1e-3
-    value = np.eye(400)
-    caught = threading.Event()
-
-    def press_ctrl_c():  # again every 0.1 s, as a user would: CPython drops an interrupt
-        time.sleep(0.05)  # that lands in a gc callback (hypothesis installs one)
-        while not caught.wait(0.1) and time.perf_counter() - t0 < 5:
-            _thread.interrupt_main()
-
+        y = fb.matmul(y, x) * 1e-3  # a long run: 800 ops, 400 of them products
+    value = np.eye(200)
+    # the press raises only inside Session.run: the interrupt lands in a run, never between
+    press = CtrlC(inside=[fb.Session.run], started=True)
     with fb.Session() as s:
-        t0 = time.perf_counter()
-        presser = threading.Thread(target=press_ctrl_c)
-        presser.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                for _ in range(10_000):  # long enough to be interrupted
-                    s.run(y, {x: value})
-        finally:
-            caught.set()
-            presser.join()
-        assert time.perf_counter() - t0 < 5
+        with press:
+            while press.pressing():  # ends if no interrupt lands: the block then fails
+                s.run(y, {x: value})
         assert np.allclose(s.run(x * 2.0, {x: value}), 2 * value)
 
 
