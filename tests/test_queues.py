@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import _thread
 import threading
 import time
 
 import numpy as np
 import pytest
+from interrupts import WITHIN, CtrlC
 
 import flowbook as tf
 
@@ -141,46 +141,78 @@ def test_other_ready_ops_run_while_an_op_waits():
         box = {}
         worker = threading.Thread(target=lambda: box.setdefault("v", s.run([d, marker])))
         worker.start()
-        assert s.run(side.dequeue(), options=tf.RunOptions(timeout_in_ms=2000)) == 9.0
+        # bounds that only turn a hang into a failure: the worker may start late under load
+        bound = tf.RunOptions(timeout_in_ms=int(WITHIN * 1000))
+        assert s.run(side.dequeue(), options=bound) == 9.0
         s.run(q.enqueue(5.0))
-        worker.join(2)
+        worker.join(WITHIN)
         assert box["v"][0] == 5.0
         t.join()
+
+
+class Parks(tf.Observer):
+    """Sets ``parked`` when an op of the run waits: what ends the wait comes after it."""
+
+    def __init__(self, parked: threading.Event) -> None:
+        self.parked = parked
+
+    def on_wait(self, op, what):
+        self.parked.set()
+
+
+def _once_parked(parked, fn):
+    """Run ``fn`` on a thread once the run waits (not at all if it never does)."""
+    t = threading.Thread(target=lambda: parked.wait(WITHIN) and fn())
+    t.start()
+    return t
 
 
 @pytest.mark.parametrize(
     "how", ["close", "cancel_enqueue", "timeout", "interrupt", "session_close"]
 )
-def test_a_blocked_run_ends_within_half_a_second(how):
+def test_a_blocked_run_ends_when_its_wait_is_ended(how):
     q = tf.FIFOQueue(1, tf.int32)
     full = q.enqueue(1)
     s = tf.Session()
     s.run(full)  # now full: another enqueue waits
-    op, options = (q.dequeue(), None)
+    op = q.dequeue()
     s.run(op)  # empty again: a dequeue waits
     expect = {"close": tf.errors.OutOfRangeError, "cancel_enqueue": tf.errors.CancelledError,
               "timeout": tf.errors.DeadlineExceededError, "interrupt": KeyboardInterrupt,
               "session_close": tf.errors.CancelledError}[how]  # fmt: skip
+    # a deadline that fires only if what should end the wait does not: a failure, not a hang
+    options = tf.RunOptions(timeout_in_ms=int(2 * WITHIN * 1000))
+    press = CtrlC(inside=[tf.Session.run])
+    parked, ender = press.reached, None
     if how == "cancel_enqueue":
         s.run(full)
         op = full
-        timer = _later(0.1, lambda: s.run(q.close(cancel_pending_enqueues=True)))
+        ender = _once_parked(parked, lambda: s.run(q.close(cancel_pending_enqueues=True)))
     elif how == "close":
-        timer = _later(0.1, lambda: s.run(q.close()))
+        ender = _once_parked(parked, lambda: s.run(q.close()))
     elif how == "timeout":
-        options, timer = tf.RunOptions(timeout_in_ms=100), _later(0, lambda: None)
-    elif how == "interrupt":
-        timer = _later(0.1, _thread.interrupt_main)
-    else:
-        timer = _later(0.1, s.close)
+        options = tf.RunOptions(timeout_in_ms=100)
+    elif how == "session_close":
+        ender = _once_parked(parked, s.close)
     start = time.monotonic()
-    with pytest.raises(expect) as info:
-        s.run(op, options=options)
-    assert time.monotonic() - start < 0.5
-    timer.join()
-    if how != "interrupt":
+    with tf.observe(Parks(parked)):
+        if how == "interrupt":
+            with press:  # presses from the moment the dequeue waits, until caught
+                s.run(op, options=options)
+            info = None
+        else:
+            with pytest.raises(expect) as info:
+                s.run(op, options=options)
+    elapsed = time.monotonic() - start
+    if ender is not None:
+        ender.join()
+    assert parked.is_set()  # the run waited; then what ended the wait ended the run
+    if how == "timeout":
+        assert elapsed >= 0.1  # not before its deadline
+    if info is not None:
         assert "fifo_queue" in str(info.value)
     if how != "session_close":
+        assert s.run(q.size()) == (1 if op is full else 0)  # the waiting op took nothing
         assert s.run(tf.constant(3)) == 3  # the session is still usable
         s.close()
 
