@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from interrupts import WITHIN, CtrlC
 
 import flowbook as tf
 from flowbook.errors import InvalidArgumentError
 from flowbook.run import pool as pool_module
 from flowbook.run.executor import run_frames
+from flowbook.run.loops import LOOP_FILENAME
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -265,22 +266,31 @@ def test_a_kernel_error_names_the_op_and_the_iteration():
             s.run(b, {idx: 2})
 
 
-def test_interrupt_stops_a_long_loop_quickly():
+class LoopWatch(tf.Observer):
+    """Sets ``started`` when a loop starts; keeps its live count and how the run ended."""
+
+    def __init__(self, started: threading.Event) -> None:
+        self.started, self.progress, self.ended = started, None, None
+
+    def on_loop(self, name, progress):  # watching this leaves the loop compiled
+        self.progress = progress
+        self.started.set()
+
+    def on_finish(self, plan, error):
+        self.ended = error
+
+
+def test_interrupt_stops_a_long_loop():
+    total = 10**7
     with tf.Graph().as_default(), tf.Session() as s:
-        n = tf.while_loop(lambda i: i < 10**7, lambda i: i + 1, [0])
-        timer = threading.Timer(0.3, lambda: _interrupt_main())
-        timer.start()
-        t0 = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            s.run(n)
-        assert time.monotonic() - t0 < 2.0
+        n = tf.while_loop(lambda i: i < total, lambda i: i + 1, [0])
+        # the press raises only inside the compiled loop, once it has started
+        press = CtrlC(inside=[LOOP_FILENAME])
+        with tf.observe(LoopWatch(press.reached)) as loop, press:
+            s.run(n)  # a lost interrupt: the loop ends by itself, and the block fails
+        assert isinstance(loop.ended, KeyboardInterrupt)  # the run ended by the interrupt
+        assert loop.progress() < total  # before the loop's end
         assert s.run(tf.while_loop(lambda i: i < 3, lambda i: i + 1, [0])) == 3
-
-
-def _interrupt_main():
-    import _thread
-
-    _thread.interrupt_main()
 
 
 def test_deadline_in_a_loop():
@@ -384,10 +394,17 @@ def test_operation_timeout_in_ms_is_a_session_s_deadline():
     with tf.Graph().as_default(), tf.Session(config=config) as s:
         n = tf.while_loop(lambda i: i < 10**7, lambda i: i + 1, [0])
         q = tf.FIFOQueue(2, tf.float32)
-        t0 = time.monotonic()
-        with pytest.raises(tf.errors.DeadlineExceededError):
+        watch = tf.observe(LoopWatch(threading.Event()))
+        with watch as loop, pytest.raises(tf.errors.DeadlineExceededError):
             s.run(n)
-        with pytest.raises(tf.errors.DeadlineExceededError):
-            s.run(q.dequeue())  # an empty queue: the wait ends at the deadline
-        assert time.monotonic() - t0 < 10
+        assert loop.progress() < 10**7  # the deadline cut the loop short
+        # should the deadline not end the wait, this element does: a failure, not a hang
+        guard = threading.Timer(WITHIN, s.run, [q.enqueue(1.0)])
+        guard.start()
+        try:
+            with pytest.raises(tf.errors.DeadlineExceededError):
+                s.run(q.dequeue())  # an empty queue: the wait ends at the deadline
+        finally:
+            guard.cancel()
+            guard.join()
         assert s.run(tf.constant(2.0) * 3.0) == 6.0  # the session stays usable
