@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import _thread
-import gc
-import threading
 import time
 
 import networkx as nx
@@ -12,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from interrupts import CtrlC
 from test_executor import build, random_dag
 
 import flowbook as fb
@@ -277,22 +275,22 @@ def test_an_interrupted_kernel_is_not_marked_done_and_everything_stays_usable():
         i = stepper.plan.ops.index(slow.op)
         real = stepper.plan.fns[i]
 
-        timer = threading.Timer(0.05, _thread.interrupt_main)
-
         def sleepy(*args):
-            timer.start()  # from inside the kernel: the interrupt cannot land before it runs
-            for _ in range(20000):  # interruptible: the interrupt lands between sleeps
+            press.reached.set()  # the kernel runs: press from now on
+            while press.pressing():  # interruptible: the interrupt lands between sleeps
                 time.sleep(0.001)
-            return real(*args)
+            return real(*args)  # no interrupt landed: cont() ends, and the block fails
 
+        press = CtrlC(inside=[sleepy])  # it lands in the kernel, nowhere else
         stepper.plan.fns[i] = sleepy
-        with pytest.raises(KeyboardInterrupt):
-            stepper.cont()
-        timer.join()
+        try:
+            with press:
+                stepper.cont()
+        finally:
+            stepper.plan.fns[i] = real
         assert slow.op in stepper.ready() and slow.op not in stepper.executed
         assert a.op in stepper.executed
         check_consistent(stepper)
-        stepper.plan.fns[i] = real
         assert stepper.cont() == 5.0
         assert s.run(out, {x: 1.0}) == 5.0
 
@@ -302,47 +300,69 @@ def test_interrupts_anywhere_in_cont_leave_the_stepper_consistent():
     y = x
     for _ in range(3000):
         y = fb.add(y, 1.0)
-    gc.disable()  # an interrupt landing in a gc callback would be lost as "unraisable"
-    try:
-        _interrupt_cont_repeatedly(y, x)
-    finally:
-        gc.enable()
-
-
-def _interrupt_cont_repeatedly(y, x):
     with fb.Session() as s:
         expected = s.run(y, {x: 0.0})
-        interrupted = 0
         for k in range(8):
             stepper = debug.Stepper(s, y, {x: 0.0})
-            timer = threading.Timer(0.002 + 0.004 * k, _thread.interrupt_main)
-            timer.start()
-            try:
-                stepper.cont()
-                timer.join()
-                for _ in range(200):  # absorb an interrupt that came after the end
+            fns = stepper.plan.fns
+            # presses start at an op k/8 of the way along; the last op waits for the
+            # interrupt, so it lands somewhere in between: in a kernel or in the bookkeeping
+            first, last = k * len(fns) // 8, stepper.plan.ops.index(y.op)
+            real_first, real_last = fns[first], fns[last]
+            press = CtrlC(inside=[debug.Stepper.cont])
+
+            def reaching(*args, real=real_first, press=press):
+                press.reached.set()
+                return real(*args)
+
+            def holding(*args, real=real_last, press=press):
+                while press.pressing():
                     time.sleep(0.001)
-            except KeyboardInterrupt:
-                interrupted += 1
-            timer.join()
+                return real(*args)
+
+            fns[first], fns[last] = reaching, holding
+            try:
+                with press:
+                    stepper.cont()
+            finally:
+                fns[first], fns[last] = real_first, real_last
+            assert y.op not in stepper.executed  # cut short
             check_consistent(stepper)
             assert stepper.cont() == expected
-        assert interrupted
         assert s.run(y, {x: 0.0}) == expected
 
 
+def _chain_stepper(n):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, [], name="x")
+        y = x
+        for _ in range(n):
+            y = fb.add(y, 1.0)
+    return debug.Stepper(fb.Session(graph=g), y, {x: 0.0})
+
+
 def test_one_step_is_constant_time_on_a_long_chain():
-    x = fb.placeholder(fb.float32, [], name="x")
-    y = x
-    for _ in range(1000):
-        y = fb.add(y, 1.0)
-    with fb.Session() as s:
-        stepper = debug.Stepper(s, y, {x: 0.0})
-        t0 = time.perf_counter()
-        while not stepper.done:
-            stepper.step()
-        assert time.perf_counter() - t0 < 5.0
-        assert stepper.cont() == 1000.0
+    """A step in the middle of a chain 20x longer costs about the same: no step scans the
+    plan (what has run or what remains).  Each chain's best of interleaved rounds: load
+    only ever slows a round."""
+    short, long = _chain_stepper(320), _chain_stepper(6400)
+    best = {short: float("inf"), long: float("inf")}
+    for _ in range(9):
+        for stepper in (short, long):
+            stepper.reset()
+            for _ in range(len(stepper.plan.ops) // 2 - 50):
+                stepper.step()
+            t0 = time.perf_counter()
+            for _ in range(100):
+                stepper.step()
+            best[stepper] = min(best[stepper], time.perf_counter() - t0)
+    assert best[long] < 3 * best[short]
+    while not long.done:
+        long.step()
+    assert long.cont() == 6400.0
+    short.session.close()
+    long.session.close()
 
 
 # ------------------------------------------------------------- the NaN guard
