@@ -3,10 +3,12 @@ run side by side on the pool; a queue op that waits inside a branch or a loop is
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
 import pytest
+from interrupts import WITHIN
 
 import flowbook as tf
 from flowbook.run import pool as pool_module
@@ -70,18 +72,23 @@ def test_a_dequeue_that_waits_in_a_branch_honours_the_deadline():
         flag = tf.placeholder(tf.bool, [])
         got = tf.cond(flag, lambda: q.dequeue(), lambda: tf.constant(-1.0))
         assert s.run(got, {flag: False}) == -1.0
+        # should the deadline not end the wait, this element does: a failure, not a hang
+        guard = threading.Timer(WITHIN, s.run, [q.enqueue(7.0)])
+        guard.start()
         t0 = time.monotonic()
-        with pytest.raises(tf.errors.DeadlineExceededError, match="q"):
-            s.run(got, {flag: True}, options=tf.RunOptions(timeout_in_ms=100))
-        assert time.monotonic() - t0 < 0.5
+        try:
+            with pytest.raises(tf.errors.DeadlineExceededError, match="q"):
+                s.run(got, {flag: True}, options=tf.RunOptions(timeout_in_ms=100))
+        finally:
+            guard.cancel()
+            guard.join()
+        assert time.monotonic() - t0 >= 0.1  # not before its deadline
         s.run(q.enqueue(5.0))
         assert s.run(got, {flag: True}) == 5.0  # the session is still usable
 
 
 @pytest.mark.parametrize("parallel", [1, 2])
 def test_parallel_iterations_bounds_a_loops_kernels_on_the_pool(monkeypatch, parallel):
-    import threading
-
     value = np.ones((200, 200), np.float32) / 200
     most, now, lock = [0], [0], threading.Lock()
     real = pool_module.pool().submit
@@ -92,7 +99,10 @@ def test_parallel_iterations_bounds_a_loops_kernels_on_the_pool(monkeypatch, par
                 now[0] += 1
                 most[0] = max(most[0], now[0])
             try:
-                time.sleep(0.1)  # long enough for the others to start, even under load
+                give_up = time.monotonic() + WITHIN  # a hang guard: most[0] stays short
+                while most[0] < parallel and time.monotonic() < give_up:
+                    time.sleep(0.001)  # until as many run at once as the loop allows
+                time.sleep(0.1)  # then a while longer: one more starting would show
                 return fn(*a)
             finally:
                 with lock:
@@ -117,9 +127,28 @@ def test_parallel_iterations_bounds_a_loops_kernels_on_the_pool(monkeypatch, par
     assert most[0] == parallel  # iterations overlap on the pool, as many as the loop allows
 
 
-def test_a_loop_that_dequeues_is_not_compiled_and_waits_for_its_elements():
-    import threading
+class Waits(tf.Observer):
+    """Records the run's waits; ``parked`` is set when an op parks."""
 
+    def __init__(self):
+        self.events, self.parked = [], threading.Event()
+
+    def on_wait(self, op, what):
+        self.events.append(("wait", op.type, what))
+        self.parked.set()
+
+    def on_wait_end(self, op):
+        self.events.append(("end", op.type))
+
+
+def _once_parked(waits, fn):
+    """Run ``fn`` on a thread once an op of the run parks (not at all if none does)."""
+    t = threading.Thread(target=lambda: waits.parked.wait(WITHIN) and fn())
+    t.start()
+    return t
+
+
+def test_a_loop_that_dequeues_is_not_compiled_and_waits_for_its_elements():
     with tf.Graph().as_default(), tf.Session() as s:
         q = tf.FIFOQueue(10, tf.float32, shapes=[[]], name="q")
         _, total = tf.while_loop(
@@ -127,36 +156,26 @@ def test_a_loop_that_dequeues_is_not_compiled_and_waits_for_its_elements():
         )
         enqueue = q.enqueue(4.0)  # made here: another thread has its own default graph
         s.run(q.enqueue_many([[1.0, 2.0]]))
-        later = threading.Timer(0.2, lambda: s.run(enqueue))
-        later.start()
-        opts = tf.RunOptions(timeout_in_ms=10_000)  # a bound, should the element never come
-        assert s.run(total, options=opts) == 7.0  # the third dequeue waited for the timer's
+        waits = Waits()
+        later = _once_parked(waits, lambda: s.run(enqueue))
+        opts = tf.RunOptions(timeout_in_ms=int(2 * WITHIN * 1000))  # should it never come
+        with tf.observe(waits):
+            assert s.run(total, options=opts) == 7.0  # the third dequeue waited for it
         later.join()
+        assert waits.events[0][:2] == ("wait", "QueueDequeueV2")
         (plan,) = [p for p in s._plans.values() if p.control_flow]
         assert not s._paths[plan].layout.loops
 
 
 def test_observers_hear_of_a_wait_inside_a_branch():
-    import threading
-
-    class Waits(tf.Observer):
-        def __init__(self):
-            self.events = []
-
-        def on_wait(self, op, what):
-            self.events.append(("wait", op.type, what))
-
-        def on_wait_end(self, op):
-            self.events.append(("end", op.type))
-
     with tf.Graph().as_default(), tf.Session() as s:
         q = tf.FIFOQueue(2, tf.float32, shapes=[[]], name="q")
         got = tf.cond(tf.constant(True), lambda: q.dequeue(), lambda: tf.constant(-1.0))
         enqueue = q.enqueue(3.0)
-        later = threading.Timer(0.2, lambda: s.run(enqueue))
-        later.start()
-        with tf.observe(Waits()) as seen:
-            assert s.run(got, options=tf.RunOptions(timeout_in_ms=10_000)) == 3.0
+        seen = Waits()
+        later = _once_parked(seen, lambda: s.run(enqueue))
+        with tf.observe(seen):
+            assert s.run(got, options=tf.RunOptions(timeout_in_ms=int(2 * WITHIN * 1000))) == 3.0
         later.join()
     assert seen.events == [("wait", "QueueDequeueV2", "an element of queue 'q'"),
                            ("end", "QueueDequeueV2")]  # fmt: skip

@@ -272,14 +272,24 @@ def test_a_1gb_claim_in_100_bytes_is_refused_at_once():
     assert len(gd.SerializeToString()) < 100
     tracemalloc.start()  # numpy reports its allocations to tracemalloc
     try:
-        t0 = time.perf_counter()
         with tf.Graph().as_default(), pytest.raises(ValueError, match=r"1\.0 GiB"):
             gdef.import_graph_def(gd)
-        elapsed = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert elapsed < 0.1 and peak < 50 << 20
+    assert peak < 50 << 20  # refused before any of the 1 GiB was allocated or filled
+    # and before any work in proportion to the claim: 16 TiB is refused as fast as 1 GiB
+    # (each claim's best of interleaved rounds: load only ever slows a round)
+    best = {}
+    for _ in range(9):
+        for dims in ([16384, 16384], [16384, 16384, 16384]):
+            claim = _splat(dims)
+            t0 = time.perf_counter()
+            with tf.Graph().as_default(), pytest.raises(ValueError, match="claims"):
+                gdef.import_graph_def(claim)
+            took = time.perf_counter() - t0
+            best[len(dims)] = min(best.get(len(dims), took), took)
+    assert best[3] < 10 * best[2]
 
 
 def test_a_splat_within_the_budget_stays_a_broadcast_and_round_trips():

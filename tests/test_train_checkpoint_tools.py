@@ -48,13 +48,26 @@ def test_mtimes_and_remove(tmp_path):
 def test_checkpoints_iterator_yields_new_checkpoints_and_times_out(tmp_path):
     d = str(tmp_path)
     _save(d, [1])
-    saver = threading.Timer(0.2, lambda: _save(d, [2]))
-    saver.start()
-    start = time.time()
-    got = [os.path.basename(p) for p in train.checkpoints_iterator(d, timeout=1.0)]
-    saver.join()
+    timeout, got, timeouts, saved = 0.2, [], [], [False]
+    saver = threading.Thread(target=_save, args=(d, [2]))
+
+    def timed_out():  # `timeout` seconds passed with no new checkpoint
+        timeouts.append(len(got))
+        if len(got) != 1 or saved[0]:
+            return True  # after the second, stop; or a whole wait since it was saved: unseen
+        saved[0] = not saver.is_alive()
+        return False  # checkpoint 2 comes from a thread, as late as load makes it: wait on
+
+    last = time.time()
+    for path in train.checkpoints_iterator(d, timeout=timeout, timeout_fn=timed_out):
+        got.append(os.path.basename(path))
+        last = time.time()
+        if len(got) == 1:  # the iterator waits for a new one from now on: save it meanwhile
+            saver.start()
+    if got:
+        saver.join()
     assert got == ["m.ckpt-1", "m.ckpt-2"]
-    assert 1.0 <= time.time() - start < 5
+    assert timeouts[-1] == 2 and time.time() - last >= timeout  # it stopped on a timeout
     calls = []
     assert list(train.checkpoints_iterator(str(tmp_path / "empty"), timeout=0.05,
                                            timeout_fn=lambda: calls.append(1) or len(calls) > 1)) == []  # fmt: skip
