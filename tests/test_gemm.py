@@ -288,6 +288,23 @@ class _TakenElsewhere:
         pass
 
 
+def _three_ways(monkeypatch, compute):
+    """``compute()`` with the policy off (one whole call), with its bands shared with the
+    helpers, and with every band run by the caller (the helpers busy elsewhere)."""
+    before = gemm._ways
+    try:
+        gemm.configure(1)
+        whole = compute()
+        gemm.configure(2)
+        shared = compute()
+        monkeypatch.setattr(gemm, "_helpers", _TakenElsewhere())
+        by_caller = compute()
+    finally:
+        monkeypatch.setattr(gemm, "_helpers", None)
+        gemm.configure(before)
+    return whole, shared, by_caller
+
+
 def _close_to_whole(banded, whole, scale):
     """Within float32 rounding of the whole product: each sum off by at most ~k ulps of its size."""
     assert banded.dtype == whole.dtype and banded.shape == whole.shape
@@ -314,7 +331,7 @@ def test_convs_in_bands_have_the_same_bits_under_any_load_with_their_fused_tails
     b = RNG.standard_normal(f_shape[3]).astype(np.float32)
     fused = OPS["_FusedConv2D"].bound_kernel(np, {**attrs, "fused_ops": ["BiasAdd", "Relu"]})
     monkeypatch.setattr(gemm, "_busy", 0)
-    before, bands = gemm._ways, []
+    bands = []
     real = gemm.in_bands
     monkeypatch.setattr(gemm, "in_bands", lambda n, body, k=0: (bands.append(k), real(n, body, k)))
 
@@ -325,15 +342,8 @@ def test_convs_in_bands_have_the_same_bits_under_any_load_with_their_fused_tails
         return out, fused(x, f, b), cols
 
     try:
-        gemm.configure(1)
-        whole = conv()
-        gemm.configure(2)
-        shared = conv()
-        monkeypatch.setattr(gemm, "_helpers", _TakenElsewhere())
-        by_caller = conv()
+        whole, shared, by_caller = _three_ways(monkeypatch, conv)
     finally:
-        monkeypatch.setattr(gemm, "_helpers", None)
-        gemm.configure(before)
         conv_patches.CACHE.clear()
     assert bands  # banded: the product (wide ones) or the tail, or both with the patches
     if x_shape[3] <= conv_patches.TAP_ROWS_MAX_CHANNELS:
@@ -364,22 +374,13 @@ def test_a_conv_input_gradient_in_bands_has_the_same_bits_under_any_load(
     dy = RNG.standard_normal(y.shape).astype(np.float32)
     sizes = np.array(x_shape, np.int32)
     monkeypatch.setattr(gemm, "_busy", 0)
-    before, bands = gemm._ways, []
+    bands = []
     real = conv_ops.gemm.in_bands
     monkeypatch.setattr(gemm, "in_bands", lambda n, body, k=0: (bands.append(n), real(n, body, k)))
     grad = lambda: OPS["Conv2DBackpropInput"].kernel(
         np, sizes, f, dy, strides=strides, padding=padding
     )
-    try:
-        gemm.configure(1)
-        whole = grad()
-        gemm.configure(2)
-        shared = grad()
-        monkeypatch.setattr(gemm, "_helpers", _TakenElsewhere())
-        by_caller = grad()
-    finally:
-        monkeypatch.setattr(gemm, "_helpers", None)
-        gemm.configure(before)
+    whole, shared, by_caller = _three_ways(monkeypatch, grad)
     assert bands == [x_shape[0]] * 2 and whole.shape == x_shape
     assert shared.dtype == by_caller.dtype and shared.tobytes() == by_caller.tobytes()
     scale = OPS["Conv2DBackpropInput"].kernel(  # each sum's size: |dy| through |f|
