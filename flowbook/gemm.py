@@ -80,6 +80,7 @@ __all__ = [
     "in_bands",
     "matmul",
     "splits",
+    "start_workers",
     "ways",
     "wide",
 ]
@@ -254,8 +255,6 @@ def in_bands(n: int, body: Callable[[int, int], Any], pieces: int = 0) -> None:
     job = _Bands(body, _edges(n, pieces))
     with _lock:
         if _helpers is None:
-            from flowbook.run.pool import start_workers  # flowbook.run.pool imports this
-
             _helpers = ThreadPoolExecutor(ways - 1, thread_name_prefix="flowbook-bands")
             start_workers(_helpers)
         helpers = _helpers
@@ -266,3 +265,24 @@ def in_bands(n: int, body: Callable[[int, int], Any], pieces: int = 0) -> None:
         pass
     if job.error is not None:
         raise job.error
+
+
+def start_workers(executor: ThreadPoolExecutor) -> None:
+    """Start every worker of a new ``executor`` now, from a thread Ctrl-C cannot reach.
+
+    ``Thread.start()`` waits for the new thread.  A KeyboardInterrupt landing
+    in that wait (an executor starts workers on demand, inside ``submit``,
+    mid-run) leaves a worker running that the executor never registered:
+    nothing wakes it at interpreter exit, which then waits for it forever.
+    Interrupts reach only the main thread, so a starter thread registers every
+    worker whatever happens to its caller; once all are started, ``submit``
+    starts none.
+    """
+    starter = threading.Thread(target=_start_all, args=(executor,), name="flowbook-pool-start")
+    starter.start()
+    starter.join()
+
+
+def _start_all(executor: ThreadPoolExecutor) -> None:
+    for _ in range(executor._max_workers):
+        executor._adjust_thread_count()  # no worker is idle yet: each call starts one

@@ -36,11 +36,11 @@ _pool_lock = threading.Lock()
 class CountingPool(ThreadPoolExecutor):
     """A thread pool that counts its tasks in flight for ``flowbook.gemm``: no GEMM goes wide
     (every core) while one runs.  The kernel pool and tf.data's map pool are ones.  Its
-    workers all start with it (``start_workers``)."""
+    workers all start with it (``gemm.start_workers``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        start_workers(self)
+        gemm.start_workers(self)
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
         gemm.task_started()
@@ -51,27 +51,6 @@ class CountingPool(ThreadPoolExecutor):
             raise
         future.add_done_callback(gemm.task_finished)
         return future
-
-
-def start_workers(executor: ThreadPoolExecutor) -> None:
-    """Start every worker of a new ``executor`` now, from a thread Ctrl-C cannot reach.
-
-    ``Thread.start()`` waits for the new thread.  A KeyboardInterrupt landing
-    in that wait (an executor starts workers on demand, inside ``submit``,
-    mid-run) leaves a worker running that the executor never registered:
-    nothing wakes it at interpreter exit, which then waits for it forever.
-    Interrupts reach only the main thread, so a starter thread registers every
-    worker whatever happens to its caller; once all are started, ``submit``
-    starts none.
-    """
-    starter = threading.Thread(target=_start_all, args=(executor,), name="flowbook-pool-start")
-    starter.start()
-    starter.join()
-
-
-def _start_all(executor: ThreadPoolExecutor) -> None:
-    for _ in range(executor._max_workers):
-        executor._adjust_thread_count()  # no worker is idle yet: each call starts one
 
 
 def pool() -> CountingPool:
