@@ -48,8 +48,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 import pytest
-
-WITHIN = 30.0  # seconds: the longest any wait here lasts before the test fails instead
+from waits import WITHIN
 
 
 class CtrlC:

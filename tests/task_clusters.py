@@ -12,8 +12,8 @@ The tests run on machines that other work loads, so none of them sleeps for a
 fixed time or bounds an event by how long it should take: each waits for the event
 it needs -- a worker gone or back as the scheduler reports it (``kill_worker``,
 ``wait_workers``), a step open on a task, a thread's end (``join``) -- polling
-with ``wait_until``, bounded by ``WAIT_S`` (well under the 600 s a test may take)
-and failing with what it waited for.  Two of Dask's own bounds are lengthened
+with ``wait_until`` (``tests/waits.py``), bounded by ``WAIT_S`` (well under the
+600 s a test may take) and failing with what it waited for.  Two of Dask's own bounds are lengthened
 for the cluster's life, as a loaded machine needs:
 
 - ``distributed.deploy.lost-worker-timeout``: a LocalCluster closes the nanny of a
@@ -36,15 +36,15 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+from waits import WAIT_S, wait_until
 
 import flowbook as tf
 
 TASKS = ("ps-0", "worker-0", "worker-1")
-WAIT_S = 120.0  # longest wait for one event (a worker back, a step open, a thread's end)
 CLOSE_S = 30.0  # longest close of one worker (its graceful stop: 80 % of it), of the cluster
 LOST_WORKER_S = 600.0  # a lost worker's nanny is kept restarting it at least this long
 
@@ -97,23 +97,6 @@ def _close(cluster: Any, processes: bool) -> None:
 
 
 # ------------------------------------------------------------------ waiting for events
-def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    """Poll ``condition`` until it is true (its value), failing after ``timeout`` seconds
-    with ``what`` (the event waited for)."""
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"Waited {timeout:.0f} s for {what}")
-        time.sleep(0.02)
-    return value
-
-
-def join(thread: threading.Thread, what: str, timeout: float = WAIT_S) -> None:
-    """Wait for ``thread`` to end (``what`` it does, for the failure message)."""
-    thread.join(timeout)
-    assert not thread.is_alive(), f"{what} did not end within {timeout:.0f} s"
-
-
 def workers(client: Any) -> dict[str, str]:
     """The scheduler's workers now: name -> address."""
     return {str(w["name"]): a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}

@@ -7,7 +7,7 @@ test goes on once the scheduler has dropped it; its nanny starts a new one of
 the same name at a new address.  No test bounds the step's failure by a
 duration: the error must say the worker was lost (the client noticed its
 connection close, not a timer), and every wait is for an event, bounded by
-``task_clusters.WAIT_S``.
+``waits.WAIT_S``.
 """
 
 from __future__ import annotations
@@ -20,17 +20,15 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from task_clusters import (  # noqa: E402
-    WAIT_S,
-    join,
     kill_worker,
     open_steps,
     run_in_thread,
     stalled_step,
     task_cluster,
     wait_back,
-    wait_until,
     wait_workers,
 )
+from waits import WAIT_S, join, wait_until  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook.distributed.session import SERVER_START_S  # noqa: E402

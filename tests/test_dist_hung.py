@@ -11,7 +11,7 @@ name (hung, a deadline), and the order of events is what is checked -- the
 stop, then the step's failure; the session finding the worker hung, then
 its continuation, then the recovered run; the heartbeats read past the bound
 while a kernel runs, then the kernel's end.  Every wait is for an event,
-bounded by ``task_clusters.WAIT_S``.
+bounded by ``waits.WAIT_S``.
 """
 
 from __future__ import annotations
@@ -28,17 +28,15 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from task_clusters import (  # noqa: E402
-    WAIT_S,
     busy_until_put,
-    join,
     open_steps,
     run_in_thread,
     stalled_step,
     task_cluster,
-    wait_until,
     wait_workers,
     worker_pid,
 )
+from waits import WAIT_S, join, wait_until  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook.distributed import liveness  # noqa: E402

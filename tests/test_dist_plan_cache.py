@@ -22,8 +22,9 @@ distributed = pytest.importorskip("distributed")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from task_clusters import task_cluster, wait_until  # noqa: E402
+from task_clusters import task_cluster  # noqa: E402
 from test_plan_cache import same  # noqa: E402
+from waits import wait_until  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook import graph_edit  # noqa: E402

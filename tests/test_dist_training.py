@@ -34,7 +34,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from task_clusters import WAIT_S, join, wait_until  # noqa: E402
+from waits import WAIT_S, join, wait_until  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 from flowbook.distributed import server_api  # noqa: E402

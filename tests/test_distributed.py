@@ -18,7 +18,8 @@ distributed = pytest.importorskip("distributed")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from task_clusters import join, task_cluster  # noqa: E402
+from task_clusters import task_cluster  # noqa: E402
+from waits import join  # noqa: E402
 
 import flowbook as tf  # noqa: E402
 

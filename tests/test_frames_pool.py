@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from interrupts import WITHIN
+from waits import WITHIN, Parks, once_parked
 
 import flowbook as tf
 from flowbook.run import pool as pool_module
@@ -127,27 +127,6 @@ def test_parallel_iterations_bounds_a_loops_kernels_on_the_pool(monkeypatch, par
     assert most[0] == parallel  # iterations overlap on the pool, as many as the loop allows
 
 
-class Waits(tf.Observer):
-    """Records the run's waits; ``parked`` is set when an op parks."""
-
-    def __init__(self):
-        self.events, self.parked = [], threading.Event()
-
-    def on_wait(self, op, what):
-        self.events.append(("wait", op.type, what))
-        self.parked.set()
-
-    def on_wait_end(self, op):
-        self.events.append(("end", op.type))
-
-
-def _once_parked(waits, fn):
-    """Run ``fn`` on a thread once an op of the run parks (not at all if none does)."""
-    t = threading.Thread(target=lambda: waits.parked.wait(WITHIN) and fn())
-    t.start()
-    return t
-
-
 def test_a_loop_that_dequeues_is_not_compiled_and_waits_for_its_elements():
     with tf.Graph().as_default(), tf.Session() as s:
         q = tf.FIFOQueue(10, tf.float32, shapes=[[]], name="q")
@@ -156,8 +135,8 @@ def test_a_loop_that_dequeues_is_not_compiled_and_waits_for_its_elements():
         )
         enqueue = q.enqueue(4.0)  # made here: another thread has its own default graph
         s.run(q.enqueue_many([[1.0, 2.0]]))
-        waits = Waits()
-        later = _once_parked(waits, lambda: s.run(enqueue))
+        waits = Parks()
+        later = once_parked(waits.parked, lambda: s.run(enqueue))
         opts = tf.RunOptions(timeout_in_ms=int(2 * WITHIN * 1000))  # should it never come
         with tf.observe(waits):
             assert s.run(total, options=opts) == 7.0  # the third dequeue waited for it
@@ -172,8 +151,8 @@ def test_observers_hear_of_a_wait_inside_a_branch():
         q = tf.FIFOQueue(2, tf.float32, shapes=[[]], name="q")
         got = tf.cond(tf.constant(True), lambda: q.dequeue(), lambda: tf.constant(-1.0))
         enqueue = q.enqueue(3.0)
-        seen = Waits()
-        later = _once_parked(seen, lambda: s.run(enqueue))
+        seen = Parks()
+        later = once_parked(seen.parked, lambda: s.run(enqueue))
         with tf.observe(seen):
             assert s.run(got, options=tf.RunOptions(timeout_in_ms=int(2 * WITHIN * 1000))) == 3.0
         later.join()

@@ -8,6 +8,7 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
+from waits import wait_until
 
 import flowbook as fb
 from flowbook import gemm
@@ -116,15 +117,7 @@ def test_a_pool_task_in_flight_keeps_the_bands_on_the_caller(two_ways):
         release.set()
         future.result()
     assert threads == {threading.get_ident()}
-    _until(lambda: gemm._busy == 0)  # the future's done-callback runs after result() returns
-
-
-def _until(condition, bound_s=30.0):
-    """Wait until ``condition()`` holds (a bounded poll), failing with a message at the bound."""
-    give_up = time.monotonic() + bound_s
-    while not condition():
-        assert time.monotonic() < give_up, f"still not {condition.__name__} after {bound_s} s"
-        time.sleep(0.005)
+    wait_until(lambda: gemm._busy == 0, "the pool task's done-callback (after result())")
 
 
 @pytest.mark.parametrize(

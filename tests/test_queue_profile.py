@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
 
 import numpy as np
 import pytest
+from waits import Parks, once_parked
 
 import flowbook as tf
-from flowbook.queue_state import QueueState
 
 WAIT_S = 0.2  # how long the other thread keeps the run waiting, once it waits
-BOUND_S = 30.0  # the longest a test waits for the run to start waiting
 
 
 def _traced() -> tuple[tf.RunOptions, tf.RunMetadata]:
@@ -29,34 +27,17 @@ def _traced() -> tuple[tf.RunOptions, tf.RunMetadata]:
 
 
 @pytest.fixture(autouse=True)
-def parked(monkeypatch) -> threading.Event:
-    """Set when a queue op starts to wait (its attempt is left pending), so the other thread
-    lets it wait WAIT_S from then: the wait cannot come out short on a busy machine."""
-    event = threading.Event()
-    for name in ("enqueue", "dequeue"):
-        real = getattr(QueueState, name)
-
-        def attempt(self, *args, _real=real, **kwargs):
-            pending = _real(self, *args, **kwargs)
-            if not pending.done:
-                event.set()
-            return pending
-
-        monkeypatch.setattr(QueueState, name, attempt)
-    return event
+def parked():
+    """Set when a queue op of the test's runs starts to wait (``waits.Parks``), so the other
+    thread lets it wait WAIT_S from then: the wait cannot come out short on a busy machine."""
+    parks = Parks()
+    with tf.observe(parks):
+        yield parks.parked
 
 
 def _later(parked: threading.Event, fn: Callable[[], None]) -> threading.Thread:
     """Call ``fn`` on another thread WAIT_S after the run starts waiting on a queue."""
-
-    def go() -> None:
-        if parked.wait(BOUND_S):
-            time.sleep(WAIT_S)
-        fn()  # also if the run never waited: the test then fails on what it measured
-
-    th = threading.Thread(target=go)
-    th.start()
-    return th
+    return once_parked(parked, fn, after=WAIT_S)
 
 
 def _node(md: tf.RunMetadata, name: str):

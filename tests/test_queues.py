@@ -7,7 +7,8 @@ import time
 
 import numpy as np
 import pytest
-from interrupts import WITHIN, CtrlC
+from interrupts import CtrlC
+from waits import WITHIN, Parks, once_parked
 
 import flowbook as tf
 
@@ -150,23 +151,6 @@ def test_other_ready_ops_run_while_an_op_waits():
         t.join()
 
 
-class Parks(tf.Observer):
-    """Sets ``parked`` when an op of the run waits: what ends the wait comes after it."""
-
-    def __init__(self, parked: threading.Event) -> None:
-        self.parked = parked
-
-    def on_wait(self, op, what):
-        self.parked.set()
-
-
-def _once_parked(parked, fn):
-    """Run ``fn`` on a thread once the run waits (not at all if it never does)."""
-    t = threading.Thread(target=lambda: parked.wait(WITHIN) and fn())
-    t.start()
-    return t
-
-
 @pytest.mark.parametrize(
     "how", ["close", "cancel_enqueue", "timeout", "interrupt", "session_close"]
 )
@@ -187,13 +171,13 @@ def test_a_blocked_run_ends_when_its_wait_is_ended(how):
     if how == "cancel_enqueue":
         s.run(full)
         op = full
-        ender = _once_parked(parked, lambda: s.run(q.close(cancel_pending_enqueues=True)))
+        ender = once_parked(parked, lambda: s.run(q.close(cancel_pending_enqueues=True)))
     elif how == "close":
-        ender = _once_parked(parked, lambda: s.run(q.close()))
+        ender = once_parked(parked, lambda: s.run(q.close()))
     elif how == "timeout":
         options = tf.RunOptions(timeout_in_ms=100)
     elif how == "session_close":
-        ender = _once_parked(parked, s.close)
+        ender = once_parked(parked, s.close)
     start = time.monotonic()
     with tf.observe(Parks(parked)):
         if how == "interrupt":
