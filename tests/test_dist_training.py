@@ -14,7 +14,7 @@
 Every cluster is on loopback, started and closed by its fixture or test, also
 when a start fails half-way.  No test sleeps for a fixed time: each waits for
 the event it needs (a take or a worker waiting, a thread's end), bounded by
-``task_clusters.WAIT_S``.
+``waits.WAIT_S``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Partitioned runs must equal local runs (hypothesis graphs placed at random
 over the tasks); variables stay on their ps across runs and sessions;
 concurrent asynchronous clients lose no ``assign_add``; the client gets back
 only what it fetched; errors name the client's op and the task.  Every wait is
-for an event (a thread's end), bounded by ``task_clusters.WAIT_S``.
+for an event (a thread's end), bounded by ``waits.WAIT_S``.
 """
 
 from __future__ import annotations
