@@ -28,6 +28,7 @@ from _pytest.doctest import DoctestModule
 SLOW_GROUPS = ("browser", "cluster", "tutorials")
 LONG_FUZZ_EXAMPLES = "4000"
 PACKAGE = Path(__file__).parent / "flowbook"
+_LEFT_OUT = pytest.StashKey[int]()  # how many tests of the slow groups were left out
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,9 +70,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if item not in left_out]
     config.stash[_LEFT_OUT] = len(slow)
-
-
-_LEFT_OUT = pytest.StashKey[int]()
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
