@@ -18,7 +18,7 @@ on the same batches, so their ratio is what to read.
 :func:`kernel_times` times flowbook's conv and pool kernels alone (milliseconds,
 the best of several calls), called straight through the registry at the CNNs' shapes;
 the filter gradient twice: with the patch matrix the forward lent it
-(``flowbook.ops.conv_patches``, as in a training step) and rebuilding it.
+(``flowbook.kernels.conv_patches``, as in a training step) and rebuilding it.
 
 TensorFlow 1's figures (:data:`TF1`) are quoted from issue 19, measured on
 this machine type with single-threaded BLAS (the conv input gradient's, which
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 import flowbook as tf
-from flowbook.ops import conv_patches
-from flowbook.registry import OPS
+from flowbook.framework.registry import OPS
+from flowbook.kernels import conv_patches
 
 BATCH = 64
 LR = 0.05

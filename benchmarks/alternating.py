@@ -1,6 +1,6 @@
 """Alternating batch shapes: the MLP's SGD step fed batches of 100 and 99 rows in turn.
 
-A run path remembers what it learnt per feed-shape signature (``flowbook.run.compile``:
+A run path remembers what it learnt per feed-shape signature (``flowbook.runtime.codegen.compile``:
 which signatures keep their kernels inline and so take the compiled straight line; the
 optimiser's plan per signature), so a loop whose last batch is short, or a data set cut
 into batches of two sizes, should cost what a constant batch size costs.  Measured here:
@@ -32,7 +32,7 @@ import train
 from _common import print_table, write_json
 
 import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 GOAL = 0.9  # alternating / constant steps per second
 PEERS = "TF1: 3,352 steps/s alternating, unchanged from constant; flowbook before: 3,037 vs 4,209"

@@ -12,7 +12,7 @@ A loopback ``LocalCluster`` of three workers named ``ps-0``, ``worker-0`` and
   Dask calls sent at once, two Send/Recv transfers worker to worker; each
   task receives first, so each partition runs on its worker's event loop);
 - ``after_add_op``: the chain's step re-run after one op was added to the
-  graph (each time): the session's plan cache (``flowbook.run.plan_cache``)
+  graph (each time): the session's plan cache (``flowbook.runtime.plan_cache``)
   keeps the distributed plan, so it should cost what ``three_tasks`` (a
   plain re-run) costs, ratio ~1; ``after_edit``: re-run after an edit of an
   op of the plan (its device set again), which drops the plan: pruned,
@@ -49,7 +49,7 @@ from _common import print_table, write_json
 from train import batches  # benchmarks/train.py (the script's own folder)
 
 import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 GOAL_MS = 5.0  # a distributed step's fixed cost on loopback
 PS, W0, W1 = "/job:ps/task:0", "/job:worker/task:0", "/job:worker/task:1"

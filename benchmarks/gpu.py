@@ -21,7 +21,7 @@ both sides compute the same model.
 (flowbook against the same models by hand in numpy; the matmul chain at 2048, not 8192), and
 flowbook on two stand-in GPUs made of numpy against flowbook on the CPU: a pass-through device
 (plain numpy arrays: prices placement and the copy nodes) and the simulated GPU of
-``flowbook.gpu_sim`` (adds its device boundary and memory accounting).  Those are CPU timings of
+``flowbook.runtime.gpu_sim`` (adds its device boundary and memory accounting).  Those are CPU timings of
 the GPU code path, not GPU figures.
 
 Usage: ``python benchmarks/gpu.py [--quick] [--out PATH]``; writes ``benchmarks/results/gpu.json``.
@@ -42,8 +42,8 @@ import numpy as np
 from _common import print_table, write_json
 
 import flowbook as tf
-from flowbook.datasets import load_digits
-from flowbook.devices import gpus
+from flowbook.data.datasets import load_digits
+from flowbook.framework.devices import gpus
 
 LR = 0.1
 CHAIN = 4  # matmuls in the chain
@@ -355,12 +355,12 @@ def run_simulated(args: Any, n: int) -> dict[str, Any]:
     """flowbook on stand-in GPUs made of numpy against flowbook on the CPU (CPU timings).
 
     ``pass_through``: a GPU device whose arrays are plain numpy, so only placement and the copy
-    nodes (which copy nothing) are priced; ``simulated``: ``flowbook.gpu_sim`` (adds its device
+    nodes (which copy nothing) are priced; ``simulated``: ``flowbook.runtime.gpu_sim`` (adds its device
     boundary, copies and memory accounting).  A session places its ops on its first run, so
     each is made and warmed up with its device registered; the three are then timed in turns.
     """
-    from flowbook.devices import Device, register_device, unregister_device
-    from flowbook.gpu_sim import simulate_gpu
+    from flowbook.framework.devices import Device, register_device, unregister_device
+    from flowbook.runtime.gpu_sim import simulate_gpu
 
     def session(model: str, batch: int, config: Any) -> tuple[Step, Callable[[], None]]:
         if model == "matmul":
@@ -444,7 +444,7 @@ def main() -> None:
             "GPU made of numpy, against flowbook on the CPU measured beside it. pass_through: "
             "plain numpy arrays (prices placement and copy nodes; GPU ops are never sent to the "
             "CPU thread pool, so plans with matmuls take the compiled path); simulated: "
-            "flowbook.gpu_sim (adds its device boundary, copies and memory accounting)",
+            "flowbook.runtime.gpu_sim (adds its device boundary, copies and memory accounting)",
             **run_simulated(args, n),
         }
     write_json(args.out, results)

@@ -14,7 +14,7 @@ Three ways to run it:
 - ``free``: a session with the buffer reuse off
   (``RewriterConfig(memory_optimization=NO_MEM_OPT)``): values freed after their last read;
 - ``reuse``: a default session: freed at last use, and element-wise kernels writing into
-  dead inputs' buffers (``flowbook.run.memory_plan``).
+  dead inputs' buffers (``flowbook.runtime.memory_plan``).
 
 Ratios are ``free / keep`` and ``reuse / free`` (lower is less memory).  The
 steps/s of ``free`` and ``reuse`` are measured too, in the same run.
@@ -35,8 +35,8 @@ from _common import print_table, write_json
 from train import flowbook_step as mlp_step
 
 import flowbook as tf
-from flowbook.config import RewriterConfig
-from flowbook.run.executor import Schedule
+from flowbook.runtime.config import RewriterConfig
+from flowbook.runtime.executor import Schedule
 
 NO_REUSE = tf.ConfigProto(
     graph_options=tf.GraphOptions(

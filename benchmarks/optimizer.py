@@ -22,7 +22,7 @@ from _common import print_table, write_json
 from train import batches, flowbook_step, numpy_step, steps_per_second
 
 import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 OFF = tf.ConfigProto(
     graph_options=tf.GraphOptions(

@@ -15,7 +15,7 @@ as a ratio (lower is better), because these machines are shared and noisy:
 - ``edit_rerun``: a graph of 100,000 ops (``--quick``: 20,000); after a fetch has run
   (compiled, optimised), one op is added and the same fetch runs again, against a plain
   re-run with nothing added (the ratio; goal under 50 ms): the session keeps its plans
-  when ops are added (``flowbook.run.plan_cache``).  Shown for a fetch that needs the
+  when ops are added (``flowbook.runtime.plan_cache``).  Shown for a fetch that needs the
   whole graph (a chain of adds) and for one that needs 100 of its ops, with the optimiser
   on and off, and beside it what the run after the edit cost when every edit cleared the
   cache (re-planning, as flowbook did before and TensorFlow 1 does: 0.9-1.1 s / 1.1 s).
@@ -42,6 +42,8 @@ import numpy as np
 from _common import CHAIN, add_chain, print_table, write_json
 
 import flowbook as fb
+from flowbook.runtime import executor as run_executor
+from flowbook.runtime import plan as run_plan
 
 BUILD = 10_000
 GOALS = {"chain": 1.5, "run_fixed_us": 20.0, "build_us": 10.0, "import_s": 0.5}
@@ -84,7 +86,7 @@ def bench_chain(repeat: int) -> dict[str, Any]:
     with fb.observe(fb.Observer()):
         threaded = timeit(lambda: sess.run(y, feed), repeat)
     plan = next(iter(sess._plans.values()))
-    serial = timeit(lambda: fb.run.executor.run_serial(plan, [value]), repeat)
+    serial = timeit(lambda: run_executor.run_serial(plan, [value]), repeat)
     sess.close()
     per = {
         k: v / CHAIN * 1e6
@@ -226,7 +228,7 @@ def bench_scaling(sizes: tuple[int, ...]) -> dict[str, Any]:
         g, x, y = add_chain(n)
         built = time.perf_counter() - t0
         t0 = time.perf_counter()
-        fb.run.plan.build_plan(g, [y], [], [x], bind=lambda op: None)
+        run_plan.build_plan(g, [y], [], [x], bind=lambda op: None)
         planned = time.perf_counter() - t0
         out[str(n)] = {"build_us": built / n * 1e6, "plan_us": planned / n * 1e6}
         del g, x, y

@@ -1,7 +1,7 @@
 """TensorFlow-order random draws: Philox blocks, Fisher-Yates, word by word, normals.
 
-What a seeded shuffle or random op costs in :mod:`flowbook.philox` and
-:mod:`flowbook.philox_sampling`, each against what numpy does for the same
+What a seeded shuffle or random op costs in :mod:`flowbook.kernels.philox` and
+:mod:`flowbook.kernels.philox_sampling`, each against what numpy does for the same
 job with its own generator (``permutation``, ``integers``,
 ``standard_normal``), and, with ``--against REV``, against those two modules
 as they were at git revision ``REV`` (loaded from ``git show``, run in this
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from _common import print_table, write_json
 
-from flowbook import philox, philox_sampling
+from flowbook.kernels import philox, philox_sampling
 
 ROWS = 1797  # the digits
 VALUES = 1_000_000  # normals and uniforms per draw
@@ -46,7 +46,7 @@ def best_us(fn: Callable[[], Any], number: int, repeat: int) -> float:
 
 
 def load_revision(rev: str) -> tuple[Any, Any]:
-    """``flowbook/philox.py`` and ``philox_sampling.py`` as they were at ``rev``, as modules."""
+    """``flowbook/kernels/philox.py`` and ``philox_sampling.py`` as they were at ``rev``, as modules."""
     root = Path(__file__).resolve().parent.parent
     mods = []
     for name in ("philox", "philox_sampling"):

@@ -37,7 +37,7 @@ from _common import print_table, write_json
 from train import batches  # benchmarks/train.py (the script's own folder)
 
 import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 
 def _ports(n: int) -> list[int]:

@@ -8,7 +8,7 @@ public API, one ``module name`` a line, e.g. ``tf.nn relu``), kept in the
 project's ``shared/`` folder beside the repository (``--names`` to point
 elsewhere); when the file is absent the script says so and exits 0.  A line
 counts when the attribute chain exists on ``flowbook`` (module ``tf.nn`` ->
-``flowbook.nn``, then ``getattr(..., "relu")``) and is not a stub: a
+``flowbook.api.nn``, then ``getattr(..., "relu")``) and is not a stub: a
 function whose body only raises ``NotImplementedError`` does not count.
 The JSON holds, per module, the total, the count present and the missing names.
 """
@@ -46,7 +46,7 @@ def read_names(path: Path) -> dict[str, list[str]]:
 
 
 def resolve(module: str) -> Any:
-    """The flowbook object standing for TF module ``module`` (``tf.nn`` -> ``flowbook.nn``), or None."""
+    """The flowbook object standing for TF module ``module`` (``tf.nn`` -> ``flowbook.api.nn``), or None."""
     obj: Any = flowbook
     for part in module.split(".")[1:]:
         obj = getattr(obj, part, None)

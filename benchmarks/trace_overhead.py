@@ -44,8 +44,8 @@ from _common import CHAIN, add_chain, print_table, write_json
 from train import batches, flowbook_step  # benchmarks/train.py (the script's own folder)
 
 import flowbook as fb
-from flowbook.run.executor import Observer
-from flowbook.timeline import Timeline
+from flowbook.profiling.timeline import Timeline
+from flowbook.runtime.executor import Observer
 
 GOALS = {"mlp": 1.10, "chain": 1.5}  # traced / default (untraced, its usual path)
 

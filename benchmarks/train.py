@@ -9,7 +9,7 @@ and two small CNNs at batch 64 on 28x28x1 images (``_cnn.py``: conv 5x5x32 +
 max_pool + dense, and a second conv 32->64 + max_pool), with the conv and
 pool kernels timed alone, and against TensorFlow 1's figures quoted in issue 19
 (``_cnn.TF1``: same machine type, single-threaded BLAS; TF1 is not installed
-here).  The BLAS thread policy (``flowbook/run/blas.py``, ``flowbook/gemm.py``)
+here).  The BLAS thread policy (``flowbook/runtime/blas.py``, ``flowbook/kernels/gemm.py``)
 is checked by timing both CNNs and the second conv's kernels with BLAS on 1
 thread, on every CPU, and by default (1 thread, large products split).
 
@@ -36,9 +36,9 @@ import numpy as np
 from _common import print_table, write_json
 
 import flowbook as tf
-from flowbook.datasets import load_digits
-from flowbook.registry import OPS
-from flowbook.run import blas
+from flowbook.data.datasets import load_digits
+from flowbook.framework.registry import OPS
+from flowbook.runtime import blas
 
 BATCH = 100
 LR = 0.1

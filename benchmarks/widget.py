@@ -168,7 +168,7 @@ def _expand(page: Any, before: int) -> dict[str, Any]:
 
 
 def bench_run(rounds: int, quick: bool) -> dict[str, Any]:
-    from flowbook.widget import GraphWidget
+    from flowbook.notebook.widget import GraphWidget
 
     results = {}
     # the chain: compiled straight-line plan

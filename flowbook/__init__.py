@@ -15,39 +15,26 @@ import importlib as _importlib
 import sys as _sys
 import typing as _typing
 
-from flowbook import (
+from flowbook import debug, distributed
+
+# eager: its NaN guard is the observer RunOptions(check_numerics=True) asks for
+# eager but light: the _Send/_Recv ops; the cluster machinery loads on first use
+# fills hooks.import_graph_def
+# eager: the tracer RunOptions(trace_level=FULL_TRACE) asks for
+from flowbook.api import (
     compat,
-    debug,  # eager: its NaN guard is the observer RunOptions(check_numerics=True) asks for
     debugging,
-    distributed,  # eager but light: the _Send/_Recv ops; the cluster machinery loads on first use
-    dtypes,
-    errors,
-    gfile,
-    graph_def_import,  # fills hooks.import_graph_def
-    hooks,
-    initializers,
     io,
-    layers,
     linalg,
-    losses,
     manip,
     math,
-    nest,
     nn,
-    profiling,  # eager: the tracer RunOptions(trace_level=FULL_TRACE) asks for
     random,
-    session,
     sparse,
     spectral,
     strings,
-    timeline,
-    version,
 )
-from flowbook import queues as queue
-from flowbook import tf_logging as logging
-from flowbook import tfrecord as python_io
-from flowbook.accumulators import ConditionalAccumulator, ConditionalAccumulatorBase
-from flowbook.compat import (
+from flowbook.api.compat import (
     control_flow_v2_enabled,
     disable_control_flow_v2,
     disable_eager_execution,
@@ -59,17 +46,14 @@ from flowbook.compat import (
     executing_eagerly_outside_functions,
     resource_variables_enabled,
 )
-from flowbook.config import (
-    ConfigProto,
-    GPUOptions,
-    GraphOptions,
-    OptimizerOptions,
-    RunMetadata,
-    RunOptions,
-)
-from flowbook.custom_gradient import custom_gradient
-from flowbook.devices import DeviceSpec
-from flowbook.dtypes import (
+from flowbook.api.tf_names import *
+from flowbook.api.tf_names import tables_initializer
+from flowbook.autodiff.custom_gradient import custom_gradient
+from flowbook.autodiff.gradients import gradients, hessians
+from flowbook.framework import dtypes, errors, hooks, nest
+from flowbook.framework import versions as version
+from flowbook.framework.devices import DeviceSpec
+from flowbook.framework.dtypes import (
     DType,
     as_dtype,
     bool,
@@ -88,11 +72,9 @@ from flowbook.dtypes import (
     uint8,
     uint16,
 )
-from flowbook.errors import OpError
-from flowbook.functional_ops import foldl, foldr, map_fn, scan
-from flowbook.grad_overrides import RegisterGradient
-from flowbook.gradients import gradients, hessians
-from flowbook.graph import (
+from flowbook.framework.errors import OpError
+from flowbook.framework.grad_overrides import RegisterGradient
+from flowbook.framework.graph import (
     Graph,
     GraphKeys,
     add_to_collection,
@@ -106,8 +88,127 @@ from flowbook.graph import (
     reset_default_graph,
     set_random_seed,
 )
-from flowbook.graph_def import import_graph_def
-from flowbook.initializers import (
+from flowbook.framework.registry import no_gradient
+from flowbook.framework.registry import no_gradient as NotDifferentiable
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.framework.tensor_shape import Dimension, TensorShape
+from flowbook.framework.versions import (
+    COMPILER_VERSION,
+    CXX11_ABI_FLAG,
+    CXX_VERSION,
+    GIT_VERSION,
+    GRAPH_DEF_VERSION,
+    GRAPH_DEF_VERSION_MIN_CONSUMER,
+    GRAPH_DEF_VERSION_MIN_PRODUCER,
+    MONOLITHIC_BUILD,
+    VERSION,
+)
+from flowbook.graph_io import graph_def_import
+from flowbook.graph_io import tfrecord as python_io
+from flowbook.graph_io.graph_def import import_graph_def
+from flowbook.graph_io.tensor_protos import make_ndarray, make_tensor_proto
+from flowbook.nets import layers
+from flowbook.nets.losses import losses
+from flowbook.notebook import load_ipython_extension, unload_ipython_extension
+from flowbook.ops.array import array_ops
+from flowbook.ops.array.array_more import *
+from flowbook.ops.array.array_ops import *
+from flowbook.ops.array.compat_ops import *
+from flowbook.ops.array.constant_op import constant, convert_to_tensor, placeholder
+from flowbook.ops.array.identity_more import *
+from flowbook.ops.array.partition_ops import *
+from flowbook.ops.array.placeholder_ops import *
+from flowbook.ops.array.select_v2_ops import *
+from flowbook.ops.array.sequence_ops import *
+from flowbook.ops.array.set_ops import *
+from flowbook.ops.array.space_ops import (
+    batch_to_space,
+    batch_to_space_nd,
+    depth_to_space,
+    space_to_batch,
+    space_to_batch_nd,
+    space_to_depth,
+)  # fmt: skip
+from flowbook.ops.control_flow.control_flow import case, cond, while_loop
+from flowbook.ops.control_flow.control_flow_ops import group, no_op, tuple, with_dependencies
+from flowbook.ops.control_flow.functional import foldl, foldr, map_fn, scan
+from flowbook.ops.control_flow.tensor_array import TensorArray
+from flowbook.ops.debugging.assert_ops import *
+from flowbook.ops.debugging.debug_ops import Print, add_check_numerics_ops, check_numerics, print
+from flowbook.ops.debugging.script_ops import *
+from flowbook.ops.image.patch_ops import *
+from flowbook.ops.io import queues as queue
+from flowbook.ops.io.example_ops import *
+from flowbook.ops.io.parsing_ops import *
+from flowbook.ops.io.queues import (
+    FIFOQueue,
+    PaddingFIFOQueue,
+    PriorityQueue,
+    QueueBase,
+    RandomShuffleQueue,
+    container,
+    count_up_to,
+)
+from flowbook.ops.io.reader_ops import *
+from flowbook.ops.linalg.einsum_ops import *
+from flowbook.ops.linalg.linalg_decomp import *
+from flowbook.ops.linalg.linalg_more import *
+from flowbook.ops.linalg.matrix_diag_ops import *
+from flowbook.ops.math import math_ops, operators
+from flowbook.ops.math.clip_ops import *
+from flowbook.ops.math.complex_ops import *
+from flowbook.ops.math.counting_ops import *
+from flowbook.ops.math.fft_ops import *
+from flowbook.ops.math.math_more import accumulate_n, confusion_matrix, unsorted_segment_sqrt_n
+from flowbook.ops.math.math_ops import *
+from flowbook.ops.math.scan_ops import *
+from flowbook.ops.math.segment_ops import *
+from flowbook.ops.math.sort_ops import argsort, sort
+from flowbook.ops.math.special_ops import (
+    betainc,
+    digamma,
+    erf,
+    erfc,
+    igamma,
+    igammac,
+    lbeta,
+    lgamma,
+    polygamma,
+    zeta,
+)
+from flowbook.ops.nn import nn_ops
+from flowbook.ops.nn.fake_quant_ops import *
+from flowbook.ops.nn.nn_conv import required_space_to_batch_paddings
+from flowbook.ops.random import random_ops
+from flowbook.ops.random.multinomial_ops import *
+from flowbook.ops.random.random_ops import *
+from flowbook.ops.sparse.sparse_more import *
+from flowbook.ops.sparse.sparse_ops import *
+from flowbook.ops.state.accumulators import ConditionalAccumulator, ConditionalAccumulatorBase
+from flowbook.ops.state.scatter_more import *
+from flowbook.ops.state.scatter_ops import *
+from flowbook.ops.state.state_ops import assign, assign_add, assign_sub, is_variable_initialized
+from flowbook.ops.strings.string_ops import *
+from flowbook.platform import gfile
+from flowbook.platform import tf_logging as logging
+from flowbook.platform.tf_logging import get_logger
+from flowbook.profiling import timeline
+from flowbook.profiling import tracing as profiling
+from flowbook.profiling.optimized_plan import optimized_plan
+from flowbook.profiling.tracing import profile
+from flowbook.runtime import gpu, session
+from flowbook.runtime.config import (
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+)
+from flowbook.runtime.observers import Observer
+from flowbook.runtime.session import InteractiveSession, Session, get_default_session, observe
+from flowbook.variables import initializers
+from flowbook.variables.initializers import (
     constant_initializer,
     glorot_normal_initializer,
     glorot_uniform_initializer,
@@ -120,94 +221,7 @@ from flowbook.initializers import (
     variance_scaling_initializer,
     zeros_initializer,
 )
-from flowbook.notebook import load_ipython_extension, unload_ipython_extension
-from flowbook.ops import array_ops, math_ops, nn_ops, operators, random_ops
-from flowbook.ops.array_more import *
-from flowbook.ops.array_ops import *
-from flowbook.ops.assert_ops import *
-from flowbook.ops.clip_ops import *
-from flowbook.ops.compat_ops import *
-from flowbook.ops.complex_ops import *
-from flowbook.ops.constant_op import constant, convert_to_tensor, placeholder
-from flowbook.ops.control_flow import case, cond, while_loop
-from flowbook.ops.control_flow_ops import group, no_op, tuple, with_dependencies
-from flowbook.ops.counting_ops import *
-from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print
-from flowbook.ops.einsum_ops import *
-from flowbook.ops.example_ops import *
-from flowbook.ops.fake_quant_ops import *
-from flowbook.ops.fft_ops import *
-from flowbook.ops.identity_more import *
-from flowbook.ops.linalg_decomp import *
-from flowbook.ops.linalg_more import *
-from flowbook.ops.math_more import accumulate_n, confusion_matrix, unsorted_segment_sqrt_n
-from flowbook.ops.math_ops import *
-from flowbook.ops.matrix_diag_ops import *
-from flowbook.ops.multinomial_ops import *
-from flowbook.ops.nn_conv import required_space_to_batch_paddings
-from flowbook.ops.parsing_ops import *
-from flowbook.ops.partition_ops import *
-from flowbook.ops.patch_ops import *
-from flowbook.ops.placeholder_ops import *
-from flowbook.ops.random_ops import *
-from flowbook.ops.reader_ops import *
-from flowbook.ops.scan_ops import *
-from flowbook.ops.scatter_more import *
-from flowbook.ops.scatter_ops import *
-from flowbook.ops.script_ops import *
-from flowbook.ops.segment_ops import *
-from flowbook.ops.select_v2_ops import *
-from flowbook.ops.sequence_ops import *
-from flowbook.ops.set_ops import *
-from flowbook.ops.sort_ops import argsort, sort
-from flowbook.ops.space_ops import (
-    batch_to_space,
-    batch_to_space_nd,
-    depth_to_space,
-    space_to_batch,
-    space_to_batch_nd,
-    space_to_depth,
-)  # fmt: skip
-from flowbook.ops.sparse_more import *
-from flowbook.ops.sparse_ops import *
-from flowbook.ops.special_ops import (
-    betainc,
-    digamma,
-    erf,
-    erfc,
-    igamma,
-    igammac,
-    lbeta,
-    lgamma,
-    polygamma,
-    zeta,
-)
-from flowbook.ops.state_ops import assign, assign_add, assign_sub, is_variable_initialized
-from flowbook.ops.string_ops import *
-from flowbook.ops.tensor_array import TensorArray
-from flowbook.profiling import profile
-from flowbook.queues import (
-    FIFOQueue,
-    PaddingFIFOQueue,
-    PriorityQueue,
-    QueueBase,
-    RandomShuffleQueue,
-    container,
-    count_up_to,
-)
-from flowbook.registry import no_gradient
-from flowbook.registry import no_gradient as NotDifferentiable
-from flowbook.rewrites import optimized_plan
-from flowbook.run import gpu
-from flowbook.run.observers import Observer
-from flowbook.session import InteractiveSession, Session, get_default_session, observe
-from flowbook.tensor import Operation, Tensor
-from flowbook.tensor_protos import make_ndarray, make_tensor_proto
-from flowbook.tensor_shape import Dimension, TensorShape
-from flowbook.tf_logging import get_logger
-from flowbook.tf_names import *
-from flowbook.tf_names import tables_initializer
-from flowbook.variable_scope import (
+from flowbook.variables.variable_scope import (
     AUTO_REUSE,
     VariableScope,
     get_local_variable,
@@ -217,7 +231,7 @@ from flowbook.variable_scope import (
     no_regularizer,
     variable_scope,
 )
-from flowbook.variables import (
+from flowbook.variables.variables import (
     Variable,
     all_variables,
     assert_variables_initialized,
@@ -233,26 +247,15 @@ from flowbook.variables import (
     trainable_variables,
     variables_initializer,
 )
-from flowbook.version import (
-    COMPILER_VERSION,
-    CXX11_ABI_FLAG,
-    CXX_VERSION,
-    GIT_VERSION,
-    GRAPH_DEF_VERSION,
-    GRAPH_DEF_VERSION_MIN_CONSUMER,
-    GRAPH_DEF_VERSION_MIN_PRODUCER,
-    MONOLITHIC_BUILD,
-    VERSION,
-)
 
 
 def show(target: _typing.Any = None, height: int = 520, present: bool = False) -> _typing.Any:
     """Display the live graph widget (default graph, a Graph, a Stepper, or a plan's rewrite
     from ``optimized_plan``); returns it.
 
-    See :func:`flowbook.widget.show`.  ``fb.show()`` as a cell's last line shows one widget.
+    See :func:`flowbook.notebook.widget.show`.  ``fb.show()`` as a cell's last line shows one widget.
     """
-    from flowbook.widget import show as _show  # lazy: anywidget is slow to import
+    from flowbook.notebook.widget import show as _show  # lazy: anywidget is slow to import
 
     return _show(target, height, present)
 
@@ -271,12 +274,12 @@ _PROTOS = {
 # ``import flowbook`` fast: name -> (module, its attribute or None for the module itself).
 # None of them registers an op, fills a hook or an observer factory (those stay eager above).
 _LAZY = {  # (tf.tuple and tf.bool shadow the builtins here: no annotation)
-    "app": ("flowbook.app", None), "flags": ("flowbook.flags", None),
-    "contrib": ("flowbook.contrib", None), "data": ("flowbook.data", None),
-    "datasets": ("flowbook.datasets", None), "train": ("flowbook.train", None),
-    "test": ("flowbook.test_util", None), "gradient_checker": ("flowbook.gradient_checker", None),
+    "app": ("flowbook.platform.app", None), "flags": ("flowbook.platform.flags", None),
+    "contrib": ("flowbook.nets.contrib", None), "data": ("flowbook.data", None),
+    "datasets": ("flowbook.data.datasets", None), "train": ("flowbook.train", None),
+    "test": ("flowbook.test_util", None), "gradient_checker": ("flowbook.autodiff.gradient_checker", None),
     "summary": ("flowbook.summary", None), "test_util": ("flowbook.test_util", None),
-    "live_plots": ("flowbook.live_plots", None),
+    "live_plots": ("flowbook.summary.live_plots", None),
     **{n: ("flowbook.summary", n) for n in (
         "histogram_summary", "merge_all_summaries", "merge_summary", "scalar_summary")},
 }  # fmt: skip
@@ -290,7 +293,7 @@ def __getattr__(name: str) -> _typing.Any:
         globals()[name] = value
         return value
     if name == "GraphWidget":  # imported on demand: anywidget is not needed to build graphs
-        from flowbook.widget import GraphWidget
+        from flowbook.notebook.widget import GraphWidget
 
         return GraphWidget
     if name in _PROTOS:  # tf.NodeDef (device functions), tf.Summary...

@@ -40,9 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import devices, errors, gradient_checker
-from flowbook import graph as graph_module
-from flowbook.session import Session, get_default_session
+from flowbook.autodiff import gradient_checker
+from flowbook.framework import devices, errors
+from flowbook.framework import graph as graph_module
+from flowbook.runtime.session import Session, get_default_session
 
 compute_gradient = gradient_checker.compute_gradient
 compute_gradient_error = gradient_checker.compute_gradient_error

@@ -9,13 +9,15 @@ does the same for the cells that follow.  The alias is opt-in only: plain
 **The alias** (:func:`install`) puts entries in ``sys.modules``:
 
 - ``tensorflow`` and ``tensorflow.compat.v1`` -> the ``flowbook`` module, and
-  ``tensorflow.compat`` -> ``flowbook.compat``;
-- ``tensorflow.<sub>`` -> ``flowbook.<sub>`` for every submodule of flowbook
-  already loaded (the namespaces ``import flowbook`` leaves for first use, such
-  as ``train`` and ``contrib``, are loaded first) (``import tensorflow.train`` reuses ``flowbook.train``, never
-  a second copy of it);
+  ``tensorflow.compat`` -> ``flowbook.api.compat``;
+- ``tensorflow.<name>`` -> ``flowbook.<name>`` for every public namespace
+  (``tensorflow.nn`` is ``tf.nn``; the namespaces ``import flowbook`` leaves for
+  first use, such as ``train`` and ``contrib``, are loaded first), then
+  ``tensorflow.<sub>`` -> ``flowbook.<sub>`` for every other submodule already
+  loaded (``import tensorflow.train`` reuses ``flowbook.train``, never a second
+  copy of it);
 - ``tensorflow.examples.tutorials.mnist.input_data`` (and the packages on the
-  way) -> :mod:`flowbook.input_data`, the digits scaled to 28x28 standing in
+  way) -> :mod:`flowbook.data.input_data`, the digits scaled to 28x28 standing in
   for MNIST (never downloaded).
 
 and puts a finder first on ``sys.meta_path`` that answers every *other*
@@ -26,7 +28,7 @@ with a ``ModuleNotFoundError`` saying flowbook has only TF1's public API.
 **Other libraries see flowbook as TensorFlow** while the alias is active.
 TensorBoard's event writer, which ``tf.summary.FileWriter`` uses, imports
 ``tensorflow`` and calls ``tf.io.gfile.makedirs`` and ``tf.io.gfile.GFile``;
-flowbook's :mod:`flowbook.gfile` serves them.  TensorBoard remembers the
+flowbook's :mod:`flowbook.platform.gfile` serves them.  TensorBoard remembers the
 module it found for the rest of the process, even after ``uninstall``.  A
 process that has imported the real TensorFlow cannot have the alias.
 
@@ -51,7 +53,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import flowbook
-from flowbook import input_data
+from flowbook.data import input_data
 
 _MNIST = "tensorflow.examples.tutorials.mnist"
 _ADDED: dict[str, Any] = {}  # sys.modules entries install() made -> the module each holds
@@ -78,12 +80,15 @@ def _aliases() -> dict[str, Any]:
     """The ``sys.modules`` entries the alias consists of: name -> module."""
     table: dict[str, Any] = {
         "tensorflow": flowbook,
-        "tensorflow.compat": flowbook.compat,
+        "tensorflow.compat": flowbook.api.compat,
         "tensorflow.compat.v1": flowbook,
     }
     for name, (_, attribute) in flowbook._LAZY.items():  # namespaces left for first use
         if attribute is None:
             getattr(flowbook, name)
+    for name, value in vars(flowbook).items():  # the public namespaces: tensorflow.nn is tf.nn
+        if isinstance(value, types.ModuleType) and not name.startswith("_"):
+            table.setdefault("tensorflow." + name, value)
     for name, module in list(sys.modules.items()):
         if name.startswith("flowbook.") and module is not None:
             table.setdefault("tensorflow." + name.removeprefix("flowbook."), module)

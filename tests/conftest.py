@@ -44,8 +44,8 @@ def view():
     """A FakeView (tests/live_fakes.py); ``view.attach(graph)`` shows ``graph`` in it."""
     from live_fakes import FakeView
 
-    from flowbook import session as session_module
     from flowbook.notebook import live  # the live graph loads only where a test needs it
+    from flowbook.runtime import session as session_module
 
     hubs: list = []
     v = FakeView()

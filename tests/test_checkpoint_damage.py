@@ -20,7 +20,7 @@ import pytest
 
 import flowbook as fb
 from flowbook import train
-from flowbook.errors import DataLossError
+from flowbook.framework.errors import DataLossError
 from flowbook.train.checkpoint_reader import read_checkpoint
 from flowbook.train.checkpoint_utils import write_checkpoint
 

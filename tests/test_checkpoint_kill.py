@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import files, train
+from flowbook import train
+from flowbook.platform import files
 from flowbook.train.checkpoint_reader import read_checkpoint
 
 N = 1 << 20  # float32 elements: a 4 MB checkpoint

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook.gradient_checker import compute_gradient_error
+from flowbook.autodiff.gradient_checker import compute_gradient_error
 
 RNG = np.random.default_rng(5)
 

@@ -6,7 +6,7 @@ import pytest
 
 import flowbook as tf
 from flowbook.distributed.partition import assign_tasks, partition
-from flowbook.run.plan import build_plan
+from flowbook.runtime.plan import build_plan
 
 pytestmark = pytest.mark.cluster
 TASKS = [("ps", 0), ("ps", 1), ("worker", 0), ("worker", 1)]

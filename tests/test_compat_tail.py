@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook.errors import InvalidArgumentError, OutOfRangeError
-from flowbook.gradient_checker import compute_gradient_error
-from flowbook.ops.string_ops import siphash24
+from flowbook.autodiff.gradient_checker import compute_gradient_error
+from flowbook.framework.errors import InvalidArgumentError, OutOfRangeError
+from flowbook.ops.strings.string_ops import siphash24
 
 RNG = np.random.default_rng(16)
 A34 = RNG.standard_normal((3, 4))

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from interrupts import WITHIN, CtrlC
 
 import flowbook as tf
-from flowbook.errors import InvalidArgumentError
-from flowbook.run import pool as pool_module
-from flowbook.run.executor import run_frames
-from flowbook.run.loops import LOOP_FILENAME
+from flowbook.framework.errors import InvalidArgumentError
+from flowbook.runtime import pool as pool_module
+from flowbook.runtime.codegen.compiled_loops import LOOP_FILENAME
+from flowbook.runtime.executor import run_frames
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -342,7 +342,7 @@ def test_random_loops_agree_in_every_order_and_with_python(n, k, threshold, ops)
 # ---------------------------------------------------- TensorFlow's graphs
 def test_a_loop_graph_frozen_by_tensorflow_imports_and_computes_its_values():
     pytest.importorskip("tensorboard")
-    from flowbook import graph_def as gdef
+    from flowbook.graph_io import graph_def as gdef
 
     want = np.load(os.path.join(FIXTURES, "tf_while.npz"))
     with open(os.path.join(FIXTURES, "tf_while.pb"), "rb") as f:
@@ -375,7 +375,7 @@ def test_tensorflows_series_gradient():
 
 def test_control_flow_graphs_round_trip_through_graph_def():
     pytest.importorskip("tensorboard")
-    from flowbook import graph_def as gdef
+    from flowbook.graph_io import graph_def as gdef
 
     g = tf.Graph()
     with g.as_default():

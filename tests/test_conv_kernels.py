@@ -4,7 +4,7 @@ The convolutions (forward and both backprops) are checked against a loop
 reference that walks every output cell and tap, over a table of shapes,
 strides, dilations and paddings (odd sizes, SAME with uneven splits) and over
 random ones (hypothesis), then against finite differences
-(``flowbook.gradient_checker``).  The patch cache must never answer for an
+(``flowbook.autodiff.gradient_checker``).  The patch cache must never answer for an
 input that changed: in place, at a reused id, or past its budget.  The pools'
 disjoint-window path, NaN windows and wide windows (32-bit codes) against the
 same kind of loop reference.
@@ -21,12 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowbook as fb
-from flowbook.gpu_sim import simulate_gpu
-from flowbook.gradient_checker import compute_gradient_error
-from flowbook.ops import conv_patches
-from flowbook.ops.windows import out_size
-from flowbook.registry import OPS
-from flowbook.run import heap
+from flowbook.autodiff.gradient_checker import compute_gradient_error
+from flowbook.framework.registry import OPS
+from flowbook.kernels import conv_patches
+from flowbook.kernels.windows import out_size
+from flowbook.runtime import heap
+from flowbook.runtime.gpu_sim import simulate_gpu
 
 RNG = np.random.default_rng(7)
 
@@ -336,7 +336,7 @@ BIAS_CASES = [
 
 @pytest.mark.parametrize("shape, transposed, given_out", BIAS_CASES)
 def test_add_bias_in_long_rows_is_the_broadcast_add_bit_for_bit(shape, transposed, given_out):
-    from flowbook.ops.bias_kernels import add_bias
+    from flowbook.kernels.bias_kernels import add_bias
 
     rng = np.random.default_rng(len(shape))
     value = rng.standard_normal(shape).astype(np.float32)

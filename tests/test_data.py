@@ -25,7 +25,7 @@ import flowbook as tf
 from flowbook.data import sources
 from flowbook.data.function import Function
 from flowbook.data.structure import Spec
-from flowbook.errors import DataLossError, FailedPreconditionError, OutOfRangeError
+from flowbook.framework.errors import DataLossError, FailedPreconditionError, OutOfRangeError
 
 D = tf.data.Dataset
 
@@ -363,7 +363,7 @@ def test_corrupt_tfrecord_is_data_loss_naming_file_and_offset(tmp_path, damage):
 
 # --------------------------------------------------------------- training
 def test_a_model_trained_from_a_dataset_matches_feed_dict_training():
-    from flowbook.datasets import load_digits
+    from flowbook.data.datasets import load_digits
 
     data = load_digits().train
     xs, ys = data.images[:600], data.labels[:600].astype(np.int64)
@@ -500,7 +500,7 @@ def test_random_pipelines_match_python_lists(size, chunk, steps):
 
 
 def test_a_dataset_feeds_a_model_placed_on_a_gpu():
-    from flowbook.gpu_sim import simulate_gpu
+    from flowbook.runtime.gpu_sim import simulate_gpu
 
     xs = np.arange(12, dtype=np.float32).reshape(6, 2)
     with simulate_gpu() as gpu, tf.Session() as s:

@@ -15,7 +15,7 @@ from test_executor import build, random_dag
 import flowbook as fb
 from flowbook import debug
 from flowbook.debug.stepper import DONE, READY
-from flowbook.run import executor
+from flowbook.runtime import executor
 
 X = np.array([0.5, -1.0, 2.0])
 Y = np.array([1.5, 0.25, -3.0])

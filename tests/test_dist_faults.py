@@ -165,7 +165,7 @@ def test_a_task_server_that_does_not_start_is_unavailable(client, monkeypatch):
 # ------------------------------------------- when partitions run (stages.py), no cluster
 def _parted(build, fetch_names):
     from flowbook.distributed.partition import partition
-    from flowbook.run.plan import build_plan
+    from flowbook.runtime.plan import build_plan
 
     g = tf.Graph()
     with g.as_default():

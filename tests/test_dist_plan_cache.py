@@ -1,4 +1,4 @@
-"""A cluster session's plans (``flowbook.run.plan_cache`` in ``DaskSession``): kept while ops
+"""A cluster session's plans (``flowbook.runtime.plan_cache`` in ``DaskSession``): kept while ops
 are added, dropped by an edit of an op they hold, and released on the tasks when dropped.
 
 A loopback ``LocalCluster`` (in-process) of ``ps-0``, ``worker-0`` and ``worker-1``,
@@ -27,11 +27,11 @@ from test_plan_cache import same  # noqa: E402
 from waits import wait_until  # noqa: E402
 
 import flowbook as tf  # noqa: E402
-from flowbook import graph_edit  # noqa: E402
 from flowbook.distributed import session as dist_session  # noqa: E402
-from flowbook.errors import FailedPreconditionError, InvalidArgumentError  # noqa: E402
-from flowbook.run import plan_cache  # noqa: E402
-from flowbook.source import Cell  # noqa: E402
+from flowbook.framework import graph_edit  # noqa: E402
+from flowbook.framework.errors import FailedPreconditionError, InvalidArgumentError  # noqa: E402
+from flowbook.framework.source import Cell  # noqa: E402
+from flowbook.runtime import plan_cache  # noqa: E402
 
 pytestmark = pytest.mark.cluster
 PS, W0, W1 = (f"/job:{j}/replica:0/task:{k}" for j, k in (("ps", 0), ("worker", 0), ("worker", 1)))

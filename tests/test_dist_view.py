@@ -25,7 +25,7 @@ from task_clusters import task_cluster  # noqa: E402
 import flowbook as tf  # noqa: E402
 from flowbook.distributed.dist_trace import ClockSync, TaskTimings  # noqa: E402
 from flowbook.notebook import live  # noqa: E402
-from flowbook.timeline import Timeline  # noqa: E402
+from flowbook.profiling.timeline import Timeline  # noqa: E402
 
 pytestmark = pytest.mark.cluster
 PS, W0, W1 = (f"/job:{j}/replica:0/task:{k}" for j, k in (("ps", 0), ("worker", 0), ("worker", 1)))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook.gradient_checker import compute_gradient_error
+from flowbook.autodiff.gradient_checker import compute_gradient_error
 
 RNG = np.random.default_rng(21)
 FLT_MAX = float(np.finfo(np.float32).max)

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from interrupts import WITHIN, CtrlC
 
 import flowbook as fb
-from flowbook.run import executor
-from flowbook.run import pool as pool_module
-from flowbook.run.compile import RunPath
-from flowbook.run.plan import build_plan
+from flowbook.runtime import executor
+from flowbook.runtime import pool as pool_module
+from flowbook.runtime.codegen.compile import RunPath
+from flowbook.runtime.plan import build_plan
 
 # these tests watch the executor's paths over the plan as written: no optimiser passes
 AS_WRITTEN = fb.ConfigProto(

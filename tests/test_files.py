@@ -1,4 +1,4 @@
-"""flowbook.files.atomic_write, and every file flowbook writes going through it.
+"""flowbook.platform.files.atomic_write, and every file flowbook writes going through it.
 
 The mode a file gets (the umask's, also on overwrite), temp files swept up
 after a killed writer but never under a live one, nothing left behind by an
@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import files, train
-from flowbook.graph_def import write_graph
+from flowbook import train
+from flowbook.graph_io.graph_def import write_graph
+from flowbook.platform import files
 from flowbook.train.checkpoint_utils import write_checkpoint
 
 POSIX = os.name == "posix"

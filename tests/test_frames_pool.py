@@ -11,8 +11,8 @@ import pytest
 from waits import WITHIN, Parks, once_parked
 
 import flowbook as tf
-from flowbook.run import pool as pool_module
-from flowbook.run.executor import run_frames
+from flowbook.runtime import pool as pool_module
+from flowbook.runtime.executor import run_frames
 
 
 def _count_submissions(monkeypatch):

@@ -199,7 +199,7 @@ def test_values_and_gradients_equal_tensorflows():
 
 def test_tensorflows_graph_imports_and_computes_its_values():
     pytest.importorskip("tensorboard")
-    from flowbook import graph_def as gdef
+    from flowbook.graph_io import graph_def as gdef
 
     fixture, want = _fixture()
     with open(os.path.join(FIXTURES, "tf_functional.pb"), "rb") as f:

@@ -46,7 +46,7 @@ from fuzzing import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flowbook.errors import DataLossError
+from flowbook.framework.errors import DataLossError
 from flowbook.train.checkpoint_reader import MAX_DEFLATE_RATIO, read_checkpoint
 from flowbook.train.checkpoint_utils import write_checkpoint
 

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from tensorboard.compat.proto import graph_pb2
 
 import flowbook as tf
-from flowbook import graph_def as gdef
-from flowbook.limits import claim_limit
-from flowbook.registry import OPS
+from flowbook.framework.limits import claim_limit
+from flowbook.framework.registry import OPS
+from flowbook.graph_io import graph_def as gdef
 
 pytestmark = pytest.mark.fuzz
 

@@ -1,4 +1,4 @@
-"""flowbook.gemm's split of large products: its decisions and its results, without timing."""
+"""flowbook.kernels.gemm's split of large products: its decisions and its results, without timing."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from waits import wait_until
 
 import flowbook as fb
-from flowbook import gemm
-from flowbook.run import blas, pool
+from flowbook.kernels import gemm
+from flowbook.runtime import blas, pool
 
 RNG = np.random.default_rng(0)
 
@@ -46,7 +46,7 @@ def test_wide_needs_size_and_both_sides(m, k, n, want):
 
 @pytest.fixture
 def one_blas_thread():
-    """BLAS on one thread while the test runs, as ``flowbook.run.blas`` sets it when the split
+    """BLAS on one thread while the test runs, as ``flowbook.runtime.blas`` sets it when the split
     policy is on: every band, and every reference, is the same one-thread BLAS call."""
     import threadpoolctl
 
@@ -232,8 +232,8 @@ POOLS = [  # ksize, strides, padding, shape: each at least pool_kernels.BAND_BYT
 
 @pytest.mark.parametrize("ksize, strides, padding, shape", POOLS)
 def test_pools_in_batch_bands_are_bit_identical(monkeypatch, ksize, strides, padding, shape):
-    from flowbook.ops import pool_kernels
-    from flowbook.registry import OPS
+    from flowbook.framework.registry import OPS
+    from flowbook.kernels import pool_kernels
 
     attrs = {"ksize": ksize, "strides": strides, "padding": padding}
     x = np.maximum(RNG.standard_normal(shape).astype(np.float32), 0)
@@ -315,8 +315,8 @@ def test_convs_in_bands_have_the_same_bits_under_any_load_with_their_fused_tails
     """Conv2D and the fused conv's bias+ReLU, band by band (conv_patches.conv_gemm): the same
     bits whether the helpers take bands or the caller runs them all, the same patch matrix
     (lent to the filter gradient) as the whole product, and its values within rounding."""
-    from flowbook.ops import conv_patches
-    from flowbook.registry import OPS
+    from flowbook.framework.registry import OPS
+    from flowbook.kernels import conv_patches
 
     attrs = {"strides": (1, 1, 1, 1), "padding": padding}
     x = RNG.standard_normal(x_shape).astype(np.float32)
@@ -359,8 +359,8 @@ def test_convs_in_bands_have_the_same_bits_under_any_load_with_their_fused_tails
 def test_a_conv_input_gradient_in_bands_has_the_same_bits_under_any_load(
     monkeypatch, one_blas_thread, x_shape, f_shape, strides, padding
 ):
-    from flowbook.ops import conv_ops
-    from flowbook.registry import OPS
+    from flowbook.framework.registry import OPS
+    from flowbook.ops.nn import conv_ops
 
     f = RNG.standard_normal(f_shape).astype(np.float32)
     y = OPS["Conv2D"].kernel(np, np.ones(x_shape, np.float32), f, strides=strides, padding=padding)

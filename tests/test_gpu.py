@@ -1,6 +1,6 @@
 """The GPU path: placement, copy nodes, device timings and memory, on a simulated GPU.
 
-``flowbook.gpu_sim.simulate_gpu()`` registers a GPU whose arrays are numpy
+``flowbook.runtime.gpu_sim.simulate_gpu()`` registers a GPU whose arrays are numpy
 behind a device boundary (a host array meeting a device array is a
 TypeError, as in CuPy), so everything placement, the plan, the executor and
 the session do for a GPU runs here on any machine.  Values must equal a
@@ -27,14 +27,15 @@ import test_profiling
 
 import flowbook as fb
 from flowbook.debug import NanGuard, Stepper
-from flowbook.devices import CPU, gpu_available, local_devices
-from flowbook.errors import InvalidArgumentError, ResourceExhaustedError
-from flowbook.gpu_sim import SimArray, SimulatedOutOfMemoryError, simulate_gpu
-from flowbook.ops import math_ops, reduction_ops
+from flowbook.framework import devices
+from flowbook.framework.devices import CPU, gpu_available, local_devices
+from flowbook.framework.errors import InvalidArgumentError, ResourceExhaustedError
+from flowbook.framework.registry import OPS
 from flowbook.ops._builder import make, make1
-from flowbook.ops.training_ops import apply_gradient_descent
-from flowbook.registry import OPS
-from flowbook.run.placement import CopyOp, Placer
+from flowbook.ops.math import math_ops, reduction_ops
+from flowbook.ops.state.training_ops import apply_gradient_descent
+from flowbook.runtime.gpu_sim import SimArray, SimulatedOutOfMemoryError, simulate_gpu
+from flowbook.runtime.placement import CopyOp, Placer
 
 CPU_ONLY = fb.ConfigProto(device_count={"GPU": 0})
 SOFT = fb.ConfigProto(allow_soft_placement=True)
@@ -605,9 +606,9 @@ def test_variable_updates_run_where_the_variable_lives(gpu):
 
 
 def test_default_is_the_first_gpu_and_copies_between_gpus(gpu):
-    from flowbook.gpu_sim import SimulatedGPU
+    from flowbook.runtime.gpu_sim import SimulatedGPU
 
-    second = fb.devices.register_device(SimulatedGPU(1))
+    second = devices.register_device(SimulatedGPU(1))
     try:
         x, feed = _fed_x()
         a = fb.multiply(x, 2.0, name="a")
@@ -764,7 +765,7 @@ def _mlp(optimizer, dropout=True, host_init=False):
     ids=["sgd", "adam"],
 )
 def test_training_on_the_gpu_gives_the_cpu_losses(optimizer, tmp_path):
-    from flowbook.datasets import load_digits
+    from flowbook.data.datasets import load_digits
 
     digits = load_digits()
     batches = [
@@ -960,7 +961,7 @@ def test_device_buffers_are_freed_after_their_last_use(gpu, how):
 # ------------------------------------------------------------- stepper and NaN guard
 def test_the_stepper_steps_through_a_gpu_run(gpu):
     x, y, loss, _ = _mlp(fb.train.GradientDescentOptimizer(0.1), dropout=False)
-    from flowbook.datasets import load_digits
+    from flowbook.data.datasets import load_digits
 
     digits = load_digits()
     feed = {x: digits.train.images[:10], y: digits.train.labels[:10]}
@@ -1037,7 +1038,7 @@ def _cupy():
 
 def test_cupy_gpu_is_the_default_device_and_trains_like_the_cpu():
     cupy = _cupy()
-    from flowbook.datasets import load_digits
+    from flowbook.data.datasets import load_digits
 
     digits = load_digits()
     x, y, loss, train = _mlp(fb.train.GradientDescentOptimizer(0.5), dropout=False, host_init=True)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook import grad_overrides
+from flowbook.framework import grad_overrides
+from flowbook.framework.registry import OPS, register_op
 from flowbook.ops._builder import make1, same_as_input
-from flowbook.registry import OPS, register_op
 
 X = np.array([0.5, -2.0, 3.0])
 

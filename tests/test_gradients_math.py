@@ -14,19 +14,19 @@ import pytest
 import test_special_ops
 
 import flowbook as fb
-from flowbook import dtypes
-from flowbook.gradient_checker import compute_gradient_error
-from flowbook.ops import (
-    cast_ops,
+from flowbook.autodiff.gradient_checker import compute_gradient_error
+from flowbook.framework import dtypes
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OPS
+from flowbook.ops.array import cast_ops
+from flowbook.ops.linalg import linalg_ops
+from flowbook.ops.math import (
     elementwise,
     elementwise_more,
     elementwise_ops,
-    linalg_ops,
     math_ops,
-    nn_ops,
     reduction_ops,
 )
-from flowbook.registry import NOT_DIFFERENTIABLE, OPS
+from flowbook.ops.nn import nn_ops
 
 RNG = np.random.default_rng(7)
 TOL = 1e-6

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import dtypes
-from flowbook.tensor_shape import TensorShape
+from flowbook.framework import dtypes
+from flowbook.framework.tensor_shape import TensorShape
 
 
 def test_tensor_and_op_basics():

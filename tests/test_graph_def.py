@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("tensorboard")
 
 import flowbook as tf
-from flowbook import graph_def as gdef
-from flowbook.registry import OPS
+from flowbook.framework.registry import OPS
+from flowbook.graph_io import graph_def as gdef
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 RNG = np.random.default_rng(0)
@@ -221,7 +221,7 @@ def test_bad_input_leaves_graph_untouched(case):
 
 
 def test_mid_build_failure_rolls_back(monkeypatch):
-    from flowbook import graph_def_import
+    from flowbook.graph_io import graph_def_import
 
     g = tf.Graph()
     gd = gdef.to_graph_def(_build("mlp")[0])
@@ -306,7 +306,7 @@ def test_a_splat_within_the_budget_stays_a_broadcast_and_round_trips():
 
 
 def test_the_claims_budget_is_configurable():
-    from flowbook.limits import claim_limit
+    from flowbook.framework.limits import claim_limit
 
     with tf.Graph().as_default():
         with claim_limit(100), pytest.raises(ValueError, match="over the 100 B"):

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("tensorboard")
 
 import flowbook as tf
-from flowbook import graph_def as gdef
-from flowbook.dtypes import DType
-from flowbook.registry import OPS
+from flowbook.framework.dtypes import DType
+from flowbook.framework.registry import OPS
+from flowbook.graph_io import graph_def as gdef
 
 
 def long_tail_ops(x, v):
@@ -356,7 +356,7 @@ def every_op():
 
 def fused_ops(x, v):
     """ApplyGradientDescent, and the fused ops only the optimiser makes (here by hand)."""
-    from flowbook.ops.training_ops import apply_gradient_descent
+    from flowbook.ops.state.training_ops import apply_gradient_descent
 
     apply_gradient_descent(v, 0.1, x)
     g, w, labels = x.graph, tf.ones([3, 3]), tf.constant([0, 1])

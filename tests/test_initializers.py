@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook import initializers as init
+from flowbook.variables import initializers as init
 
 F32 = np.float32
 TRUNC = 0.87962566103423978

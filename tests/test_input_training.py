@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 STEPS = 200  # batches of 100: about 15 epochs of the 1,347 training digits
 TOLERANCE = 0.02  # test accuracy, of 450 test digits (9 of them)

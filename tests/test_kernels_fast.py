@@ -21,11 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowbook as fb
-from flowbook.gradient_checker import compute_gradient_error
-from flowbook.ops import conv_ops
-from flowbook.ops.pool_kernels import masked
-from flowbook.registry import OPS
-from flowbook.run import blas
+from flowbook.autodiff.gradient_checker import compute_gradient_error
+from flowbook.framework.registry import OPS
+from flowbook.kernels.pool_kernels import masked
+from flowbook.ops.nn import conv_ops
+from flowbook.runtime import blas
 
 RNG = np.random.default_rng(19)
 
@@ -257,7 +257,7 @@ def test_relu_grad_gradient_is_tf_s():
     ],
 )
 def test_relu_grads_multiply_by_the_mask_as_tensorflow(op_type, want, signs):
-    from flowbook.registry import OPS
+    from flowbook.framework.registry import OPS
 
     g = np.array([-1.0, np.inf, np.nan, 2.0, -3.0], np.float32)
     y = np.array([-1.0, -1.0, -1.0, 1.0, 7.0], np.float32)
@@ -329,7 +329,7 @@ def test_blas_policy_honours_intra_op_threads(monkeypatch):
 )
 @pytest.mark.parametrize("into", [False, True])
 def test_relu_against_a_row_of_zeros_is_maximum_with_zero_bit_for_bit(shape, dtype, into):
-    from flowbook.ops.bias_kernels import relu
+    from flowbook.kernels.bias_kernels import relu
 
     rng = np.random.default_rng(3)
     v = np.asarray(rng.standard_normal(shape) * 4).astype(dtype)
@@ -345,7 +345,7 @@ def test_relu_against_a_row_of_zeros_is_maximum_with_zero_bit_for_bit(shape, dty
 
 
 def test_relu_keeps_a_bounded_number_of_zero_rows():
-    from flowbook.ops import bias_kernels
+    from flowbook.kernels import bias_kernels
 
     for n in range(100, 100 + 2 * bias_kernels.MAX_ZERO_ROWS):  # a new row length each
         v = np.arange(-n, n, 2, dtype=np.float32).reshape(1, n)

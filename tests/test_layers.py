@@ -1,4 +1,4 @@
-"""flowbook's modules form layers, and each imports only downward (DESIGN.md, "Layers").
+"""flowbook's packages form layers, and each imports only downward.
 
 Every module of the package is parsed with ``ast`` (nothing is imported)
 and its imports of other flowbook modules are collected, those run when the
@@ -8,8 +8,9 @@ blocks left out) apart from those inside functions.  The rules:
 (a) the module-level import graph has no cycle;
 (b) an import of a flowbook module inside a function is listed in
     :data:`LAZY_IMPORTS`, with its reason; an upward reach goes through
-    ``flowbook.hooks`` instead;
-(c) a module imports only from its own layer or lower ones (:data:`LAYERS`).
+    ``flowbook.framework.hooks`` instead;
+(c) a module imports only from its package's layer or lower ones (:data:`LAYERS`,
+    one row of packages per layer, lowest first).
 
 A module holds one concept however long that takes: no line count is checked.
 
@@ -27,41 +28,39 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "flowbook"
 
-# Lowest first.  A module may import its own layer and those listed before it.
+# Lowest first: each row is a layer of packages (and the package root's modules); a package
+# may import its own layer and those listed before it.
 LAYERS: tuple[tuple[str, set[str]], ...] = (
-    # values, shapes, errors, and small helpers that import no other layer
-    ("base", {"dtypes", "gemm", "tensor_shape", "errors", "hooks", "source", "config", "step_stats",
-              "graph_keys", "limits", "names", "files", "gfile", "tf_logging", "flags", "compat",
-              "tfrecord", "nest", "pending", "queue_state", "resources", "record_files",
-              "version", "philox", "philox_sampling"}),
-    # the graph and what it is made of
-    ("graph", {"tensor", "graph", "graph_edit", "registry", "devices", "grad_overrides"}),
-    # the op library, and what builds or reads graphs with it
-    ("ops", {"ops", "var_state", "variables", "nn", "math", "debugging", "losses", "graph_def",
-             "graph_def_import", "io", "random", "initializers", "variable_store",
-             "variable_scope", "layers", "contrib", "loss_reduction",
-             "regression_losses", "custom_gradient", "tensor_protos", "iterator_state",
-             "rnn_cell", "rnn_cell_impl", "rnn_cell_wrappers", "rnn", "rnn_dynamic",
-             "functional_ops", "queues", "accumulators", "tf_names", "spectral", "strings", "sparse", "linalg",
-             "manip"}),
-    # the run core (the flowbook/run/ folder: placement, plan, compile, executor,
-    # observers, timings, fetches, the CuPy device) and the simulated GPU on top of it
-    ("run", {"run", "gpu_sim"}),
-    ("session", {"session"}),
-    # running on a Dask cluster: partitions, Send/Recv, task servers, the cluster session
-    ("distributed", {"distributed"}),
-    # tf.data: datasets, their traced functions (run on the executor), the iterator ops
+    # the graph and what it is made of: dtypes, shapes, errors, names, the op registry
+    ("framework", {"framework"}),
+    # files, logging, flags, the app runner
+    ("platform", {"platform"}),
+    # pure array kernels: gemm, Philox, windows, patches, special functions
+    ("kernels", {"kernels"}),
+    # GraphDefs, tensor protos, record files
+    ("graph_io", {"graph_io"}),
+    # what one session holds: variables' values, queues, iterators, resources, pending results
+    ("state", {"state"}),
+    # the op library: each family's ops, gradients and TF1 wrappers
+    ("ops", {"ops"}),
+    ("variables", {"variables"}),
+    # Session.run: placement, plans, the scheduler, code generators, the optimiser
+    ("runtime", {"runtime"}),
+    # observers built from RunOptions: step stats, traces, profiles
+    ("profiling", {"profiling"}),
+    ("autodiff", {"autodiff"}),
+    # layers, recurrent nets, losses
+    ("nets", {"nets"}),
+    # TF1's namespaces (tf.nn, tf.math, ...): names only
+    ("api", {"api"}),
     ("data", {"data"}),
-    # training: gradients, optimizers, checkpoints, summaries
-    ("train", {"gradients", "control_flow_grad", "gradient_checker", "train", "summary", "live_plots", "datasets",
-               "input_data"}),
-    # observers built from RunOptions/ConfigProto
-    ("debug", {"debug", "profiling", "profile_table", "timeline", "rewrites"}),
-    # tf.test: TestCase's sessions and assertions
-    ("testing", {"test_util"}),
-    # the notebook, the widget, the package's front door, and the TF1 alias on top of it
-    ("notebook", {"notebook", "widget", "app", "", "tf1"}),
-)  # fmt: skip
+    ("distributed", {"distributed"}),
+    ("summary", {"summary"}),
+    ("train", {"train"}),
+    ("debug", {"debug"}),
+    # the notebook, the widget, the package's front door, tf.test and the TF1 alias on top
+    ("notebook", {"notebook", "", "test_util", "tf1"}),
+)
 LAYER_OF: dict[str, int] = {
     ("flowbook." + name).rstrip("."): rank
     for rank, (_, names) in enumerate(LAYERS)
@@ -73,7 +72,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("flowbook.distributed", "flowbook.distributed.session"): (
         "a Session with a cluster target loads the cluster machinery; import flowbook does not"
     ),
-    ("flowbook", "flowbook.widget"): "anywidget is slow to import; fb.show() needs it",
+    ("flowbook", "flowbook.notebook.widget"): "anywidget is slow to import; fb.show() needs it",
+    ("flowbook", "flowbook.notebook"): "the widget's package, loaded with it by fb.show()",
     ("flowbook.notebook.extension", "flowbook.notebook.live"): (
         "the live graph (and its watcher) load only when the extension does, in a notebook"
     ),
@@ -184,9 +184,9 @@ def _describe(cycles: list[list[str]]) -> str:
 
 # ----------------------------------------------------------------- checks
 def test_the_parser_sees_known_edges():
-    assert "flowbook.tensor_shape" in IMPORTS["flowbook.tensor"][0]
-    assert "flowbook.ops" in IMPORTS["flowbook.variables"][0]  # via flowbook.ops._builder
-    assert "flowbook.ops" not in IMPORTS["flowbook.ops.math_ops"][0]  # inside its own package
+    assert "flowbook.framework.tensor_shape" in IMPORTS["flowbook.framework.tensor"][0]
+    assert "flowbook.ops" in IMPORTS["flowbook.variables.variables"][0]  # via flowbook.ops._builder
+    assert "flowbook.ops" not in IMPORTS["flowbook.ops.math.math_ops"][0]  # inside its own package
 
 
 def test_every_module_has_a_layer():
@@ -210,7 +210,7 @@ def test_imports_go_downward(module):
     )
     assert not upward, (
         f"{module} (layer {LAYERS[rank][0]}) imports upward: {upward}; "
-        "reach up through flowbook.hooks instead"
+        "reach up through flowbook.framework.hooks instead"
     )
 
 
@@ -221,7 +221,7 @@ def test_function_level_imports_are_listed(module):
     )
     assert not unlisted, (
         f"{module} imports inside functions: {unlisted}; import at the top, reach up "
-        "through flowbook.hooks, or list it in LAZY_IMPORTS with the reason"
+        "through flowbook.framework.hooks, or list it in LAZY_IMPORTS with the reason"
     )
 
 

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # modules (and third-party packages) import flowbook must not load
 NOT_LOADED = [
-    "flowbook.train", "flowbook.data", "flowbook.contrib", "flowbook.app", "flowbook.flags",
-    "flowbook.test_util", "flowbook.summary", "flowbook.datasets", "flowbook.gradient_checker",
+    "flowbook.train", "flowbook.data", "flowbook.nets.contrib", "flowbook.platform.app", "flowbook.platform.flags",
+    "flowbook.test_util", "flowbook.summary.writer", "flowbook.data.datasets", "flowbook.autodiff.gradient_checker",
     "flowbook.distributed.session", "flowbook.distributed.server_api", "absl", "asyncio",
     "unittest",
 ]  # fmt: skip
@@ -67,8 +67,8 @@ def test_a_cluster_target_still_makes_a_cluster_session():
 def test_every_name_resolves_and_loading_them_changes_no_table():
     got = _run(
         "import json, flowbook as tf, types\n"
-        "from flowbook.registry import OPS\n"
-        "from flowbook.run import observers\n"
+        "from flowbook.framework.registry import OPS\n"
+        "from flowbook.runtime import observers\n"
         "def tables(): return [sorted(OPS), len(observers._FACTORIES),\n"
         "    [h.filled for h in vars(tf.hooks).values() if isinstance(h, tf.hooks.Hook)]]\n"
         "before = tables()\n"

@@ -10,10 +10,10 @@ import pytest
 from live_fakes import FakeView
 
 import flowbook as fb
-from flowbook import session as session_module
-from flowbook import source
+from flowbook.framework import source
 from flowbook.notebook import flusher, history, live, panel, watch
 from flowbook.notebook.snapshot import graph_state, preview
+from flowbook.runtime import session as session_module
 
 
 def _flush():
@@ -292,7 +292,7 @@ def test_the_final_state_of_a_run_wins_over_a_delayed_send(view, monkeypatch):
     update numbers it got must only grow."""
     import threading
 
-    from flowbook.run.plan import build_plan
+    from flowbook.runtime.plan import build_plan
 
     x = fb.placeholder(fb.float32, [], name="x")
     y = x + 1.0

@@ -10,7 +10,7 @@ import pytest
 import flowbook as fb
 from flowbook.notebook import live, loops
 from flowbook.notebook.snapshot import graph_state
-from flowbook.run.observers import hooks_of
+from flowbook.runtime.observers import hooks_of
 
 FRAME = "loop/while_context"
 

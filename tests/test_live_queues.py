@@ -9,10 +9,10 @@ import pytest
 from live_fakes import FakeView
 
 import flowbook as fb
-from flowbook import session as session_module
 from flowbook.notebook import live, queues, watch
-from flowbook.resources import cell_key
-from flowbook.run.observers import Observer
+from flowbook.runtime import session as session_module
+from flowbook.runtime.observers import Observer
+from flowbook.state.resources import cell_key
 
 WAIT_S = 10.0  # the longest a test waits for a state it expects
 

@@ -58,7 +58,7 @@ def _plan_and_path(s):
 
 
 def test_an_innermost_loop_runs_compiled_and_agrees_with_the_scheduler():
-    from flowbook.run.executor import run_frames
+    from flowbook.runtime.executor import run_frames
 
     def outer(i, total):
         inner = tf.while_loop(lambda j, t: j < i, lambda j, t: (j + 1, t * 1.5 + 1.0), [0, total])
@@ -148,7 +148,7 @@ def test_a_loops_progress_can_be_read_while_it_runs_compiled_or_not():
 def test_full_trace_records_an_op_once_per_iteration():
     import json
 
-    from flowbook.timeline import Timeline
+    from flowbook.profiling.timeline import Timeline
 
     with tf.Graph().as_default(), tf.Session() as s:
         i = tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)], name="loop")

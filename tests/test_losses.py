@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import losses
-from flowbook.losses import Reduction
+from flowbook.nets.losses import losses
+from flowbook.nets.losses.losses import Reduction
 
 F = np.float32
 RNG = np.random.RandomState(0)

@@ -1,4 +1,4 @@
-"""The memory plan (flowbook/run/memory_plan.py): values freed at their last use, dead buffers
+"""The memory plan (flowbook/runtime/memory_plan.py): values freed at their last use, dead buffers
 written again (out=), fed, variable, constant and fetched arrays never touched, and differential
 tests: buffer reuse on = off = the serial reference, bit for bit, on every executor."""
 
@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flowbook as tf
-from flowbook.config import RewriterConfig
-from flowbook.run import memory_plan
-from flowbook.run.compile import RunPath
-from flowbook.run.executor import run_serial, run_threaded
-from flowbook.run.memory_plan import buffer_plan, owned
-from flowbook.run.optimize import _slot_shapes, passes_for
-from flowbook.run.plan import build_plan
+from flowbook.runtime import memory_plan
+from flowbook.runtime.codegen.compile import RunPath
+from flowbook.runtime.config import RewriterConfig
+from flowbook.runtime.executor import run_serial, run_threaded
+from flowbook.runtime.memory_plan import buffer_plan, owned
+from flowbook.runtime.optimize.optimizer import _slot_shapes, passes_for
+from flowbook.runtime.plan import build_plan
 
 NO_REUSE = tf.ConfigProto(
     graph_options=tf.GraphOptions(
@@ -237,8 +237,8 @@ def test_reuse_on_equals_reuse_off_equals_serial_bit_for_bit(layers, fetched, ba
 
 # ----------------------------------------------------------------- profiler
 def test_a_traced_run_reports_output_bytes_and_the_peak_of_live_values():
-    from flowbook.profiling import profile
-    from flowbook.step_stats import peak_bytes
+    from flowbook.profiling.tracing import profile
+    from flowbook.runtime.step_stats import peak_bytes
 
     with tf.Graph().as_default(), tf.Session() as s:
         x = tf.placeholder(tf.float32, [None, 100], name="x")

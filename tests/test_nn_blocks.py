@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook.gradient_checker import compute_gradient_error
+from flowbook.autodiff.gradient_checker import compute_gradient_error
+from flowbook.framework.registry import OPS
 from flowbook.ops._builder import make, make1
-from flowbook.registry import OPS
 
 RNG = np.random.default_rng(3)
 F64 = fb.float64

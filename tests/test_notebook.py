@@ -26,10 +26,10 @@ import pytest
 from nbclient import NotebookClient
 
 import flowbook as fb
-from flowbook.errors import FailedPreconditionError
-from flowbook.graph_keys import GraphKeys
+from flowbook.framework.errors import FailedPreconditionError
+from flowbook.framework.graph_keys import GraphKeys
+from flowbook.framework.source import Cell, capture, set_current_cell
 from flowbook.notebook import extension, tracebacks
-from flowbook.source import Cell, capture, set_current_cell
 
 ROOT = Path(__file__).parent.parent
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -346,7 +346,7 @@ def test_extension_in_ipython_rerun_and_short_traceback(shell, capsys):
     out = ANSI.sub("", capsys.readouterr().out)
     assert "flowbook's own frames hidden" in out and "MatMul" in out
     assert "cell [5], line 1" in out and cell in out
-    assert "flowbook/graph.py" not in out and "flowbook/ops" not in out
+    assert "flowbook/framework/graph.py" not in out and "flowbook/ops" not in out
     shell.run_cell("int('x')", store_history=True)
     out = ANSI.sub("", capsys.readouterr().out)
     assert "invalid literal" in out and "frames hidden" not in out  # IPython's own traceback
@@ -523,11 +523,16 @@ def test_short_tracebacks_in_a_kernel(tmp_path):
     assert "frames hidden" in run_tb and "cell [3], line 2" in run_tb and "s.run(out)" in run_tb
     assert 'created at cell [2], line 1: v = tf.Variable(1.0, name="v")' in run_tb
     assert "FailedPreconditionError: VariableV2 'v'" in run_tb
-    assert "flowbook/run/executor.py" not in run_tb and "flowbook/session.py" not in run_tb
+    assert (
+        "flowbook/runtime/executor.py" not in run_tb and "flowbook/runtime/session.py" not in run_tb
+    )
     assert "<flowbook plan>" not in run_tb and "site-packages" not in run_tb
 
     assert build_error.ename == "ValueError" and "MatMul 'MatMul' (cell [4], line 1)" in build_tb
-    assert "cell [4], line 1\n    z = tf.matmul" in build_tb and "flowbook/graph.py" not in build_tb
+    assert (
+        "cell [4], line 1\n    z = tf.matmul" in build_tb
+        and "flowbook/framework/graph.py" not in build_tb
+    )
 
     assert plain_error.ename == "ValueError" and "invalid literal" in plain_tb
     assert "frames hidden" not in plain_tb  # not flowbook's: IPython's normal traceback

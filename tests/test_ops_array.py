@@ -15,21 +15,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowbook as fb
-from flowbook.errors import InvalidArgumentError
-from flowbook.ops.array_ops import slice_helper
-from flowbook.ops.constant_op import constant_value
-from flowbook.registry import OPS
-from flowbook.tensor_shape import compatible
+from flowbook.framework.errors import InvalidArgumentError
+from flowbook.framework.registry import OPS
+from flowbook.framework.tensor_shape import compatible
+from flowbook.ops.array.array_ops import slice_helper
+from flowbook.ops.array.constant_op import constant_value
 
 ARRAY_MODULES = (
-    "flowbook.ops.shape_ops",
-    "flowbook.ops.transpose_ops",
-    "flowbook.ops.concat_ops",
-    "flowbook.ops.fill_ops",
-    "flowbook.ops.selection_ops",
-    "flowbook.ops.slicing",
-    "flowbook.ops.tile_pad_ops",
-    "flowbook.ops.random_ops",
+    "flowbook.ops.array.shape_ops",
+    "flowbook.ops.array.transpose_ops",
+    "flowbook.ops.array.concat_ops",
+    "flowbook.ops.array.fill_ops",
+    "flowbook.ops.array.selection_ops",
+    "flowbook.ops.array.slicing",
+    "flowbook.ops.array.tile_pad_ops",
+    "flowbook.ops.random.random_ops",
 )
 # declared beside the ops whose gradients build them; test_gradients_array covers them
 GRADIENT_HELPERS = {

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import flowbook as fb
+from flowbook.framework.tensor_shape import compatible
 from flowbook.ops._builder import make1
-from flowbook.tensor_shape import compatible
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((3, 4)).astype(np.float32)

@@ -13,10 +13,11 @@ import pytest
 import test_special_ops
 
 import flowbook as fb
-from flowbook import dtypes
-from flowbook.ops import math_ops, nn_ops, reduction_ops
-from flowbook.registry import OPS
-from flowbook.tensor_shape import compatible
+from flowbook.framework import dtypes
+from flowbook.framework.registry import OPS
+from flowbook.framework.tensor_shape import compatible
+from flowbook.ops.math import math_ops, reduction_ops
+from flowbook.ops.nn import nn_ops
 
 RNG = np.random.default_rng(0)
 TEST_DTYPES = [

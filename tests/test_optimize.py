@@ -1,4 +1,4 @@
-"""The graph optimiser (flowbook/run/optimize.py): what it rewrites, what it must never touch,
+"""The graph optimiser (flowbook/runtime/optimize/optimizer.py): what it rewrites, what it must never touch,
 and differential tests: an optimised run gives bit for bit what the written plan gives."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 import flowbook as tf
 from flowbook.debug import Stepper
-from flowbook.profiling import profile
-from flowbook.run.executor import run_serial, run_threaded
-from flowbook.run.optimize import PASSES, optimize, passes_for
-from flowbook.run.plan import carries_variable
+from flowbook.profiling.tracing import profile
+from flowbook.runtime.executor import run_serial, run_threaded
+from flowbook.runtime.optimize.optimizer import PASSES, optimize, passes_for
+from flowbook.runtime.plan import carries_variable
 
 
 def config(**options: object) -> tf.ConfigProto:

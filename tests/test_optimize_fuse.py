@@ -1,4 +1,4 @@
-"""The fusion pass (flowbook/run/optimize_fuse.py) and its ops (flowbook/ops/fused_ops.py):
+"""The fusion pass (flowbook/runtime/optimize/fuse.py) and its ops (flowbook/ops/nn/fused_ops.py):
 what it fuses, what it must leave alone, and that fused runs give the written plan's bits."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from test_optimize import AS_WRITTEN, mlp_step, optimised_plans, same_bits
 
 import flowbook as tf
-from flowbook.ops.training_ops import apply_gradient_descent
-from flowbook.run.optimize import PASSES, optimize
+from flowbook.ops.state.training_ops import apply_gradient_descent
+from flowbook.runtime.optimize.optimizer import PASSES, optimize
 
 SPECIAL = np.array([[-0.0, 0.0, 1.5, -2.0], [np.nan, np.inf, -np.inf, 3.0]], np.float32)
 
@@ -238,7 +238,7 @@ def test_the_rewrite_says_a_pool_gradient_reads_its_maxima():
 def test_a_pool_grad_reads_maxima_only_from_its_own_pool(made_by):
     """``pooled`` (maxima read from orig_output) only where this plan's MaxPool of the same
     input and window made it: not when it is fed, nor made by a pool of another window."""
-    from flowbook.ops.activation_grads import activation_grad
+    from flowbook.ops.nn.activation_grads import activation_grad
 
     x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
     h = tf.nn.relu(_conv(x))
@@ -260,7 +260,7 @@ def test_a_pool_grad_reads_maxima_only_from_its_own_pool(made_by):
 
 @pytest.mark.parametrize("mask_by, fused", [("pooled", True), ("other", False)])
 def test_a_pool_grad_fuses_only_with_the_relu_grad_masked_by_the_pooled_tensor(mask_by, fused):
-    from flowbook.ops.activation_grads import activation_grad
+    from flowbook.ops.nn.activation_grads import activation_grad
 
     x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
     h = tf.nn.relu(_conv(x))
@@ -286,7 +286,7 @@ POOL_GEOMETRIES = [
 def test_max_pool_grad_relu_is_relu_grad_after_it_with_special_gradients(
     ksize, strides, padding, shape, relu_input
 ):
-    from flowbook.registry import OPS
+    from flowbook.framework.registry import OPS
 
     attrs = {"ksize": ksize, "strides": strides, "padding": padding}
     x = _images(4, shape)
@@ -311,7 +311,7 @@ def test_max_pool_grad_relu_is_relu_grad_after_it_with_special_gradients(
 def test_max_pool_grad_then_relu_grad_give_tensorflow_s_bits():
     """Observed in TensorFlow 2.21 (raw ops, CPU): MaxPoolGrad adds each window's gradient into
     zeros at its first maximum; ReluGrad multiplies by ``features > 0`` (-0.0, NaN)."""
-    from flowbook.registry import OPS
+    from flowbook.framework.registry import OPS
 
     attrs = {"ksize": (1, 1, 2, 1), "strides": (1, 1, 2, 1), "padding": "VALID"}
     x = np.array([0.0, 0.0, -1.0, -2.0, 3.0, 1.0], np.float32).reshape(1, 1, 6, 1)

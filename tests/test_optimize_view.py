@@ -10,7 +10,7 @@ import pytest
 
 import flowbook as tf
 from flowbook.notebook import live, rewrites
-from flowbook.run.optimize import origin_of
+from flowbook.runtime.optimize.optimizer import origin_of
 
 
 def _mlp():

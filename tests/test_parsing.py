@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook.errors import InvalidArgumentError
+from flowbook.framework.errors import InvalidArgumentError
 
 
 def run(fetches, feed=None):
@@ -210,7 +210,7 @@ def test_masked_crc_matches_tensorboards():
     pytest.importorskip("tensorboard")
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-    from flowbook.tfrecord import masked_crc32c as ours
+    from flowbook.graph_io.tfrecord import masked_crc32c as ours
 
     for data in (b"", b"a", bytes(range(256)) * 7):
         assert ours(data) == masked_crc32c(data)

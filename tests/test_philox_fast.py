@@ -1,4 +1,4 @@
-"""The fast paths of ``flowbook.philox`` give the words and orders of the plain algorithms.
+"""The fast paths of ``flowbook.kernels.philox`` give the words and orders of the plain algorithms.
 
 Philox blocks are checked against Philox4x32-10 written out on Python ints
 (one block at a time, as the paper states it) across the places where the
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flowbook import philox
-from flowbook.philox import Philox, Words, fisher_yates
+from flowbook.kernels import philox
+from flowbook.kernels.philox import Philox, Words, fisher_yates
 
 M32 = (1 << 32) - 1
 

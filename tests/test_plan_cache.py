@@ -1,4 +1,4 @@
-"""The session's plan cache (``flowbook.run.plan_cache``): plans survive adding ops; an edit
+"""The session's plan cache (``flowbook.runtime.plan_cache``): plans survive adding ops; an edit
 of existing ops drops exactly the plans that hold one.
 
 ``EDITS`` is the table: each row edits a small graph in which the fetch ``near`` holds the
@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowbook as fb
-from flowbook import graph_edit
-from flowbook.errors import FailedPreconditionError, InvalidArgumentError
-from flowbook.gpu_sim import simulate_gpu
-from flowbook.run import executor, plan_cache
-from flowbook.source import Cell
+from flowbook.framework import devices, graph_edit
+from flowbook.framework.errors import FailedPreconditionError, InvalidArgumentError
+from flowbook.framework.source import Cell
+from flowbook.runtime import executor, plan_cache
+from flowbook.runtime.gpu_sim import simulate_gpu
 
 OFF = fb.ConfigProto(
     graph_options=fb.GraphOptions(optimizer_options=fb.OptimizerOptions(opt_level=-1))
@@ -255,7 +255,7 @@ def test_a_device_edit_with_a_gpu_drops_every_plan(fresh_graph):
             np.testing.assert_array_equal(s.run(t[name], FEED), fresh.run(t[name], FEED))
         assert {k[0].op.name for k in s._plans} == {"near", "far"}
         (near_plan,) = [p for k, p in s._plans.items() if k[0] is t["near"]]
-        assert all(d is fb.devices.CPU for op, d in zip(near_plan.ops, near_plan.devices)
+        assert all(d is devices.CPU for op, d in zip(near_plan.ops, near_plan.devices)
                    if op.name == "near")  # fmt: skip
 
 

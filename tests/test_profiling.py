@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flowbook as tf
-import flowbook.timeline  # tf.timeline, as TF's `from tensorflow.python.client import timeline`
-from flowbook.profiling import CPU_DEVICE, LazyStepStats, StepStatsCollector, profile
-from flowbook.run.compile import MAX_SHAPE_SIGNATURES
-from flowbook.run.timings import RunTimings
-from flowbook.step_stats import StepStats
+import flowbook.profiling.timeline  # tf.timeline, as TF's `from tensorflow.python.client import timeline`
+from flowbook.profiling.tracing import CPU_DEVICE, LazyStepStats, StepStatsCollector, profile
+from flowbook.runtime.codegen.compile import MAX_SHAPE_SIGNATURES
+from flowbook.runtime.step_stats import StepStats
+from flowbook.runtime.timings import RunTimings
 
 FULL = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
 REQUIRED = ("ph", "ts", "pid", "tid", "name")
@@ -440,7 +440,7 @@ def test_feeds_of_ever_new_shapes_fall_back_to_recording_what_the_graph_leaves_o
 def test_compiling_a_timed_straight_line_is_not_counted_in_the_run(monkeypatch):
     """The first traced run of a feed signature works its shapes out and compiles its timed
     line first; the profile's run time is the run's, so the kernels' share stays true."""
-    import flowbook.run.compile as compile_module
+    import flowbook.runtime.codegen.compile as compile_module
 
     define = compile_module._define
 

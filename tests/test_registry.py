@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import flowbook as fb
-from flowbook.registry import NOT_DIFFERENTIABLE, OPS, OpDef, Out, register, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OPS, OpDef, Out, register, register_op
 
 ALL = sorted(OPS.values(), key=lambda d: d.name)
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook.gradient_checker import compute_gradient_error
+from flowbook.autodiff.gradient_checker import compute_gradient_error
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TF = np.load(FIXTURES / "tf_rnn.npz")

@@ -1,4 +1,4 @@
-"""Session.run's remembered last run (flowbook.run.run_args.LastRun): same values, same errors.
+"""Session.run's remembered last run (flowbook.runtime.run_args.LastRun): same values, same errors.
 
 Each test runs a sequence of ``sess.run`` calls twice: on a session that
 remembers its last run, and on one that forgets it before every run (so each
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowbook as tf
-from flowbook.run.run_args import FLAT, ONE, LastRun, fetch_elements
+from flowbook.runtime.run_args import FLAT, ONE, LastRun, fetch_elements
 
 
 def _outcome(sess: Any, fetches: Any, feed: Any, forget: bool) -> Any:

@@ -10,7 +10,7 @@ import pytest
 
 import flowbook as fb
 from flowbook import train
-from flowbook.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from flowbook.framework.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 
 F = np.float32
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook.run import plan as plan_module
+from flowbook.runtime import plan as plan_module
 
 
 class Recorder(fb.Observer):
@@ -321,7 +321,7 @@ def test_repeated_run_does_no_graph_work(monkeypatch):
     calls = []
     real = plan_module.build_plan
     monkeypatch.setattr(
-        "flowbook.session.build_plan", lambda *a, **k: calls.append(1) or real(*a, **k)
+        "flowbook.runtime.session.build_plan", lambda *a, **k: calls.append(1) or real(*a, **k)
     )
     with fb.Session() as s:
         for i in range(5):

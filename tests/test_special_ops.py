@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook.gradient_checker import compute_gradient_error
-from flowbook.registry import NOT_DIFFERENTIABLE, OPS
+from flowbook.autodiff.gradient_checker import compute_gradient_error
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OPS
 
 RNG = np.random.default_rng(11)
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import summary
-from flowbook.graph_keys import GraphKeys
-from flowbook.live_plots import LivePlot, progress
-from flowbook.ops.summary_ops import default_bucket_limits
+from flowbook.framework.graph_keys import GraphKeys
+from flowbook.ops.io.summary_ops import default_bucket_limits
+from flowbook.summary import writer as summary
+from flowbook.summary.live_plots import LivePlot, progress
 
 event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 summary_pb2 = pytest.importorskip("tensorboard.compat.proto.summary_pb2")
@@ -128,7 +128,7 @@ def test_add_summary_accepts_protos_and_rejects_junk(tmp_path):
 def test_add_graph(tmp_path):
     g = fb.Graph()
     if not hasattr(g, "as_graph_def"):
-        pytest.skip("Graph.as_graph_def is not available yet (flowbook/graph_def.py)")
+        pytest.skip("Graph.as_graph_def is not available yet (flowbook/graph_io/graph_def.py)")
     with g.as_default():
         c = fb.add(fb.constant(1.0, name="a"), fb.constant(2.0, name="b"), name="c")
         summary.scalar("c_value", c)  # summary ops export too

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook.errors import InvalidArgumentError
+from flowbook.framework.errors import InvalidArgumentError
 
 X = np.arange(12, dtype=np.float32).reshape(4, 3) / 4 - 1  # four elements of shape [3]
 
@@ -278,7 +278,7 @@ def test_a_single_array_as_the_only_loop_variable():
 
 def test_an_array_loop_round_trips_through_graph_def():
     pytest.importorskip("tensorboard")
-    from flowbook import graph_def as gdef
+    from flowbook.graph_io import graph_def as gdef
 
     g = tf.Graph()
     with g.as_default():

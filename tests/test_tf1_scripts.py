@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import errors, input_data, tf1
-from flowbook.tfrecord import TFRecordWriter, tf_record_iterator
+from flowbook import tf1
+from flowbook.data import input_data
+from flowbook.framework import errors
+from flowbook.graph_io.tfrecord import TFRecordWriter, tf_record_iterator
 
 ROOT = Path(__file__).parent.parent
 SCRIPT = ROOT / "tutorials" / "data" / "mnist_softmax.py"  # tutorial 08 runs it too
@@ -197,7 +199,7 @@ def shell(tmp_path, monkeypatch):
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    from flowbook.source import set_current_cell
+    from flowbook.framework.source import set_current_cell
 
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     config = Config()

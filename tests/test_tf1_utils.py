@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook import errors
+from flowbook.framework import errors
 
 ROOT = Path(__file__).parent.parent
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook import gradient_checker
+from flowbook.autodiff import gradient_checker
 
 F32 = np.float32
 RNG = np.random.RandomState(0)

@@ -98,7 +98,7 @@ def test_to_complex(fn, dtype):
 
 def test_identity_n_graph_def_declares_a_type_list_and_round_trips():
     pytest.importorskip("tensorboard")
-    from flowbook import graph_def as gdef
+    from flowbook.graph_io import graph_def as gdef
 
     proto = gdef.op_def("IdentityN")
     assert proto.output_arg[0].type_list_attr == "T" and proto.attr[0].type == "list(type)"

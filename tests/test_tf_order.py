@@ -1,4 +1,4 @@
-"""Seeded shuffles give TensorFlow's orders (``flowbook.philox``).
+"""Seeded shuffles give TensorFlow's orders (``flowbook.kernels.philox``).
 
 Every expected sequence here was observed with TensorFlow 2.21.0 (CPU),
 ``tensorflow.compat.v1`` in graph mode, running the same program; the
@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import flowbook as tf
-from flowbook.philox import Philox, Words, fisher_yates, philox_rounds
+from flowbook.kernels.philox import Philox, Words, fisher_yates, philox_rounds
 
 R = tf.data.Dataset.range
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook.errors import InvalidArgumentError
+from flowbook.framework.errors import InvalidArgumentError
 
 F = np.float32
 # (id, build(x) for x of the fed value's dtype, a passing value, a failing value, message part)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook.errors import FailedPreconditionError, InvalidArgumentError
-from flowbook.registry import NOT_DIFFERENTIABLE, OPS, OpDef, Out, register
+from flowbook.framework.errors import FailedPreconditionError, InvalidArgumentError
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OPS, OpDef, Out, register
 
 
 def test_placeholder_with_default_is_fed_or_computes_its_default():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook.errors import InvalidArgumentError
-from flowbook.registry import OPS
+from flowbook.framework.errors import InvalidArgumentError
+from flowbook.framework.registry import OPS
 
 
 def run(fetches, feed=None):

@@ -428,7 +428,8 @@ def test_uninitialised_slot_is_reported():
 
 # ---------------------------------------------------------- end to end
 def test_digits_softmax_regression_learns():
-    from flowbook import datasets, losses
+    from flowbook.data import datasets
+    from flowbook.nets.losses import losses
 
     digits = datasets.load_digits(seed=0)
     x = fb.placeholder(fb.float32, [None, 64])
@@ -451,7 +452,7 @@ def test_digits_softmax_regression_learns():
 
 # ------------------------------------- helpers training scripts use: data, app.run
 def test_load_digits_splits():
-    from flowbook import datasets
+    from flowbook.data import datasets
 
     d = datasets.load_digits(test_fraction=0.25, seed=0)
     assert d.train.num_examples + d.test.num_examples == 1797
@@ -468,7 +469,7 @@ def test_load_digits_splits():
 
 
 def test_batches_next_batch_covers_each_epoch():
-    from flowbook.datasets import Batches
+    from flowbook.data.datasets import Batches
 
     b = Batches(np.arange(10), np.arange(10) * 10, seed=3)
     seen = np.concatenate([b.next_batch(4)[0] for _ in range(5)])  # 20 = two epochs
@@ -487,7 +488,7 @@ def test_app_run_exits_in_scripts_and_returns_in_notebooks(monkeypatch):
     import sys
     import types
 
-    from flowbook import app
+    from flowbook.platform import app
 
     seen = []
     with pytest.raises(SystemExit) as e:

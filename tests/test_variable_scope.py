@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import flowbook as tf
-from flowbook.graph import GraphKeys
+from flowbook.framework.graph import GraphKeys
 
 
 def _run(*fetches):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import session as session_module
-from flowbook import widget as widget_module
 from flowbook.notebook import live
+from flowbook.notebook import widget as widget_module
+from flowbook.runtime import session as session_module
 
 
 @pytest.fixture(autouse=True)

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook import widget as widget_module
-from flowbook.errors import ResourceExhaustedError
-from flowbook.gpu_sim import SimulatedGPU, simulate_gpu
+from flowbook.framework import devices
+from flowbook.framework.errors import ResourceExhaustedError
 from flowbook.notebook import live, watch
+from flowbook.notebook import widget as widget_module
+from flowbook.runtime.gpu_sim import SimulatedGPU, simulate_gpu
 
 CPU_ONLY = fb.ConfigProto(device_count={"GPU": 0})
 MB = 1_000_000
@@ -143,7 +144,7 @@ def test_placement_and_copies_are_worked_out_once_per_plan(gpu, shown, mixed_dev
 
 
 def test_copies_between_two_gpus(gpu, shown):
-    second = fb.devices.register_device(SimulatedGPU(1))
+    second = devices.register_device(SimulatedGPU(1))
     try:
         g = fb.Graph()
         with g.as_default():

@@ -9,7 +9,7 @@ the batch on as a chunk of one element.
 ``start + word % held`` (``start`` the ring's oldest slot, ``held`` how many
 it holds), the oldest moves into its place and the next input element into
 the oldest's slot; once the input ends the ring drains the same way.  Each
-``word`` is the next of TF's Philox words (:mod:`flowbook.philox`) for this
+``word`` is the next of TF's Philox words (:mod:`flowbook.kernels.philox`) for this
 pass, whose seeds are, as in TF, the op's ``(seed, seed2)`` (TF's
 ``get_seed`` rules; both 0: fresh from the OS) when not
 ``reshuffle_each_iteration``, else the next two words of a seed stream
@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
 from flowbook.data.dataset import (
     MAKERS,
     Chunk,
@@ -49,10 +48,11 @@ from flowbook.data.dataset import (
     rows,
 )
 from flowbook.data.structure import Spec, batched, flatten, unbatched
-from flowbook.errors import InvalidArgumentError
-from flowbook.ops.random_ops import get_seed
-from flowbook.philox import Philox, Words, fisher_yates, fresh_seeds
-from flowbook.tensor_shape import as_shape, fmt
+from flowbook.framework import dtypes
+from flowbook.framework.errors import InvalidArgumentError
+from flowbook.framework.tensor_shape import as_shape, fmt
+from flowbook.kernels.philox import Philox, Words, fisher_yates, fresh_seeds
+from flowbook.ops.random.random_ops import get_seed
 
 
 class BatchDataset(Dataset):

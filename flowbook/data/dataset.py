@@ -3,7 +3,7 @@
 A Dataset is a Python description of a pipeline, built in a cell: a source
 (``sources``) and transformations (``transforms``) over it, each knowing its
 element ``Spec`` (nesting, dtypes, static shapes).  Nothing runs until an
-iterator op runs in a Session (``flowbook.ops.iterator_ops``), which calls
+iterator op runs in a Session (``flowbook.ops.io.iterator_ops``), which calls
 ``elements(values)``: ``values`` are those of the graph tensors the pipeline
 reads (``captured()``: the tensors given to ``from_tensor_slices`` and
 friends, computed or fed in that run), and the result is a Python iterator
@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 
 from flowbook.data.structure import Spec, pack
-from flowbook.errors import InvalidArgumentError
-from flowbook.ops.constant_op import constant_value
-from flowbook.tensor import Tensor
+from flowbook.framework.errors import InvalidArgumentError
+from flowbook.framework.tensor import Tensor
+from flowbook.ops.array.constant_op import constant_value
 
 Chunk = list  # component arrays sharing a leading dimension (the chunk's element count)
 MAKERS: dict[str, Callable[..., Any]] = {}  # method name -> the transformation's class

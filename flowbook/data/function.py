@@ -6,7 +6,7 @@ their seeds by the usual rules) with one placeholder per component of the
 element (a tuple element is passed as positional arguments, as in TF).  What
 ``fn`` returns is kept as ``result``; ``compile(outputs)`` lays out the plan
 that computes those tensors from the placeholders, and ``Runner`` runs it on
-flowbook's executor (``flowbook.run.executor.execute``), once per element:
+flowbook's executor (``flowbook.runtime.executor.execute``), once per element:
 never a Python callback over numpy.
 
 **Batches.**  Where it is provably the same, a runner maps a whole chunk of
@@ -38,17 +38,17 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
 from flowbook.data.structure import Spec, flatten, is_nested, pack
-from flowbook.devices import CPU
-from flowbook.graph import Graph, get_default_graph, name_scope
-from flowbook.ops.constant_op import convert_to_tensor, placeholder
-from flowbook.ops.elementwise import BINARY, UNARY
-from flowbook.philox import OpRandom
-from flowbook.run.compile import RunPath
-from flowbook.run.executor import execute
-from flowbook.run.plan import Plan, build_plan
-from flowbook.tensor import Operation, Tensor
+from flowbook.framework import dtypes
+from flowbook.framework.devices import CPU
+from flowbook.framework.graph import Graph, get_default_graph, name_scope
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.kernels.philox import OpRandom
+from flowbook.ops.array.constant_op import convert_to_tensor, placeholder
+from flowbook.ops.math.elementwise import BINARY, UNARY
+from flowbook.runtime.codegen.compile import RunPath
+from flowbook.runtime.executor import execute
+from flowbook.runtime.plan import Plan, build_plan
 
 # op types that compute each output element from the same-index input elements
 ELEMENTWISE = frozenset({r.op_type for r in (*UNARY, *BINARY)} | {"Cast", "Identity", "AddV2"})

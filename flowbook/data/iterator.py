@@ -1,7 +1,7 @@
 """``tf.data.Iterator``: the graph ops that read a dataset in a Session.
 
 An iterator has a name (``shared_name``), under which each Session keeps its
-position (``flowbook.iterator_state``).  ``get_next()`` builds an
+position (``flowbook.state.iterator_state``).  ``get_next()`` builds an
 ``IteratorGetNext`` op whose outputs are the element's components, packed
 back into the element's nesting; ``make_initializer(dataset)`` builds the
 ``MakeIterator`` op that (re)starts the iterator on ``dataset``, whose
@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook import dtypes
 from flowbook.data.dataset import MAKERS, Dataset
 from flowbook.data.structure import Spec, flatten, is_nested, pack
-from flowbook.graph import get_default_graph
+from flowbook.framework import dtypes
+from flowbook.framework.graph import get_default_graph
+from flowbook.framework.tensor_shape import as_shape, compatible
 from flowbook.ops._builder import make
-from flowbook.ops.iterator_ops import new_token
-from flowbook.tensor_shape import as_shape, compatible
+from flowbook.ops.io.iterator_ops import new_token
 
 
 class Iterator:

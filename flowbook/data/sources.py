@@ -5,7 +5,7 @@ docstring of ``dataset``).  Values given as Python or numpy data become
 constants of the default graph, as in TF; tensors (a placeholder fed when
 the iterator's initializer runs, file names) are the dataset's captured
 tensors, read from the ``Context`` of the run that started the iterator.
-Files are read by ``flowbook.record_files``, which TF1's readers share.
+Files are read by ``flowbook.graph_io.record_files``, which TF1's readers share.
 
     >>> import numpy as np
     >>> ds = TensorSliceDataset((np.arange(3), np.array([b"a", b"b", b"c"])))
@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
 from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, Reader
 from flowbook.data.structure import Spec, flatten, is_nested, pack, unbatched
-from flowbook.errors import InvalidArgumentError, OpError
-from flowbook.gfile import glob
-from flowbook.ops.constant_op import convert_to_tensor
-from flowbook.record_files import fixed_length_records, text_lines, tfrecords
-from flowbook.tensor import Tensor
-from flowbook.tensor_shape import as_shape, compatible
+from flowbook.framework import dtypes
+from flowbook.framework.errors import InvalidArgumentError, OpError
+from flowbook.framework.tensor import Tensor
+from flowbook.framework.tensor_shape import as_shape, compatible
+from flowbook.graph_io.record_files import fixed_length_records, text_lines, tfrecords
+from flowbook.ops.array.constant_op import convert_to_tensor
+from flowbook.platform.gfile import glob
 
 CHUNK = 4096  # the most elements a source puts in one chunk
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from flowbook import dtypes
-from flowbook.tensor_shape import Shape, TensorShape
+from flowbook.framework import dtypes
+from flowbook.framework.tensor_shape import Shape, TensorShape
 
 
 def is_nested(value: Any) -> bool:

@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
 from flowbook.data.dataset import MAKERS, Chunk, Context, Dataset, rows, split
 from flowbook.data.function import Function, Runner
-from flowbook.run.pool import CountingPool
+from flowbook.framework import dtypes
+from flowbook.runtime.pool import CountingPool
 
 _pool: CountingPool | None = None  # shared by parallel maps, made on first use
 _pool_lock = threading.Lock()

@@ -10,7 +10,7 @@
   ``RunOptions(check_numerics=True)`` and ``ConfigProto(check_numerics=True)``
   attach one.  See ``flowbook.debug.nan_guard``.
 - ``check_numerics``, ``add_check_numerics_ops``, ``Print`` and ``print`` are
-  the graph ops of ``flowbook.ops.debug_ops``, re-exported here.
+  the graph ops of ``flowbook.ops.debugging.debug_ops``, re-exported here.
 
     >>> import flowbook as fb
     >>> from flowbook import debug
@@ -23,7 +23,13 @@
 from flowbook.debug.loop_stepper import LoopStepper
 from flowbook.debug.nan_guard import NanGuard, describe_value
 from flowbook.debug.stepper import Stepper, StepperError
-from flowbook.ops.debug_ops import Print, add_check_numerics_ops, check_numerics, print, print_v2
+from flowbook.ops.debugging.debug_ops import (
+    Print,
+    add_check_numerics_ops,
+    check_numerics,
+    print,
+    print_v2,
+)
 
 __all__ = [
     "LoopStepper",

@@ -2,7 +2,7 @@
 
 ``Stepper(sess, fetches)`` on a plan with ``cond``/``while_loop`` ops gives a
 :class:`LoopStepper`: the frame scheduler's own state
-(``flowbook.run.frames.FrameRun``: tagged values, frames, the FIFO ready
+(``flowbook.runtime.frames.FrameRun``: tagged values, frames, the FIFO ready
 queue) stepped one ready op at a time on the calling thread, every loop
 interpreted, so the steps are the ops ``sess.run`` would run, in an order it
 allows.  What differs from stepping a plan without loops:
@@ -42,11 +42,11 @@ from typing import Any
 import numpy as np
 
 from flowbook.debug.stepper import _LOOP_STEPPER, Stepper, StepperError
-from flowbook.run.frame_layout import Layout
-from flowbook.run.frames import FrameRun
-from flowbook.run.observers import hooks_of
-from flowbook.session import host_value
-from flowbook.tensor import Operation
+from flowbook.framework.tensor import Operation
+from flowbook.runtime.frame_layout import Layout
+from flowbook.runtime.frames import FrameRun
+from flowbook.runtime.observers import hooks_of
+from flowbook.runtime.session import host_value
 
 EXECUTED_KEPT = 100_000  # ops ``executed`` remembers (a long loop runs millions)
 

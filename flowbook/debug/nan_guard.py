@@ -26,7 +26,7 @@ session with ``ConfigProto(check_numerics=True)``, or everywhere with
     ...     s.run(fb.sqrt(fb.constant([-1.0, 4.0]), name="root"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    flowbook.errors.InvalidArgumentError: Sqrt 'root' (...) produced NaN: ...
+    flowbook.framework.errors.InvalidArgumentError: Sqrt 'root' (...) produced NaN: ...
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import errors
-from flowbook.devices import array_module, to_host
-from flowbook.run.observers import Observer, observer_factory
-from flowbook.run.plan import DISCARD, Plan
-from flowbook.tensor import Operation
+from flowbook.framework import errors
+from flowbook.framework.devices import array_module, to_host
+from flowbook.framework.tensor import Operation
+from flowbook.runtime.observers import Observer, observer_factory
+from flowbook.runtime.plan import DISCARD, Plan
 
 
 class NanGuard(Observer):

@@ -3,7 +3,7 @@
 ``Stepper(sess, fetches, feed_dict)`` takes the plan ``sess.run`` would run
 (``Session.prepare``: same pruning, same order, the session's variables and
 random generators) and drives the executor's own scheduler state
-(``flowbook.run.executor.Schedule``: pending counts, the ready queue, the
+(``flowbook.runtime.executor.Schedule``: pending counts, the ready queue, the
 values) one op at a time on the calling thread, so whatever the scheduler
 can run, the Stepper can step.  State:
 
@@ -56,13 +56,13 @@ from typing import Any
 import numpy as np
 
 from flowbook.debug.nan_guard import NanGuard
-from flowbook.registry import OPS
-from flowbook.run.executor import Schedule
-from flowbook.run.observers import Observer
-from flowbook.run.op_errors import op_error
-from flowbook.run.plan import as_outputs
-from flowbook.session import host_value
-from flowbook.tensor import Operation, Tensor
+from flowbook.framework.registry import OPS
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.runtime.executor import Schedule
+from flowbook.runtime.observers import Observer
+from flowbook.runtime.op_errors import op_error
+from flowbook.runtime.plan import as_outputs
+from flowbook.runtime.session import host_value
 
 WAITING, READY, DONE = 0, 1, 2  # an op's state in the stepper
 # the Stepper for plans with branches and loops (flowbook.debug.loop_stepper registers it)

@@ -30,9 +30,9 @@ only when a cluster session starts, so ``import flowbook`` stays fast.
 import importlib
 from typing import Any
 
-from flowbook import hooks
 from flowbook.distributed import sendrecv
 from flowbook.distributed.cluster import ClusterSpec, replica_device_setter
+from flowbook.framework import hooks
 
 # The cluster machinery (asyncio, the task server, the cluster session) loads on first use, so
 # ``import flowbook``, which imports this package for the _Send/_Recv ops, stays fast (PEP 562).

@@ -8,7 +8,7 @@ as ``/job:worker/task:1/device:CPU:0`` names a real place.  On a Dask
 cluster (``flowbook.distributed.session``) the addresses are Dask worker
 addresses, one task per worker.
 
-Device strings are parsed and merged by ``flowbook.devices.DeviceSpec`` (the
+Device strings are parsed and merged by ``flowbook.framework.devices.DeviceSpec`` (the
 inner ``tf.device`` scope fills in what it sets; the outer keeps the rest).
 :func:`task_name` and :func:`task_of_spec` turn a spec into the task that
 runs it, ``/job:ps/replica:0/task:0``, as TF spells a task.
@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from flowbook.devices import DeviceSpec
+from flowbook.framework.devices import DeviceSpec
 
 __all__ = ["ClusterSpec", "replica_device_setter", "task_name", "task_of_spec"]
 

@@ -34,7 +34,7 @@ until every value arrives after it was sent (:func:`causal_offsets`).
 client's plan (:class:`TaskTimings`): each op's kernel on the client's
 clock, the device (task) it ran on, and the ops the client's plan does not
 have (Send/Recv pairs, a fed value's Recv, a control edge's dummy) as
-``extra`` events.  ``flowbook.profiling`` reads those two, so FULL_TRACE's
+``extra`` events.  ``flowbook.profiling.tracing`` reads those two, so FULL_TRACE's
 step stats and ``tf.profile()``'s Chrome trace have one process per task.
 
     >>> c = ClockSync()
@@ -49,8 +49,8 @@ import time
 from collections import deque
 from typing import Any, NamedTuple
 
-from flowbook.run.observers import Observer, observer_factory
-from flowbook.run.timings import KernelTiming, RunTimings
+from flowbook.runtime.observers import Observer, observer_factory
+from flowbook.runtime.timings import KernelTiming, RunTimings
 
 __all__ = ["ClockSync", "TaskRecorder", "TaskReport", "TaskTimings", "merged_timings"]
 

@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowbook.distributed.dist_trace import ClockSync, TaskReport, merged_timings, now
-from flowbook.run.observers import Observer, hooks_of, split_for_run
-from flowbook.tensor import Tensor
+from flowbook.framework.tensor import Tensor
+from flowbook.runtime.observers import Observer, hooks_of, split_for_run
 
 __all__ = ["StepWatch", "remember", "task_layout"]
 

@@ -1,6 +1,6 @@
 """Partitioning: a run's pruned ops split into one GraphDef per task, joined by Send/Recv pairs.
 
-The client prunes a run as a local session does (``flowbook.run.plan``:
+The client prunes a run as a local session does (``flowbook.runtime.plan``:
 walk back from the fetches, stop at feeds), then :func:`partition`:
 
 1. **assigns each op a task** (:func:`assign_tasks`): the job and task of its
@@ -29,7 +29,7 @@ walk back from the fetches, stop at feeds), then :func:`partition`:
    tensor that is also fed is answered by the client itself.
 
     >>> import flowbook as fb
-    >>> from flowbook.run.plan import build_plan
+    >>> from flowbook.runtime.plan import build_plan
     >>> with fb.Graph().as_default() as g:
     ...     with fb.device("/job:ps/task:0"):
     ...         w = fb.constant(2.0, name="w")
@@ -52,13 +52,13 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
-from flowbook import graph_def as gdef
-from flowbook.devices import DeviceSpec
 from flowbook.distributed.cluster import task_name, task_of_spec
-from flowbook.errors import InvalidArgumentError
-from flowbook.run.plan import is_snapshot
-from flowbook.tensor import Operation, Tensor
+from flowbook.framework import dtypes
+from flowbook.framework.devices import DeviceSpec
+from flowbook.framework.errors import InvalidArgumentError
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.graph_io import graph_def as gdef
+from flowbook.runtime.plan import is_snapshot
 
 __all__ = ["Part", "Partitioned", "assign_tasks", "default_task", "graph_def", "partition"]
 

@@ -42,7 +42,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from flowbook import errors, tf_logging
+from flowbook.framework import errors
+from flowbook.platform import tf_logging
 
 __all__ = ["RECOVERABLE", "RecoverableSession"]
 

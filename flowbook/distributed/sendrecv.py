@@ -20,7 +20,7 @@ by (step, tensor name):
   worker: the receiving partition's success is the delivery's proof);
 - ``put`` (the receiving server, when a value arrives) stores it, or settles
   the ``_Recv`` already waiting for it;
-- ``recv`` takes the value, or returns a ``flowbook.pending.Pending`` that
+- ``recv`` takes the value, or returns a ``flowbook.state.pending.Pending`` that
   the threaded scheduler parks while the partition's other ops run: a
   partition may have to send before it can receive, so a receive never
   blocks its thread;
@@ -31,7 +31,7 @@ by (step, tensor name):
   ``AbortedError`` (another task of the step failed) and drops what
   arrives later; the step's other waits (a queue's dequeue, an
   accumulator's take, which the rendezvous watches while the step runs:
-  ``flowbook.pending.watching``) are cancelled, so a closed client session
+  ``flowbook.state.pending.watching``) are cancelled, so a closed client session
   leaves no step waiting on a task.
 
 Which step a kernel belongs to is the run's thread's: the server sets it
@@ -55,11 +55,11 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
-from flowbook.errors import AbortedError, InternalError
-from flowbook.graph_def import OP_ATTR_KINDS
-from flowbook.pending import Pending, settle, watching
-from flowbook.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework import dtypes
+from flowbook.framework.errors import AbortedError, InternalError
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.graph_io.graph_def import OP_ATTR_KINDS
+from flowbook.state.pending import Pending, settle, watching
 
 __all__ = ["Rendezvous"]
 

@@ -58,18 +58,18 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from flowbook.config import ConfigProto, RunOptions
-from flowbook.devices import DeviceSpec
 from flowbook.distributed.cluster import task_name
 from flowbook.distributed.dist_trace import TaskRecorder, now
 from flowbook.distributed.sendrecv import Rendezvous
-from flowbook.errors import DeadlineExceededError, NotFoundError, OpError
-from flowbook.graph import Graph
-from flowbook.graph_def_import import import_graph_def
-from flowbook.resources import ResourceCell
-from flowbook.session import BaseSession
-from flowbook.tensor import Operation
-from flowbook.var_state import VarState
+from flowbook.framework.devices import DeviceSpec
+from flowbook.framework.errors import DeadlineExceededError, NotFoundError, OpError
+from flowbook.framework.graph import Graph
+from flowbook.framework.tensor import Operation
+from flowbook.graph_io.graph_def_import import import_graph_def
+from flowbook.runtime.config import ConfigProto, RunOptions
+from flowbook.runtime.session import BaseSession
+from flowbook.state.resources import ResourceCell
+from flowbook.state.var_state import VarState
 
 __all__ = ["RemoteOpError", "TaskServer", "TaskSession"]
 

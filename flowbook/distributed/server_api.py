@@ -45,8 +45,8 @@ import threading
 import time
 from typing import Any
 
-from flowbook import errors
 from flowbook.distributed.cluster import ClusterSpec
+from flowbook.framework import errors
 
 __all__ = ["Server", "host_task", "scheduler_address", "wait_for_tasks"]
 

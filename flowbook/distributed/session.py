@@ -1,7 +1,7 @@
 """A session on a Dask cluster: ``tf.Session("dask://host:8786")`` or ``tf.Session(client)``.
 
 ``tf.Session(target)`` with a Dask target makes a :class:`DaskSession`
-(``flowbook.session.Session`` asks ``hooks.cluster_session`` for the class).
+(``flowbook.runtime.session.Session`` asks ``hooks.cluster_session`` for the class).
 Connecting, it:
 
 1. finds the cluster's tasks in its workers' names (:func:`map_workers`,
@@ -16,11 +16,11 @@ Connecting, it:
 
 **A run** flattens fetches and checks feeds as a local session does, then
 looks up its distributed plan, built once per run signature (fetches,
-feeds): the pruned ops (``flowbook.run.plan.build_plan``) split over the
+feeds): the pruned ops (``flowbook.runtime.plan.build_plan``) split over the
 tasks with Send/Recv pairs (``flowbook.distributed.partition``), which
 tasks receive first and which variable updates wait for the step's values
 (``flowbook.distributed.stages``).  The plans are kept in the session's
-``PlanCache`` (``flowbook.run.plan_cache``), as a local session's are:
+``PlanCache`` (``flowbook.runtime.plan_cache``), as a local session's are:
 adding ops to the graph keeps them (no new partition, nothing new sent to
 the tasks), an edit of an op a plan holds drops that plan, and a dropped
 plan's partitions are released on their tasks.  The step is one Dask call
@@ -74,8 +74,6 @@ import threading
 import time
 from typing import Any
 
-from flowbook import errors, hooks
-from flowbook.config import ConfigProto, RunOptions
 from flowbook.distributed.cluster import ClusterSpec, task_name
 from flowbook.distributed.dist_repr import session_html
 from flowbook.distributed.dist_trace import ClockSync
@@ -92,12 +90,14 @@ from flowbook.distributed.task_servers import (
     map_workers,
     start_servers,
 )
-from flowbook.graph import Graph
-from flowbook.run.observers import Observer, observers_for
-from flowbook.run.plan import build_plan
-from flowbook.run.plan_cache import PlanCache
-from flowbook.run.values import flatten, rebuild, to_numpy
-from flowbook.session import Session, _DeviceAttributes, _observers
+from flowbook.framework import errors, hooks
+from flowbook.framework.graph import Graph
+from flowbook.runtime.config import ConfigProto, RunOptions
+from flowbook.runtime.observers import Observer, observers_for
+from flowbook.runtime.plan import build_plan
+from flowbook.runtime.plan_cache import PlanCache
+from flowbook.runtime.session import Session, _DeviceAttributes, _observers
+from flowbook.runtime.values import flatten, rebuild, to_numpy
 
 __all__ = ["SERVER_START_S", "DaskSession", "is_cluster_target", "map_workers"]
 

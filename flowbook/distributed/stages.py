@@ -34,7 +34,7 @@ ps may have received everything and committed while another had not, as
 in TensorFlow, where a failed step may leave some updates applied.
 
     >>> import flowbook as fb
-    >>> from flowbook.run.plan import build_plan
+    >>> from flowbook.runtime.plan import build_plan
     >>> from flowbook.distributed.partition import partition
     >>> with fb.Graph().as_default() as g:
     ...     with fb.device("/job:ps/task:0"):
@@ -62,7 +62,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from flowbook.distributed.partition import Partitioned
-from flowbook.registry import OPS
+from flowbook.framework.registry import OPS
 
 __all__ = ["DistPlan", "gate_updates", "receive_first", "updates_variable"]
 

@@ -27,9 +27,9 @@ import re
 import time
 from typing import Any
 
-from flowbook import errors
 from flowbook.distributed.cluster import ClusterSpec, task_name
 from flowbook.distributed.server import TaskServer
+from flowbook.framework import errors
 
 __all__ = ["SERVER_START_S", "await_tasks", "client_for", "map_workers", "start_servers"]
 

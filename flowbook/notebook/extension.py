@@ -11,7 +11,7 @@ The loop, one :class:`CellTracker` per IPython shell:
   (``info.cell_id``, sent by JupyterLab, Notebook 7, VS Code), else the SHA-1
   of its source (see below).  If that cell created ops in the default graph
   on its last run, they are removed (``Graph._remove_ops``), which frees their
-  names so the re-run creates the same ones; then ``flowbook.source.current_cell``
+  names so the re-run creates the same ones; then ``flowbook.framework.source.current_cell``
   is set to ``Cell(key, In [n])``, so every op built during the cell records it
   in ``op.site.cell``.
 - ``post_run_cell``: the current cell is cleared, and the ops the cell created
@@ -60,12 +60,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook import graph as graph_module
-from flowbook import source
-from flowbook.graph_edit import mark_stale
+from flowbook.framework import graph as graph_module
+from flowbook.framework import source
+from flowbook.framework.graph_edit import mark_stale
+from flowbook.framework.source import Cell
+from flowbook.framework.tensor import Operation
 from flowbook.notebook import tracebacks
-from flowbook.source import Cell
-from flowbook.tensor import Operation
 
 
 class CellTracker:

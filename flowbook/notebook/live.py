@@ -59,14 +59,14 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from flowbook.framework.tensor import Operation
 from flowbook.notebook import queues, watch
 from flowbook.notebook.flusher import Flusher
 from flowbook.notebook.history import History, error_state
 from flowbook.notebook.snapshot import graph_state, preview
 from flowbook.notebook.watch import PlanStats, Record, Watcher, _clock
-from flowbook.run.executor import Observer
-from flowbook.run.plan import Plan
-from flowbook.tensor import Operation
+from flowbook.runtime.executor import Observer
+from flowbook.runtime.plan import Plan
 
 _UPDATES = itertools.count(1)  # the number of each state sent, in every graph (see "Order")
 HISTORY_EVERY_S = 0.5  # the run list's index is sent at most this often while runs stream

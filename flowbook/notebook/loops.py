@@ -35,7 +35,7 @@ loop inside a loop starts once per outer iteration); ``not_run`` lists the
 plan's ops that ran 0 times (an untaken branch), which the front end dims.
 
 **What the widget costs a loop.**  Counting and ``on_loop`` leave innermost
-loops compiled (``flowbook.run.loops``); per-op hooks and timings do not
+loops compiled (``flowbook.runtime.codegen.compiled_loops``); per-op hooks and timings do not
 (each op of each iteration interpreted, about 10x a trivial iteration).  So
 a plan's runs get those only once its last run showed ops heavy enough
 (``LIVE_OP_NS`` mean time per op run; ``PlanStats.n`` counts op runs for
@@ -60,9 +60,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from flowbook.run.observers import Observer
-from flowbook.run.plan import Plan
-from flowbook.tensor import Operation
+from flowbook.framework.tensor import Operation
+from flowbook.runtime.observers import Observer
+from flowbook.runtime.plan import Plan
 
 WHILE_CONTEXT = "/while_context"  # the suffix while_loop gives its frame names
 ENTERS = ("Enter", "RefEnter")

@@ -1,7 +1,7 @@
 """The JupyterLab side panel's end in the kernel: a comm that shows the default graph.
 
 The labextension (``labextension/src/connection.ts``) opens a comm with target
-``flowbook.graph`` on the current notebook's kernel.  The extension registers
+``flowbook.framework.graph`` on the current notebook's kernel.  The extension registers
 that target when it loads; each opened comm becomes a :class:`PanelView` of
 the default graph's :class:`~flowbook.notebook.live.LiveGraph`: it is sent
 the whole state at once, then whatever changes (graph after each cell, runs
@@ -13,18 +13,18 @@ panels move to the new one.  Messages from the panel are stepper actions,
 answered with ``{"history_run": state}``).
 
     >>> TARGET
-    'flowbook.graph'
+    'flowbook.framework.graph'
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flowbook.graph import get_default_graph
+from flowbook.framework.graph import get_default_graph
 from flowbook.notebook import live, rewrites
 from flowbook.notebook.history import answer_run
 
-TARGET = "flowbook.graph"
+TARGET = "flowbook.framework.graph"
 _panels: list[PanelView] = []  # open panel comms in this kernel
 
 

@@ -18,7 +18,7 @@ room shows as well as the training step that waits for a batch):
 
 - ``cells``: the session's ``ResourceCell`` of each queue op, found once per
   plan in the plan's bound kernels (the queue op's kernel is bound with its
-  ``cell``, ``flowbook.ops.queue_ops``).  A level is three attribute reads
+  ``cell``, ``flowbook.ops.io.queue_ops``).  A level is three attribute reads
   of the cell's ``QueueState``, done when a state is sent, never by a run;
   a cell emptied by ``Session.close`` or a reset keeps its last level.
 - ``waiting``: told by the threaded scheduler's ``Observer.on_wait`` and
@@ -38,7 +38,7 @@ Runs with loops (the frame scheduler) wait without parking: their waits are
 not reported.
 
     >>> import numpy as np
-    >>> from flowbook.queue_state import QueueState
+    >>> from flowbook.state.queue_state import QueueState
     >>> q = QueueState("q", "fifo", 10, [np.dtype("float32")], None)
     >>> _ = q.enqueue([(np.float32(1),), (np.float32(2),)])
     >>> level(q)
@@ -52,14 +52,14 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from flowbook.framework.tensor import Operation
 from flowbook.notebook.loops import TICKER
-from flowbook.run.observers import Observer
-from flowbook.run.plan import Plan
-from flowbook.tensor import Operation
+from flowbook.runtime.observers import Observer
+from flowbook.runtime.plan import Plan
 
 QUEUE_TYPES = frozenset(
     ("FIFOQueueV2", "PaddingFIFOQueueV2", "RandomShuffleQueueV2", "PriorityQueueV2")
-)  # the ops that make a queue (flowbook.ops.queue_ops)
+)  # the ops that make a queue (flowbook.ops.io.queue_ops)
 UNBOUNDED = 1 << 62  # QueueState's capacity for a queue built without a bound
 
 

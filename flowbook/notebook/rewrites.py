@@ -1,7 +1,7 @@
 """Send a plan's rewrite to the live graph: the views' ``optimized`` state.
 
 ``tf.show(tf.optimized_plan(fetches, feed))`` (or ``widget.show_optimized(rw)``)
-sends :meth:`flowbook.rewrites.PlanRewrite.diff` to every view of the graph
+sends :meth:`flowbook.profiling.optimized_plan.PlanRewrite.diff` to every view of the graph
 (the widgets and the JupyterLab side panel), under the graph's send lock
 and numbered like its other states (:mod:`flowbook.notebook.live`, "Order").
 The front end (``labextension/src/view/rewrites.ts``) then offers a toggle,

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from flowbook.framework.tensor import Operation
 from flowbook.notebook.loops import frames_state
-from flowbook.tensor import Operation
 
 KINDS = {  # op type -> how the front end draws it (anything else: "op")
     "VariableV2": "variable",

@@ -37,9 +37,9 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from flowbook.errors import OpError
-from flowbook.run.compile import PLAN_FILENAME as _PLAN_FILE
-from flowbook.source import _PKG_DIR, Site
+from flowbook.framework.errors import OpError
+from flowbook.framework.source import _PKG_DIR, Site
+from flowbook.runtime.codegen.compile import PLAN_FILENAME as _PLAN_FILE
 
 EXCEPTIONS: tuple[type[BaseException], ...] = (OpError, ValueError, TypeError)  # set_custom_exc's
 

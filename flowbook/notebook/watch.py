@@ -48,18 +48,18 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from flowbook import source
-from flowbook.devices import Device
+from flowbook.framework import source
+from flowbook.framework.devices import Device
+from flowbook.framework.tensor import Operation
 from flowbook.notebook.loops import follow
 from flowbook.notebook.queues import follow_waits
 from flowbook.notebook.snapshot import preview
 from flowbook.notebook.tasks import pair_names, pair_times, task_state
-from flowbook.run.observers import Observer
-from flowbook.run.placement import CopyOp
-from flowbook.run.plan import Plan
-from flowbook.run.timings import RunTimings
-from flowbook.session import observe
-from flowbook.tensor import Operation
+from flowbook.runtime.observers import Observer
+from flowbook.runtime.placement import CopyOp
+from flowbook.runtime.plan import Plan
+from flowbook.runtime.session import observe
+from flowbook.runtime.timings import RunTimings
 
 _clock = time.perf_counter_ns  # the runs' clock (a module global: one look-up)
 
@@ -206,7 +206,7 @@ def device_state(plan: Plan) -> tuple[dict[str, str], list[dict[str, Any]]]:
     fetch; ``fetch`` says whether it does).
 
     >>> import flowbook as fb
-    >>> from flowbook.gpu_sim import simulate_gpu
+    >>> from flowbook.runtime.gpu_sim import simulate_gpu
     >>> with simulate_gpu(), fb.Graph().as_default(), fb.Session() as s:
     ...     x = fb.placeholder(fb.float32, name="x")
     ...     _ = s.run(fb.multiply(x, 2.0, name="y"), {x: 1.0})

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from flowbook.dtypes import DType
-from flowbook.graph import get_default_graph
-from flowbook.ops.constant_op import convert_to_tensor
-from flowbook.registry import Out
-from flowbook.tensor import Operation, Tensor
+from flowbook.framework.dtypes import DType
+from flowbook.framework.graph import get_default_graph
+from flowbook.framework.registry import Out
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.ops.array.constant_op import convert_to_tensor
 
 
 def make(

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
-from flowbook.ops.constant_op import constant_value, convert_to_tensor
-from flowbook.tensor import Tensor
-from flowbook.tensor_shape import fmt
+from flowbook.framework import dtypes
+from flowbook.framework.tensor import Tensor
+from flowbook.framework.tensor_shape import fmt
+from flowbook.ops.array.constant_op import constant_value, convert_to_tensor
 
 INT_TYPES = (dtypes.int32, dtypes.int64)  # the dtypes a shape-like input may have
 

@@ -42,9 +42,9 @@ from typing import Any
 
 from flowbook.distributed.cluster import ClusterSpec, replica_device_setter
 from flowbook.distributed.server_api import Server
-from flowbook.graph_def import write_graph
-from flowbook.ops.example_ops import example_pb2
-from flowbook.summary import FileWriter as SummaryWriter
+from flowbook.graph_io.graph_def import write_graph
+from flowbook.ops.io.example_ops import example_pb2
+from flowbook.summary.writer import FileWriter as SummaryWriter
 from flowbook.train.adadelta import AdadeltaOptimizer
 from flowbook.train.adagrad import AdagradOptimizer
 from flowbook.train.adam import AdamOptimizer

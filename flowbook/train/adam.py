@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook.ops import math_ops, state_ops
-from flowbook.ops.control_flow_ops import group
-from flowbook.tensor import Operation, Tensor
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.ops.control_flow.control_flow_ops import group
+from flowbook.ops.math import math_ops
+from flowbook.ops.state import state_ops
 from flowbook.train.optimizer import Optimizer
-from flowbook.variables import Variable
+from flowbook.variables.variables import Variable
 
 
 class AdamOptimizer(Optimizer):

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import tf_logging
-from flowbook.graph import get_default_graph
-from flowbook.tensor import Tensor
+from flowbook.framework.graph import get_default_graph
+from flowbook.framework.tensor import Tensor
+from flowbook.platform import tf_logging
 from flowbook.train import training_util
 from flowbook.train.session_run_hook import (
     SessionRunArgs,

@@ -11,7 +11,7 @@ the Saver keeps the state file ``dir/checkpoint``, in TF's text format::
 Paths inside the directory are written relative to it (so the directory can
 move); relative paths read back are joined to the directory, as TF does.
 
-Every file is written by ``flowbook.files.atomic_write``: a temporary file in
+Every file is written by ``flowbook.platform.files.atomic_write``: a temporary file in
 the same directory, fsynced, then ``os.replace``d over the target, so a crash
 mid-write leaves the old file whole (and the next save sweeps up the temp file).
 
@@ -34,7 +34,7 @@ import logging
 import os
 import re
 
-from flowbook.files import atomic_write
+from flowbook.platform.files import atomic_write
 
 _log = logging.getLogger("flowbook")
 SUFFIX = ".npz"  # the data file of checkpoint <prefix> is <prefix>.npz

@@ -54,8 +54,8 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
-from flowbook.errors import DataLossError, NotFoundError
+from flowbook.framework import dtypes
+from flowbook.framework.errors import DataLossError, NotFoundError
 from flowbook.train.checkpoint_management import data_path
 
 FORMAT = "flowbook-checkpoint"

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from flowbook.errors import NotFoundError
+from flowbook.framework.errors import NotFoundError
 from flowbook.train.checkpoint_management import data_path, latest_checkpoint
 from flowbook.train.checkpoint_reader import read_checkpoint
 from flowbook.train.checkpoint_utils import _resolve

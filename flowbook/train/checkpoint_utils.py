@@ -9,7 +9,7 @@ its key, dtype and shape::
      "variables": [{"name": "W", "key": "t0", "dtype": "float32", "shape": [64, 10]}, ...]}
 
 Keeping the index inside the one file makes a checkpoint a single atomic
-write (``flowbook.files.atomic_write``: the file appears whole or not at all,
+write (``flowbook.platform.files.atomic_write``: the file appears whole or not at all,
 with the mode the umask gives a new file).  String variables are stored as
 fixed-width bytes (numpy ``S``).  Reading, which must survive damaged and
 hostile files, is ``checkpoint_reader``'s job.
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes
-from flowbook.errors import NotFoundError
-from flowbook.files import atomic_write
+from flowbook.framework import dtypes
+from flowbook.framework.errors import NotFoundError
+from flowbook.platform.files import atomic_write
 from flowbook.train.checkpoint_management import data_path, latest_checkpoint
 from flowbook.train.checkpoint_reader import FORMAT, INDEX_KEY, VERSION, read_checkpoint
 

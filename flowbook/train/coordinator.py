@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from flowbook import errors
+from flowbook.framework import errors
 
 
 class Coordinator:

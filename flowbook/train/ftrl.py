@@ -27,10 +27,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook.ops import array_ops, math_ops, state_ops
-from flowbook.tensor import Tensor
+from flowbook.framework.tensor import Tensor
+from flowbook.ops.array import array_ops
+from flowbook.ops.math import math_ops
+from flowbook.ops.state import state_ops
 from flowbook.train.optimizer import Optimizer
-from flowbook.variables import Variable
+from flowbook.variables.variables import Variable
 
 
 def _check(value: Any, what: str, allow_zero: bool = True) -> None:

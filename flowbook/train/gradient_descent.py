@@ -1,7 +1,7 @@
 """``GradientDescentOptimizer``: ``var -= learning_rate * grad``, one ApplyGradientDescent per variable.
 
 As TensorFlow 1 builds it: the learning rate cast to the variable's dtype, then
-``ApplyGradientDescent(var, lr, grad)`` (``flowbook.ops.training_ops``) named
+``ApplyGradientDescent(var, lr, grad)`` (``flowbook.ops.state.training_ops``) named
 ``<name>/update_<var>/ApplyGradientDescent``, so GraphDefs line up with TF's.
 
 >>> import flowbook as fb
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook.ops import training_ops
-from flowbook.tensor import Tensor
+from flowbook.framework.tensor import Tensor
+from flowbook.ops.state import training_ops
 from flowbook.train.optimizer import Optimizer
-from flowbook.variables import Variable
+from flowbook.variables.variables import Variable
 
 
 class GradientDescentOptimizer(Optimizer):

@@ -1,6 +1,6 @@
 """TF1's queue-based input pipeline: producers, ``limit_epochs``, ``batch`` and ``shuffle_batch``.
 
-Each function builds a queue (``flowbook.queues``), its enqueue op(s) and a
+Each function builds a queue (``flowbook.ops.io.queues``), its enqueue op(s) and a
 ``QueueRunner`` added to the graph's ``QUEUE_RUNNERS`` collection, as
 TensorFlow's ``tf.train`` does, so ``tf.train.start_queue_runners`` fills
 it:
@@ -41,18 +41,20 @@ from typing import Any
 
 import numpy as np
 
-from flowbook import dtypes, summary
-from flowbook.graph import GraphKeys, control_dependencies, name_scope
-from flowbook.ops import random_ops, selection_ops
-from flowbook.ops.cast_ops import cast
-from flowbook.ops.constant_op import convert_to_tensor
-from flowbook.ops.elementwise_ops import maximum
-from flowbook.ops.script_ops import py_func
-from flowbook.ops.shape_ops import identity, range, shape
-from flowbook.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue, count_up_to
-from flowbook.tensor import Tensor
+from flowbook.framework import dtypes
+from flowbook.framework.graph import GraphKeys, control_dependencies, name_scope
+from flowbook.framework.tensor import Tensor
+from flowbook.ops.array import selection_ops
+from flowbook.ops.array.cast_ops import cast
+from flowbook.ops.array.constant_op import convert_to_tensor
+from flowbook.ops.array.shape_ops import identity, range, shape
+from flowbook.ops.debugging.script_ops import py_func
+from flowbook.ops.io.queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue, count_up_to
+from flowbook.ops.math.elementwise_ops import maximum
+from flowbook.ops.random import random_ops
+from flowbook.summary import writer as summary
 from flowbook.train.queue_runner import QueueRunner, add_queue_runner
-from flowbook.variables import Variable
+from flowbook.variables.variables import Variable
 
 __all__ = [
     "batch",

@@ -22,10 +22,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from flowbook.graph import name_scope
-from flowbook.ops import array_ops, math_ops, random_ops
-from flowbook.ops.constant_op import convert_to_tensor
-from flowbook.tensor import Tensor
+from flowbook.framework.graph import name_scope
+from flowbook.framework.tensor import Tensor
+from flowbook.ops.array import array_ops
+from flowbook.ops.array.constant_op import convert_to_tensor
+from flowbook.ops.math import math_ops
+from flowbook.ops.random import random_ops
 
 
 def _start(learning_rate: Any, global_step: Any, what: str) -> tuple[Tensor, Tensor]:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook.ops import state_ops
-from flowbook.tensor import Tensor
+from flowbook.framework.tensor import Tensor
+from flowbook.ops.state import state_ops
 from flowbook.train.optimizer import Optimizer
-from flowbook.variables import Variable
+from flowbook.variables.variables import Variable
 
 
 class MomentumOptimizer(Optimizer):

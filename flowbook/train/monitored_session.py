@@ -48,18 +48,18 @@ import time
 from typing import Any
 
 from flowbook.distributed.recovery import RecoverableSession
-from flowbook.errors import DeadlineExceededError, OutOfRangeError
-from flowbook.graph import GraphKeys, get_default_graph
-from flowbook.ops.control_flow_ops import group
-from flowbook.session import Session
-from flowbook.summary import merge_all
+from flowbook.framework.errors import DeadlineExceededError, OutOfRangeError
+from flowbook.framework.graph import GraphKeys, get_default_graph
+from flowbook.ops.control_flow.control_flow_ops import group
+from flowbook.runtime.session import Session
+from flowbook.summary.writer import merge_all
 from flowbook.train.checkpoint_management import latest_checkpoint
 from flowbook.train.coordinator import Coordinator
 from flowbook.train.queue_runner import start_queue_runners
 from flowbook.train.saver import Saver
 from flowbook.train.saving_hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
 from flowbook.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
-from flowbook.variables import (
+from flowbook.variables.variables import (
     global_variables,
     global_variables_initializer,
     local_variables_initializer,

@@ -36,13 +36,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook import dtypes
-from flowbook.graph import Graph, GraphKeys, get_default_graph, name_scope
-from flowbook.ops import array_ops, math_ops, state_ops
-from flowbook.ops.constant_op import convert_to_tensor
-from flowbook.ops.control_flow_ops import group
-from flowbook.tensor import Operation, Tensor
-from flowbook.variables import Variable
+from flowbook.framework import dtypes
+from flowbook.framework.graph import Graph, GraphKeys, get_default_graph, name_scope
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.ops.array import array_ops
+from flowbook.ops.array.constant_op import convert_to_tensor
+from flowbook.ops.control_flow.control_flow_ops import group
+from flowbook.ops.math import math_ops
+from flowbook.ops.state import state_ops
+from flowbook.variables.variables import Variable
 
 
 def _key(x: Variable | Tensor) -> tuple[Graph, str]:

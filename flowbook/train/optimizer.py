@@ -36,15 +36,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook import dtypes
-from flowbook.gradients import gradients
-from flowbook.graph import Graph, GraphKeys, get_default_graph
-from flowbook.ops import array_ops, math_ops, state_ops
-from flowbook.ops.constant_op import constant, convert_to_tensor
-from flowbook.ops.control_flow_ops import group
-from flowbook.ops.control_flow_ops import tuple as tuple_
-from flowbook.tensor import Operation, Tensor
-from flowbook.variables import Variable
+from flowbook.autodiff.gradients import gradients
+from flowbook.framework import dtypes
+from flowbook.framework.graph import Graph, GraphKeys, get_default_graph
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.ops.array import array_ops
+from flowbook.ops.array.constant_op import constant, convert_to_tensor
+from flowbook.ops.control_flow.control_flow_ops import group
+from flowbook.ops.control_flow.control_flow_ops import tuple as tuple_
+from flowbook.ops.math import math_ops
+from flowbook.ops.state import state_ops
+from flowbook.variables.variables import Variable
 
 _VALID_DTYPES = frozenset(
     [dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128]

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook import dtypes
-from flowbook.ops import math_ops, state_ops
-from flowbook.tensor import Tensor
+from flowbook.framework import dtypes
+from flowbook.framework.tensor import Tensor
+from flowbook.ops.math import math_ops
+from flowbook.ops.state import state_ops
 from flowbook.train.optimizer import Optimizer
-from flowbook.variables import Variable
+from flowbook.variables.variables import Variable
 
 
 def _shrink(x: Tensor, threshold: Tensor) -> Tensor:

@@ -11,7 +11,7 @@ re-raises it).  With a coordinator, one more thread waits for the stop and
 runs the cancel op (the queue closed with ``cancel_pending_enqueues``), so
 a thread waiting to enqueue into a full queue wakes at once.  The threads
 block only inside ``Session.run``, where a waiting enqueue holds no pool
-thread (``flowbook.pending``).
+thread (``flowbook.state.pending``).
 
     >>> import flowbook as tf
     >>> with tf.Graph().as_default(), tf.Session() as s:
@@ -31,9 +31,9 @@ import contextlib
 import threading
 from typing import Any
 
-from flowbook import errors
-from flowbook.graph import GraphKeys, get_default_graph
-from flowbook.session import get_default_session
+from flowbook.framework import errors
+from flowbook.framework.graph import GraphKeys, get_default_graph
+from flowbook.runtime.session import get_default_session
 from flowbook.train.coordinator import Coordinator
 
 

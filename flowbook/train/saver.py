@@ -45,13 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from flowbook.errors import InvalidArgumentError, NotFoundError
-from flowbook.graph import GraphKeys, get_default_graph
-from flowbook.ops import state_ops
-from flowbook.ops.constant_op import placeholder
-from flowbook.ops.control_flow_ops import group
-from flowbook.tensor import Operation, Tensor
-from flowbook.tensor_shape import compatible, fmt, num_elements
+from flowbook.framework.errors import InvalidArgumentError, NotFoundError
+from flowbook.framework.graph import GraphKeys, get_default_graph
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.framework.tensor_shape import compatible, fmt, num_elements
+from flowbook.ops.array.constant_op import placeholder
+from flowbook.ops.control_flow.control_flow_ops import group
+from flowbook.ops.state import state_ops
 from flowbook.train import checkpoint_management as cm
 from flowbook.train import training_util
 from flowbook.train.checkpoint_utils import read_checkpoint, write_checkpoint

@@ -23,10 +23,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from flowbook import tf_logging
-from flowbook.graph import GraphKeys, get_default_graph
-from flowbook.graph_def import write_graph
-from flowbook.summary import FileWriter, _scalar_proto
+from flowbook.framework.graph import GraphKeys, get_default_graph
+from flowbook.graph_io.graph_def import write_graph
+from flowbook.platform import tf_logging
+from flowbook.summary.writer import FileWriter, _scalar_proto
 from flowbook.train.basic_hooks import SecondOrStepTimer, _global_step_tensor
 from flowbook.train.saver import Saver
 from flowbook.train.session_run_hook import (

@@ -48,17 +48,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook import dtypes
-from flowbook.accumulators import ConditionalAccumulator
-from flowbook.graph import GraphKeys, get_default_graph
-from flowbook.ops import array_ops, state_ops
-from flowbook.ops.control_flow_ops import group, no_op
-from flowbook.queues import FIFOQueue
-from flowbook.tf_logging import info
+from flowbook.framework import dtypes
+from flowbook.framework.graph import GraphKeys, get_default_graph
+from flowbook.ops.array import array_ops
+from flowbook.ops.control_flow.control_flow_ops import group, no_op
+from flowbook.ops.io.queues import FIFOQueue
+from flowbook.ops.state import state_ops
+from flowbook.ops.state.accumulators import ConditionalAccumulator
+from flowbook.platform.tf_logging import info
 from flowbook.train.optimizer import Optimizer
 from flowbook.train.queue_runner import QueueRunner
 from flowbook.train.session_run_hook import SessionRunHook
-from flowbook.variables import Variable, global_variables, report_uninitialized_variables
+from flowbook.variables.variables import Variable, global_variables, report_uninitialized_variables
 
 __all__ = ["SyncReplicasOptimizer"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flowbook import dtypes
-from flowbook.graph import Graph, GraphKeys, get_default_graph
-from flowbook.tensor import Tensor
-from flowbook.variables import Variable
+from flowbook.framework import dtypes
+from flowbook.framework.graph import Graph, GraphKeys, get_default_graph
+from flowbook.framework.tensor import Tensor
+from flowbook.variables.variables import Variable
 
 _log = logging.getLogger("flowbook")
 

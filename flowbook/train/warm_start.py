@@ -39,12 +39,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from flowbook.graph import get_collection, name_scope
-from flowbook.graph_keys import GraphKeys
-from flowbook.ops import state_ops
-from flowbook.ops.constant_op import constant
-from flowbook.ops.selection_ops import where
-from flowbook.tfrecord import tf_record_iterator
+from flowbook.framework.graph import get_collection, name_scope
+from flowbook.framework.graph_keys import GraphKeys
+from flowbook.graph_io.tfrecord import tf_record_iterator
+from flowbook.ops.array.constant_op import constant
+from flowbook.ops.array.selection_ops import where
+from flowbook.ops.state import state_ops
 from flowbook.train import training_util
 from flowbook.train.checkpoint_management import CheckpointState
 from flowbook.train.checkpoint_utils import list_variables, load_variable

@@ -269,7 +269,7 @@ def test_render_times_are_recorded(open_notebook):
 
 
 GPU = [
-    "import numpy as np\nimport flowbook as tf\nfrom flowbook.gpu_sim import simulate_gpu\n"
+    "import numpy as np\nimport flowbook as tf\nfrom flowbook.runtime.gpu_sim import simulate_gpu\n"
     "gpu = simulate_gpu()\ngpu.__enter__()\ntf.show()",
     'x = tf.placeholder(tf.float32, [None, 3], name="x")\n'
     'W = tf.Variable(np.ones((3, 2), np.float32), name="W")\n'

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import flowbook as fb
-from flowbook.gpu_sim import simulate_gpu
+from flowbook.runtime.gpu_sim import simulate_gpu
 
 from standin_states import layouts, live_states, set_trait, show
 

@@ -69,7 +69,7 @@ The MNIST "hello world", made small: scikit-learn's 1,797 handwritten digits (8�
 with the package, no download) stand in for MNIST's 28×28. The model is one matrix multiply and a
 softmax: `y = softmax(x W + b)`. We train it with minibatches of 100 for 200 steps."""),
     code("""import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 digits = load_digits()
 print("train:", digits.train.images.shape, " test:", digits.test.images.shape)
@@ -133,7 +133,7 @@ write("04_digits_deep.ipynb", [
 1. a multilayer perceptron: 64 → 128 (ReLU) → 10;
 2. a convolutional network: two 3×3 convolutions with ReLU and 2×2 max-pooling, then a dense layer."""),
     code("""import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 digits = load_digits()
 

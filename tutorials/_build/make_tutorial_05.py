@@ -14,7 +14,7 @@ Two questions every model raises sooner or later. flowbook answers both on the g
 
 We use the digits MLP from tutorial 4."""),
     code("""import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 digits = load_digits()
 x = tf.placeholder(tf.float32, [None, 64], name="x")

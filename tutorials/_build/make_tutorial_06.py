@@ -22,9 +22,9 @@ simulation are CPU timings and say nothing about GPU speed."""),
     code("""import numpy as np
 
 import flowbook as tf
-from flowbook.datasets import load_digits
-from flowbook.devices import gpu_available
-from flowbook.gpu_sim import simulate_gpu
+from flowbook.data.datasets import load_digits
+from flowbook.framework.devices import gpu_available
+from flowbook.runtime.gpu_sim import simulate_gpu
 
 HAVE_GPU = gpu_available()
 if HAVE_GPU:

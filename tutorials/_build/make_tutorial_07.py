@@ -47,7 +47,7 @@ assert np.allclose(got, expected["probs_0"], rtol=1e-5)"""),
 `tf.summary.scalar` and `tf.summary.histogram` add summary ops; `merge_all` runs them together.
 A `FileWriter` writes them to an event file for TensorBoard — and with `live=True` it also draws
 them below the cell while the loop runs (a few updates a second, so watching costs little)."""),
-    code("""from flowbook.datasets import load_digits
+    code("""from flowbook.data.datasets import load_digits
 
 tf.reset_default_graph()
 digits = load_digits()

@@ -79,7 +79,7 @@ run and gives exactly what `sess.run` gives:"""),
 An LSTM reads a sequence one step at a time, carrying a state. `tf.nn.dynamic_rnn` is a
 `while_loop` over the time steps. Each 8x8 digit becomes a **sequence of 8 rows** of 8 pixels:
 the net sees the rows one after another and must say which digit it was."""),
-    code("""from flowbook.datasets import load_digits
+    code("""from flowbook.data.datasets import load_digits
 
 digits = load_digits()
 rows = tf.placeholder(tf.float32, [None, 8, 8], name="rows")  # batch, time, pixels

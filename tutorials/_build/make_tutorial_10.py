@@ -21,7 +21,7 @@ import shutil
 import tempfile
 
 import flowbook as tf
-from flowbook.datasets import load_digits
+from flowbook.data.datasets import load_digits
 
 view = tf.show()
 view"""),

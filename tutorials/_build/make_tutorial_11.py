@@ -33,7 +33,7 @@ from distributed import Client, LocalCluster
 from IPython.display import display
 
 import flowbook as tf
-from flowbook.datasets import load_digits"""),
+from flowbook.data.datasets import load_digits"""),
     md("""## A cluster of three tasks
 
 A `LocalCluster` starts a Dask scheduler and worker processes on this machine. We name the

@@ -1,0 +1,499 @@
+"""GraphDef export and import: flowbook graphs as TensorFlow's protocol buffers.
+
+The messages are TensorFlow's own (``GraphDef``, ``NodeDef``, ``AttrValue``,
+``TensorProto``...), taken from the copies the ``tensorboard`` package ships,
+so a file written here opens in TensorBoard or TensorFlow, and a frozen graph
+written by TensorFlow imports here.  The protobuf modules are imported inside
+the functions, so ``import flowbook`` stays fast.  ``Graph.as_graph_def``
+reaches :func:`as_graph_def` through ``flowbook.framework.hooks`` (the graph module is
+below this one), and :func:`import_graph_def` reaches
+``flowbook.graph_io.graph_def_import`` (above this one) the same way.
+
+Export (:func:`to_graph_def`) writes one NodeDef per op, in creation order
+(a topological order): inputs as ``"op"``/``"op:1"``, control inputs as
+``"^op"``, attrs converted by their Python type (DType, shape tuple, ndarray,
+bool, int, float, str, list).  flowbook does not store TensorFlow's
+polymorphic type attrs (``T``, ``Tidx``...); :data:`TYPE_ATTRS` says, per op
+type, which attr takes the dtype of which input, so TensorFlow's importer
+accepts the file.
+
+Import (:func:`import_graph_def`) is in three steps, and only the last one
+touches the caller's graph:
+
+1. parse and validate every NodeDef (registered type, inputs that exist,
+   attrs that convert) and sort them topologically (cycles are an error);
+2. build the whole graph once in a scratch Graph, so every shape or dtype
+   error (``infer``) is found with nothing yet in the real graph;
+3. build it in the default graph under the name scope ``name``; should that
+   still fail, the ops made so far are removed and the graph's name table
+   and version are put back.
+
+Every error is a ValueError naming the node.
+
+    >>> import flowbook as fb
+    >>> g = fb.Graph()
+    >>> with g.as_default():
+    ...     _ = fb.add(fb.constant(1.0, name="a"), 2.0, name="sum")
+    >>> type_attrs("Add"), type_attrs("ConcatV2")
+    ({'T': 0}, {'T': 0, 'Tidx': -1})
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any
+
+import numpy as np
+
+from flowbook.framework import dtypes, hooks, registry
+from flowbook.framework.dtypes import DType
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.platform.files import atomic_write
+
+# dtype name -> TensorFlow's DataType enum value (types.proto)
+DT_ENUM: dict[str, int] = {
+    "float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "string": 7,
+    "complex64": 8, "int64": 9, "bool": 10, "uint16": 17, "complex128": 18, "float16": 19,
+}  # fmt: skip
+_ENUM_DT: dict[int, DType] = {v: dtypes.as_dtype(k) for k, v in DT_ENUM.items()}
+
+_NO_T = frozenset(
+    {
+        "Const",
+        "Placeholder",
+        "VariableV2",
+        "NoOp",
+        "Cast",
+        "LogicalAnd",
+        "LogicalOr",
+        "LogicalNot",
+        "ConcatOffset",
+        "PrintV2",
+        "Assert",
+        "PlaceholderWithDefault",
+        "MergeSummary",
+        "IsVariableInitialized",
+        "Range",
+        "RandomUniform",
+        "RandomStandardNormal",
+        "TruncatedNormal",
+        "RandomUniformInt",
+        "LogUniformCandidateSampler",
+        "UniformCandidateSampler",
+    }
+)  # op types whose TensorFlow OpDef has no "T" from input 0
+
+# op type -> {TF-only type attr: index of the input whose dtype it takes (-1: the last)}
+TYPE_ATTRS: dict[str, dict[str, int]] = dict(
+    {
+        **{r: {"T": 0, "Tidx": 1} for r in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any")},
+        "ArgMax": {"T": 0, "Tidx": 1},
+        "ArgMin": {"T": 0, "Tidx": 1},
+        "ConcatV2": {"T": 0, "Tidx": -1},
+        "Reshape": {"T": 0, "Tshape": 1},
+        "Transpose": {"T": 0, "Tperm": 1},
+        "StridedSlice": {"T": 0, "Index": 1},
+        "StridedSliceGrad": {"T": 4, "Index": 0},
+        "Slice": {"T": 0, "Index": 1},
+        "Pad": {"T": 0, "Tpaddings": 1},
+        "PadV2": {"T": 0, "Tpaddings": 1},
+        "MirrorPad": {"T": 0, "Tpaddings": 1},
+        "Tile": {"T": 0, "Tmultiples": 1},
+        "ExpandDims": {"T": 0, "Tdim": 1},
+        "ReverseV2": {"T": 0, "Tidx": 1},
+        "Fill": {"T": 1, "index_type": 0},
+        "Select": {"T": 1},
+        "Split": {"T": 1},
+        "SplitV": {"T": 0, "Tlen": 1},
+        "GatherV2": {"Tparams": 0, "Tindices": 1, "Taxis": 2},
+        "OneHot": {"T": 2, "TI": 0},
+        "UnsortedSegmentSum": {"T": 0, "Tindices": 1, "Tnumsegments": 2},
+        "Range": {},
+        "RandomUniform": {"T": 0},
+        "RandomStandardNormal": {"T": 0},
+        "TruncatedNormal": {"T": 0},
+        "RandomUniformInt": {"T": 0},
+        "Conv2DBackpropInput": {"T": 1},
+        "AvgPoolGrad": {"T": 1},
+        "DepthwiseConv2dNativeBackpropInput": {"T": 1},
+        "SpaceToBatchND": {"T": 0, "Tblock_shape": 1, "Tpaddings": 2},
+        "BatchToSpaceND": {"T": 0, "Tblock_shape": 1, "Tcrops": 2},
+        "ScalarSummary": {"T": 1},
+        "HistogramSummary": {"T": 1},
+        **{s: {"T": 0, "Tidx": 1} for s in ("Cumsum", "Cumprod")},
+        **{s: {"T": 0, "Tindices": 1} for s in ("ScatterUpdate", "ScatterAdd", "ScatterSub")},
+        "GatherNd": {"Tparams": 0, "Tindices": 1},
+        "ScatterNd": {"T": 1, "Tindices": 0},
+        "DynamicStitch": {"T": -1},
+        "IdentityN": {},
+        "InTopKV2": {"T": 1},
+        "ReverseSequence": {"T": 0, "Tlen": 1},
+        "LinSpace": {"T": 0, "Tidx": 2},
+        "SelectV2": {"T": 1},
+        "BroadcastTo": {"T": 0, "Tidx": 1},
+        "Roll": {"T": 0, "Tshift": 1, "Taxis": 2},
+        "MatrixBandPart": {"T": 0, "Tindex": 1},
+        **{f"Segment{k}": {"T": 0, "Tindices": 1} for k in ("Sum", "Mean", "Max", "Min", "Prod")},
+        **{
+            f"UnsortedSegment{k}": {"T": 0, "Tindices": 1, "Tnumsegments": 2}
+            for k in ("Max", "Min", "Prod")
+        },
+    }
+)
+
+
+def type_attrs(op_type: str) -> dict[str, int]:
+    """TF-only type attrs of an op type: ``{"T": 0}`` (input 0's dtype) unless listed."""
+    if op_type in TYPE_ATTRS:
+        return TYPE_ATTRS[op_type]
+    return {} if op_type in _NO_T else {"T": 0}
+
+
+_DROP_DEFAULTS: dict[str, dict[str, Any]] = {"Softmax": {"axis": -1}, "LogSoftmax": {"axis": -1}}
+# attrs TensorFlow writes that flowbook neither stores nor needs (dropped on import)
+_TF_ONLY = frozenset(
+    {"explicit_paddings", "Truncate", "container", "shared_name", "U", "grad_a", "grad_b"}
+)
+_TUPLE_ATTRS = frozenset({"ksize", "strides", "dilations", "shape"})
+OUTPUT_COUNTS: dict[str, int] = {
+    "BroadcastGradientArgs": 2,
+    "SoftmaxCrossEntropyWithLogits": 2,
+    "SparseSoftmaxCrossEntropyWithLogits": 2,
+    "LogUniformCandidateSampler": 3,
+    "UniformCandidateSampler": 3,
+    "TopKV2": 2,
+    "MaxPoolWithArgmax": 2,
+    "Unique": 2,
+    "UniqueWithCounts": 3,
+    "ListDiff": 2,
+    "Assert": 0,
+    "Svd": 3,
+    "SelfAdjointEigV2": 2,
+}  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
+
+
+# (op type, attr) -> its OpDef attr type, where the name alone would mislead attr_kind
+OP_ATTR_KINDS: dict[tuple[str, str], str] = {
+    ("PyFunc", "Tout"): "list(type)",
+    ("PyFuncStateless", "Tout"): "list(type)",
+    ("IdentityN", "T"): "list(type)",
+    ("Bitcast", "type"): "type",
+}
+for _op, _kinds in (  # tf.data's iterator ops and the parsing ops: "attr=kind ..."
+    ("IteratorGetNext", "output_types=list(type) output_shapes=list(shape) shared_name=string"),
+    ("MakeIterator", "shared_name=string"),
+    ("DecodeCSV", "OUT_TYPE=list(type) field_delim=string na_value=string select_cols=list(int)"),
+    ("DecodeRaw", "little_endian=bool"),
+    ("ParseExample", "sparse_keys=list(string) dense_keys=list(string) sparse_types=list(type) "
+     "dense_types=list(type) dense_shapes=list(shape)"),
+):  # fmt: skip
+    OP_ATTR_KINDS.update({(_op, k): v for k, v in (p.split("=") for p in _kinds.split())})
+# op type -> its list(type) attr, which types its variadic input and gives one output per entry
+TYPE_LISTS: dict[str, str] = {"IdentityN": "T"}
+
+
+def op_attr_kind(op_type: str, name: str) -> str:
+    """:func:`attr_kind` of an op's attr, with the exceptions of :data:`OP_ATTR_KINDS`.
+
+    >>> op_attr_kind("PyFunc", "Tout"), op_attr_kind("RandomStandardNormal", "Tout")
+    ('list(type)', 'type')
+    """
+    return OP_ATTR_KINDS.get((op_type, name)) or attr_kind(name)
+
+
+def attr_kind(name: str) -> str:
+    """The OpDef attr type of a flowbook attr, guessed from TensorFlow's naming.
+
+    >>> attr_kind("strides"), attr_kind("padding"), attr_kind("keep_dims"), attr_kind("alpha")
+    ('list(int)', 'string', 'bool', 'float')
+    """
+    if name in (
+        "dtype",
+        "SrcT",
+        "DstT",
+        "out_type",
+        "output_type",
+        "Tout",
+        "Tidx",
+        "Targmax",
+        "out_idx",
+    ):
+        return "type"
+    if name == "shape":
+        return "shape"
+    if name == "value":
+        return "tensor"
+    if name in ("padding", "data_format", "mode", "message", "template", "output_stream"):
+        return "string"
+    if name == "placeholder":
+        return "string"
+    if name in ("sep", "end", "token"):
+        return "string"
+    if name in ("ksize", "strides", "dilations", "squeeze_dims"):
+        return "list(int)"
+    if name == "equation":
+        return "string"
+    if name in ("exclusive", "reverse", "sorted", "include_batch_in_index", "lower"):
+        return "bool"
+    if name.startswith(("transpose", "adj", "keep", "use_", "validate")) or name == "unique":
+        return "bool"
+    if name in ("alpha", "beta", "bias", "epsilon"):
+        return "float"
+    return "int"
+
+
+def _pb() -> Any:
+    """The protobuf modules, imported on first use (``tensorboard`` ships them)."""
+    from tensorboard.compat.proto import attr_value_pb2, graph_pb2, op_def_pb2, versions_pb2  # lazy
+
+    return attr_value_pb2, graph_pb2, op_def_pb2, versions_pb2
+
+
+# ------------------------------------------------------------------ export
+def _shape_proto(shape: Any, proto: Any) -> Any:
+    proto.SetInParent()  # a scalar shape () is a set, empty TensorShapeProto
+    if shape is None:
+        proto.unknown_rank = True
+    else:
+        for d in shape:
+            proto.dim.add(size=-1 if d is None else int(d))
+    return proto
+
+
+# the TensorProto field holding one value of a dtype, for splats
+_SPLAT_FIELDS = {
+    "float32": "float_val", "float64": "double_val", "int32": "int_val", "int16": "int_val",
+    "int8": "int_val", "uint8": "int_val", "int64": "int64_val", "bool": "bool_val",
+}  # fmt: skip
+
+
+def _tensor_proto(value: Any, proto: Any) -> Any:
+    arr = np.asarray(value)
+    dt = dtypes.of_value(arr)
+    proto.dtype = DT_ENUM[dt.name]
+    _shape_proto(arr.shape, proto.tensor_shape)
+    splat = arr.size > 1 and not any(arr.strides)  # one value broadcast (an imported splat)
+    values = arr.reshape(-1)[:1] if splat else arr.reshape(-1)
+    if dt.name == "string":
+        proto.string_val.extend(v if isinstance(v, bytes) else str(v).encode() for v in values)
+    elif splat and dt.name in _SPLAT_FIELDS:  # TF's compact form: one value, repeated
+        getattr(proto, _SPLAT_FIELDS[dt.name]).append(values[0].item())
+    else:
+        proto.tensor_content = np.ascontiguousarray(arr, dt.np.newbyteorder("<")).tobytes()
+    return proto
+
+
+def _set_attr(attr: Any, value: Any) -> None:
+    """Fill an AttrValue from a Python attr value, by the value's type."""
+    if isinstance(value, DType):
+        attr.type = DT_ENUM[value.name]
+    elif isinstance(value, bool | np.bool_):
+        attr.b = bool(value)
+    elif isinstance(value, int | np.integer):
+        attr.i = int(value)
+    elif isinstance(value, float | np.floating):
+        attr.f = float(value)
+    elif isinstance(value, str | bytes):
+        attr.s = value.encode() if isinstance(value, str) else value
+    elif isinstance(value, np.ndarray):
+        _tensor_proto(value, attr.tensor)
+    elif isinstance(value, list | tuple):
+        lst = attr.list
+        lst.SetInParent()
+        for v in value:
+            if isinstance(v, DType):
+                lst.type.append(DT_ENUM[v.name])
+            elif isinstance(v, bool | np.bool_):
+                lst.b.append(bool(v))
+            elif isinstance(v, int | np.integer):
+                lst.i.append(int(v))
+            elif isinstance(v, float | np.floating):
+                lst.f.append(float(v))
+            elif isinstance(v, str | bytes):
+                lst.s.append(v.encode() if isinstance(v, str) else v)
+            elif v is None or isinstance(v, tuple):  # a shape (None: unknown rank)
+                _shape_proto(v, lst.shape.add())
+            else:
+                raise TypeError(f"can't write list item {v!r} of type {type(v).__name__}")
+    else:
+        raise TypeError(f"can't write attr value {value!r} of type {type(value).__name__}")
+
+
+def _input_name(t: Tensor) -> str:
+    return t.op.name if t.value_index == 0 else f"{t.op.name}:{t.value_index}"
+
+
+def _node_def(op: Operation, node: Any) -> None:
+    node.name, node.op, node.device = op.name, op.type, op.device or ""
+    node.input.extend([_input_name(t) for t in op.inputs])
+    node.input.extend(f"^{c.name}" for c in op.control_inputs)
+    drop = _DROP_DEFAULTS.get(op.type, {})
+    for key, value in op.attrs.items():
+        if value is None and op_attr_kind(op.type, key) == "shape":
+            _shape_proto(None, node.attr[key].shape)
+        elif isinstance(value, tuple) and op_attr_kind(op.type, key) == "shape":
+            _shape_proto(value, node.attr[key].shape)
+        elif key == "output_stream" and not isinstance(value, str):
+            # a Python object (a StringIO, a logger) cannot travel in a GraphDef: it is
+            # written as TF writes an unnamed stream, and prints to stdout once imported
+            node.attr[key].s = b"stdout"
+        elif value is not None and not (key in drop and drop[key] == value):
+            try:
+                _set_attr(node.attr[key], value)
+            except TypeError as e:
+                raise TypeError(f"{op.type} '{op.name}': attr '{key}': {e}") from None
+    for key, index in type_attrs(op.type).items():
+        if key not in op.attrs and op.inputs:
+            node.attr[key].type = DT_ENUM[op.inputs[index].dtype.name]
+    if op.type in ("AddN", "Print", "PrintV2", "MergeSummary") and "N" not in op.attrs:
+        node.attr["N"].i = len(op.inputs) - (op.type == "Print")
+
+
+def to_graph_def(graph: Any) -> Any:
+    """The GraphDef proto of a flowbook Graph (ops in creation order).
+
+    >>> import flowbook as fb
+    >>> g = fb.Graph()
+    >>> with g.as_default():
+    ...     _ = fb.constant(1.0, name="a") * 2.0
+    >>> [(n.name, n.op, list(n.input)) for n in to_graph_def(g).node][-1]
+    ('mul', 'Mul', ['a', 'mul/y'])
+    """
+    _, graph_pb2, _, _ = _pb()
+    gd = graph_pb2.GraphDef()
+    gd.versions.producer = 27  # TF 1.x era GraphDef version
+    for op in graph.get_operations():
+        _node_def(op, gd.node.add())
+    return gd
+
+
+def as_graph_def(graph: Any, from_version: int | None = None, add_shapes: bool = False) -> Any:
+    """``Graph.as_graph_def()``: the graph as a GraphDef proto (arguments as in TF1)."""
+    gd = to_graph_def(graph)
+    if add_shapes:
+        for node in gd.node:
+            op = graph.get_operation_by_name(node.name)
+            for t in op.outputs:
+                _shape_proto(t.shape, node.attr["_output_shapes"].list.shape.add())
+    return gd
+
+
+def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool = True) -> str:
+    """Write a Graph or GraphDef to ``logdir/name`` (text or binary); returns the path.
+
+    The file is written whole (``flowbook.platform.files.atomic_write``): a crash or an
+    error mid-write leaves the previous file as it was.
+    """
+    gd = graph_or_graph_def
+    if not hasattr(gd, "SerializeToString"):
+        gd = to_graph_def(gd)
+    os.makedirs(logdir, exist_ok=True)
+    path = os.path.join(logdir, name)
+    if as_text:
+        from google.protobuf import text_format  # lazy: protobuf is slow to import
+
+        content: bytes | str = text_format.MessageToString(gd)
+    else:
+        content = gd.SerializeToString()
+    return atomic_write(path, content)
+
+
+def read_graph_def(path: str) -> Any:
+    """Read a GraphDef file written in binary or text form."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return parse_graph_def(data)
+    except ValueError:
+        from google.protobuf import text_format  # lazy: protobuf is slow to import
+
+        _, graph_pb2, _, _ = _pb()
+        try:
+            return text_format.Parse(data.decode("utf-8"), graph_pb2.GraphDef())
+        except (text_format.ParseError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path}: neither a binary nor a text GraphDef: {e}") from None
+
+
+def op_def(op_type: str) -> Any:
+    """The OpDef proto describing a registered op type (inputs, outputs, attrs).
+
+    >>> [a.name for a in op_def("MatMul").input_arg], op_def("MatMul").is_stateful
+    (['a', 'b'], False)
+    """
+    _, _, op_def_pb2, _ = _pb()
+    od = registry.get(op_type)
+    proto = op_def_pb2.OpDef(name=od.name, is_stateful=od.stateful, summary=od.doc[:80])
+    if od.name in TYPE_LISTS:  # IdentityN: as many outputs as the list has types
+        attr = TYPE_LISTS[od.name]
+        proto.input_arg.add(name=od.inputs[0].lstrip("*"), type_list_attr=attr)
+        proto.output_arg.add(name="output", type_list_attr=attr)
+        proto.attr.add(name=attr, type="list(type)")
+        return proto
+    t_attrs = type_attrs(od.name)
+    for name in od.inputs:
+        arg = proto.input_arg.add(name=name.lstrip("*"))
+        if name.startswith("*"):
+            arg.number_attr = "N"
+        if "T" in t_attrs:
+            arg.type_attr = "T"
+        else:
+            arg.type = DT_ENUM["float32"]
+    n_out = OUTPUT_COUNTS.get(od.name, 0 if od.name == "NoOp" else 1)
+    for i in range(n_out):
+        arg = proto.output_arg.add(name="output" if n_out == 1 else f"output_{i}")
+        arg.type_attr = "T" if "T" in t_attrs else ""
+        if not arg.type_attr:
+            arg.type = DT_ENUM["float32"]
+    names = list(od.attrs) + [k for k in t_attrs if k not in od.attrs]
+    if any(i.startswith("*") for i in od.inputs) and "N" not in names:
+        names.append("N")
+    for name in names:
+        kind = "type" if name in t_attrs else op_attr_kind(od.name, name)
+        proto.attr.add(name=name, type=kind)
+    return proto
+
+
+def parse_graph_def(graph_def: Any) -> Any:
+    """A GraphDef from a proto or its serialized bytes; ValueError if it does not parse."""
+    _, graph_pb2, _, _ = _pb()
+    if isinstance(graph_def, bytes | bytearray | memoryview):
+        from google.protobuf.message import DecodeError  # lazy: protobuf is slow to import
+
+        gd = graph_pb2.GraphDef()
+        try:
+            gd.ParseFromString(bytes(graph_def))
+        except (DecodeError, RuntimeError, ValueError) as e:
+            raise ValueError(f"Invalid GraphDef: the bytes do not parse ({e})") from None
+        return gd
+    if not hasattr(graph_def, "node"):
+        raise TypeError(f"graph_def must be a GraphDef proto, got {type(graph_def).__name__}")
+    return graph_def
+
+
+def infer_defaults(op_type: str) -> dict[str, Any]:
+    """The attrs a registered op's ``infer`` has defaults for (missing ones may be omitted)."""
+    try:
+        sig = inspect.signature(registry.get(op_type).infer)
+    except (TypeError, ValueError):
+        return {}
+    return {
+        k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty
+    }
+
+
+def import_graph_def(
+    graph_def: Any,
+    input_map: dict[str, Tensor] | None = None,
+    return_elements: list[str] | None = None,
+    name: str | None = "import",
+    op_dict: Any = None,
+    producer_op_list: Any = None,
+) -> list[Any] | None:
+    """TF1's ``tf.import_graph_def``; see ``flowbook.graph_io.graph_def_import`` (reached by a hook)."""
+    return hooks.import_graph_def(
+        graph_def, input_map, return_elements, name, op_dict, producer_op_list
+    )
+
+
+hooks.as_graph_def.fill(as_graph_def)

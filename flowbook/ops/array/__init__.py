@@ -1,0 +1,1 @@
+"""The array family: constants, placeholders, shapes, slicing, joining, filling, casting."""

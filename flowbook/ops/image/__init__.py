@@ -1,0 +1,1 @@
+"""The image family: patches of images (``extract_image_patches``)."""

@@ -1,0 +1,1 @@
+"""The linear-algebra family: MatMul, decompositions, solves, diagonals and ``einsum``."""

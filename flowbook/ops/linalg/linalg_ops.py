@@ -1,0 +1,332 @@
+"""Matrix ops: MatMul, BatchMatMulV2, MatrixInverse, MatrixDeterminant and Qr.
+
+Each op's ``infer`` checks ranks and inner or square dimensions when the
+graph is built, so ``matmul(x[32,784], w[100,10])`` fails at the line that
+wrote it.  The kernels are one ``xp`` call each; they are ``heavy`` (run on
+the executor's thread pool, where numpy releases the GIL) once the static
+flop count reaches 2**18, or when it is unknown.  ``math_ops`` re-exports the
+wrappers.  Each op's gradient (TF's ``_MatMulGrad``, ``_BatchMatMulV2``,
+``_MatrixInverseGrad``, ``_MatrixDeterminantGrad``) follows its registration.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default():
+    ...     fb.matmul(fb.placeholder(fb.float32, [None, 784]), fb.zeros([784, 10])).shape.as_list()
+    [None, 10]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from flowbook.framework import dtypes
+from flowbook.framework.dtypes import DType
+from flowbook.framework.errors import InvalidArgumentError
+from flowbook.framework.registry import OpDef, Out, no_gradient, register, register_gradient
+from flowbook.framework.tensor import Operation, Tensor
+from flowbook.framework.tensor_shape import Shape, broadcast, fmt, num_elements
+from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
+from flowbook.ops.array import array_ops
+from flowbook.ops.math.elementwise import INEXACT, NUMBER, check_dtype
+from flowbook.ops.math.elementwise_ops import conj, multiply, negative
+from flowbook.ops.math.reduction_ops import reduce_sum
+
+__all__ = ["matmul", "matrix_determinant", "matrix_inverse", "qr"]
+
+_HEAVY_FLOPS = 1 << 18  # below this many multiply-adds a kernel runs inline
+
+
+def _matmul_heavy(op: Any) -> bool:
+    """Heavy when batch * m * n * k reaches 2**18, or is unknown."""
+    a, out = op.inputs[0]._shape, num_elements(op.outputs[0]._shape)
+    if a is None or out is None:
+        return True
+    k = a[-2] if op.attrs.get("transpose_a") or op.attrs.get("adj_x") else a[-1]
+    return k is None or out * k >= _HEAVY_FLOPS
+
+
+def _cubic_heavy(op: Any) -> bool:
+    """Heavy when batch * n**3 reaches 2**18, or is unknown."""
+    a = op.inputs[0]._shape
+    n = num_elements(a)
+    return n is None or n * a[-1] >= _HEAVY_FLOPS  # type: ignore[index]
+
+
+def _matrix_dims(name: str, shape: Shape, rank2: bool) -> Shape:
+    if shape is None:
+        return (None, None) if rank2 else None
+    if len(shape) < 2 or (rank2 and len(shape) != 2):
+        want = "rank 2" if rank2 else "at least rank 2"
+        raise ValueError(f"Shape must be {want} but is rank {len(shape)}: {name}{fmt(shape)}")
+    return shape
+
+
+def _matmul_shape(op_type: str, a: Tensor, b: Tensor, ta: bool, tb: bool) -> tuple[DType, Shape]:
+    dt = same_dtype(op_type, ("a", "b") if op_type == "MatMul" else ("x", "y"), a, b)
+    check_dtype(dt, NUMBER, "a")
+    sa = _matrix_dims("a", a._shape, op_type == "MatMul")
+    sb = _matrix_dims("b", b._shape, op_type == "MatMul")
+    if sa is None or sb is None:
+        return dt, None
+    m, k1 = (sa[-1], sa[-2]) if ta else (sa[-2], sa[-1])
+    k2, n = (sb[-1], sb[-2]) if tb else (sb[-2], sb[-1])
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ValueError(
+            f"inner dimensions differ ({k1} vs {k2}), "
+            f"a{fmt(sa)}{'^T' if ta else ''} @ b{fmt(sb)}{'^T' if tb else ''}"
+        )
+    return dt, (*broadcast(sa[:-2], sb[:-2]), m, n)  # type: ignore[misc]
+
+
+def _matmul_infer(
+    a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = False, **_: Any
+) -> Out:
+    return Out(*_matmul_shape("MatMul", a, b, transpose_a, transpose_b))
+
+
+def _matmul_bind(xp: Any, transpose_a: bool = False, transpose_b: bool = False, **_: Any) -> Any:
+    if not (transpose_a or transpose_b):
+        return xp.matmul
+    return lambda a, b: xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+
+
+def _batch_matmul_infer(
+    x: Tensor, y: Tensor, adj_x: bool = False, adj_y: bool = False, **_: Any
+) -> Out:
+    return Out(*_matmul_shape("BatchMatMulV2", x, y, adj_x, adj_y))
+
+
+def _adjoint(xp: Any, x: Any) -> Any:
+    x = xp.swapaxes(x, -1, -2)
+    return xp.conj(x) if x.dtype.kind == "c" else x
+
+
+def _batch_matmul(xp: Any, x: Any, y: Any, adj_x: bool = False, adj_y: bool = False) -> Any:
+    return xp.matmul(_adjoint(xp, x) if adj_x else x, _adjoint(xp, y) if adj_y else y)
+
+
+register(
+    OpDef(
+        "MatMul",
+        ("a", "b"),
+        ("transpose_a", "transpose_b"),
+        _matmul_infer,
+        lambda xp, a, b, **attrs: _matmul_bind(xp, **attrs)(a, b),
+        bind=_matmul_bind,
+        heavy=_matmul_heavy,
+    )
+)
+register(
+    OpDef(
+        "BatchMatMulV2",
+        ("x", "y"),
+        ("adj_x", "adj_y"),
+        _batch_matmul_infer,
+        _batch_matmul,
+        heavy=_matmul_heavy,
+    )
+)
+
+
+def _mm(op_type: str, a: Tensor, b: Tensor, ta: bool, tb: bool) -> Tensor:
+    flags = ("transpose_a", "transpose_b") if op_type == "MatMul" else ("adj_x", "adj_y")
+    return make1(op_type, (a, b), dict(zip(flags, (ta, tb))))
+
+
+def _matmul_grads(op_type: str, g: Tensor, a: Tensor, b: Tensor, ta: bool, tb: bool) -> tuple:
+    """TF's _MatMulGrad: (da, db) of a @ b with a and b possibly transposed."""
+    if not ta and not tb:
+        return _mm(op_type, g, b, False, True), _mm(op_type, a, g, True, False)
+    if not ta and tb:
+        return _mm(op_type, g, b, False, False), _mm(op_type, g, a, True, False)
+    if ta and not tb:
+        return _mm(op_type, b, g, False, True), _mm(op_type, a, g, False, False)
+    return _mm(op_type, b, g, True, True), _mm(op_type, g, a, True, True)
+
+
+def _flags(op: Operation, *names: str) -> list[bool]:
+    return [bool(op.attrs.get(n, False)) for n in names]
+
+
+@register_gradient("MatMul")
+def _matmul_grad(op: Operation, g: Tensor) -> tuple:
+    a, b = (conj(t) for t in op.inputs)  # MatMul only transposes: conjugate here, as TF does
+    return _matmul_grads("MatMul", g, a, b, *_flags(op, "transpose_a", "transpose_b"))
+
+
+@register_gradient("BatchMatMulV2")
+def _batch_matmul_grad(op: Operation, g: Tensor) -> tuple:
+    """As MatMul's (adj_x and adj_y conjugate), summed over broadcast batch dims."""
+    x, y = op.inputs
+    gx, gy = _matmul_grads("BatchMatMulV2", g, x, y, *_flags(op, "adj_x", "adj_y"))
+    sx, sy = x._shape, y._shape
+    if sx is not None and sy is not None:
+        if len(sx) <= 2 and len(sy) <= 2:
+            return gx, gy
+        if None not in sx[:-2] and sx[:-2] == sy[:-2]:
+            return gx, gy
+    return _batch_sum(gx, x, y, 0), _batch_sum(gy, y, x, 1)
+
+
+def _batch_sum(grad: Tensor, x: Tensor, other: Tensor, which: int) -> Tensor:
+    """``grad`` summed over the batch dims along which ``x`` was broadcast, shaped like ``x``."""
+    gs, xs = grad._shape, x._shape
+    if gs is not None and xs is not None and None not in gs and None not in xs:
+        lead = len(gs) - len(xs)
+        axes = list(range(lead))
+        axes += [lead + i for i, d in enumerate(xs[:-2]) if d == 1 and gs[lead + i] != 1]
+        summed = reduce_sum(grad, axis=axes) if axes else grad
+        return summed if summed._shape == xs else array_ops.reshape(summed, list(xs))
+    sx, so = array_ops.shape(x), array_ops.shape(other)
+    pair = (sx[:-2], so[:-2]) if which == 0 else (so[:-2], sx[:-2])
+    axes = make("BroadcastGradientArgs", pair).outputs[which]
+    return array_ops.reshape(reduce_sum(grad, axis=axes), sx)
+
+
+def matmul(
+    a: Any,
+    b: Any,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    adjoint_a: bool = False,
+    adjoint_b: bool = False,
+    a_is_sparse: bool = False,
+    b_is_sparse: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """The matrix product a @ b; inputs of rank > 2 multiply as batches of matrices.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.matmul([[1.0, 2.0]], [[3.0], [4.0]])).tolist()
+    [[11.0]]
+    """
+    if (transpose_a and adjoint_a) or (transpose_b and adjoint_b):
+        raise ValueError("Only one of transpose and adjoint can be True for each input.")
+    a, b = operands(a, b)
+    ta, tb = transpose_a or adjoint_a, transpose_b or adjoint_b
+    ra, rb = a._shape, b._shape
+    if ra is not None and rb is not None and len(ra) <= 2 and len(rb) <= 2:
+        if a.dtype.is_complex:  # MatMul only transposes: conjugate for an adjoint
+            a, b = (conj(a) if adjoint_a else a), (conj(b) if adjoint_b else b)
+        attrs = {"transpose_a": ta, "transpose_b": tb}
+        return make1("MatMul", (a, b), attrs, name=name)
+    if a.dtype.is_complex:  # BatchMatMulV2's adj_x also conjugates: undo it for a transpose
+        a, b = (conj(a) if transpose_a else a), (conj(b) if transpose_b else b)
+    return make1("BatchMatMulV2", (a, b), {"adj_x": ta, "adj_y": tb}, name=name or "MatMul")
+
+
+def _square_infer(name: str, x: Tensor, keep: bool) -> Out:
+    check_dtype(x.dtype, INEXACT - {dtypes.float16}, "input")
+    s = _matrix_dims("input", x._shape, False)
+    if s is None:
+        return Out(x.dtype, None)
+    if s[-1] is not None and s[-2] is not None and s[-1] != s[-2]:
+        raise ValueError(f"{name} needs square matrices, got input{fmt(s)}")
+    return Out(x.dtype, s if keep else s[:-2])
+
+
+def _matrix_inverse(xp: Any, x: Any, adjoint: bool = False) -> Any:
+    try:
+        return xp.linalg.inv(_adjoint(xp, x) if adjoint else x)
+    except np.linalg.LinAlgError:
+        raise InvalidArgumentError(None, None, "Input is not invertible.") from None
+
+
+register(
+    OpDef(
+        "MatrixInverse",
+        ("input",),
+        ("adjoint",),
+        lambda x, **_: _square_infer("MatrixInverse", x, True),
+        _matrix_inverse,
+        heavy=_cubic_heavy,
+    )
+)
+register(
+    OpDef(
+        "MatrixDeterminant",
+        ("input",),
+        (),
+        lambda x, **_: _square_infer("MatrixDeterminant", x, False),
+        lambda xp, x: xp.linalg.det(x),
+        heavy=_cubic_heavy,
+    )
+)
+
+
+@register_gradient("MatrixInverse")
+def _matrix_inverse_grad(op: Operation, g: Tensor) -> Tensor:
+    """TF's: -A^-H g A^-H (adjoints swapped for adjoint=True)."""
+    ainv, adj = op.outputs[0], bool(op.attrs.get("adjoint"))
+    inner = matmul(g, ainv, adjoint_a=adj, adjoint_b=not adj)
+    return negative(matmul(ainv, inner, adjoint_a=not adj))
+
+
+@register_gradient("MatrixDeterminant")
+def _matrix_determinant_grad(op: Operation, g: Tensor) -> Tensor:
+    """TF's: g * det(A) * A^-H, per matrix."""
+    a, det = op.inputs[0], op.outputs[0]
+    multipliers = array_ops.expand_dims(array_ops.expand_dims(multiply(g, det), -1), -1)
+    return multiply(multipliers, matrix_inverse(a, adjoint=True))
+
+
+def matrix_inverse(input: Any, adjoint: bool = False, name: str | None = None) -> Tensor:
+    """The inverse of each square matrix in the last two dims.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     s.run(fb.matrix_inverse([[2.0, 0.0], [0.0, 4.0]])).tolist()
+    [[0.5, 0.0], [0.0, 0.25]]
+    """
+    return make1("MatrixInverse", (tensor(input),), {"adjoint": adjoint}, name=name)
+
+
+def matrix_determinant(input: Any, name: str | None = None) -> Tensor:
+    """The determinant of each square matrix in the last two dims.
+
+    >>> import flowbook as fb
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     float(s.run(fb.matrix_determinant([[2.0, 1.0], [1.0, 3.0]])))
+    5.0
+    """
+    return make1("MatrixDeterminant", (tensor(input),), name=name)
+
+
+def _qr_infer(x: Tensor, full_matrices: bool = False) -> list[Out]:
+    check_dtype(x.dtype, INEXACT - {dtypes.float16}, "input")
+    s = _matrix_dims("input", x._shape, False)
+    if s is None:
+        return [Out(x.dtype, None), Out(x.dtype, None)]
+    m, n = s[-2], s[-1]
+    k = m if full_matrices or m is None or n is None else min(m, n)
+    return [Out(x.dtype, (*s[:-2], m, k)), Out(x.dtype, (*s[:-2], k, n))]
+
+
+register(
+    OpDef(
+        "Qr",
+        ("input",),
+        ("full_matrices",),
+        _qr_infer,
+        lambda xp, x, full_matrices=False: tuple(
+            xp.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+        ),
+        heavy=lambda op: True,
+    )
+)
+no_gradient("Qr")  # flowbook needs it for the orthogonal initializer only
+
+
+def qr(input: Any, full_matrices: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """``(q, r)`` with ``q`` orthonormal columns and ``r`` upper triangular, ``q @ r == input``.
+
+    >>> import flowbook as fb, numpy as np
+    >>> with fb.Graph().as_default(), fb.Session() as s:
+    ...     q, r = s.run(fb.qr([[3.0, 1.0], [4.0, 2.0]]))
+    >>> bool(np.allclose(q @ r, [[3, 1], [4, 2]]))
+    True
+    """
+    op = make("Qr", (tensor(input),), {"full_matrices": full_matrices}, name=name)
+    return op.outputs[0], op.outputs[1]

@@ -1,0 +1,2 @@
+"""The neural-net family: activations, convolution, pooling, normalisation, losses,
+dropout, embeddings, fake quantisation, and the fused ops the optimiser makes."""

@@ -1,0 +1,1 @@
+"""The sparse family: ``SparseTensor`` ops, conversions and reductions."""

@@ -1,0 +1,1 @@
+"""The string family: joins, splits, substrings, regexes, numbers, hashing."""
