@@ -4,12 +4,12 @@
  * returns a cleanup function. Python-side counterpart: flowbook/widget.py.
  *
  * Traits read: graph, run, stepper, history, height, selected, present, optimized
- * (a plan's rewrite: the toggle "as written / as optimised", view/rewrites.ts).
+ * (a plan's rewrite: the toggle "as written / as optimised", features/rewrites/).
  * Sent back: `selected` (the clicked op's name, "" to clear), `present`
  * (the toolbar's Present button) and custom messages
  * {action: "step" | "run_to" | "cont" | "reset", node} and
  * {action: "history_run", seq}. Custom messages received: {tick} (runs watched
- * whole since the `run` trait, view/updates.ts), {history_run}
+ * whole since the `run` trait, protocol/run.ts), {history_run}
  * (a kept run asked for) and {replay, seconds} (`widget.replay(run)`).
  */
 

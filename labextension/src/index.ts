@@ -1,9 +1,9 @@
 /**
- * Flowbook's JupyterLab extension: the side panel (panel.ts) that always
- * shows the graph of the current notebook's kernel, kept connected by a
- * Connection (connection.ts), opened with the Flowbook kernel and following
- * the cell being run (opener.ts; settings in schema/plugin.json), and
- * commands for it.
+ * Flowbook's JupyterLab extension: the side panel (panel/panel.ts) that
+ * always shows the graph of the current notebook's kernel, kept connected
+ * by a Connection (panel/connection.ts), opened with the Flowbook kernel and
+ * following the cell being run (panel/opener.ts; settings in
+ * schema/plugin.json), and commands for it.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -11,10 +11,10 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-import { Connection } from './connection';
-import { GraphPanel, flowbookIcon } from './panel';
-import { PanelOpener } from './opener';
-import type { StepAction } from './view/types';
+import { Connection } from './panel/connection';
+import { GraphPanel, flowbookIcon } from './panel/panel';
+import { PanelOpener } from './panel/opener';
+import type { StepAction } from './protocol/stepper';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'flowbook:plugin',

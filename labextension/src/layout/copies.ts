@@ -17,10 +17,12 @@
  * `diverted`, so the direct edge src -> reader is not drawn as well.
  */
 
-import type { Group, Leaf, Visible, VisibleGraph } from './hierarchy';
-import type { Edge } from './layout';
-import { sendRecvLabel } from './tasks';
-import type { CopySpec, NodeSpec, RunState, StepperState } from './types';
+import type { Group, Leaf, Visible, VisibleGraph } from '../model/hierarchy';
+import type { Edge } from './dot';
+import { sendRecvLabel } from '../features/tasks/tasks';
+import type { NodeSpec } from '../protocol/graph';
+import type { CopySpec, RunState } from '../protocol/run';
+import type { StepperState } from '../protocol/stepper';
 
 const MAX_COPIES = 2000; // copies kept over runs; past it, only the latest run's
 

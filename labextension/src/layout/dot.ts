@@ -10,7 +10,7 @@
  * run routes through a copy node (copies.ts) are left to the copy's own.
  */
 
-import type { Group, Item, Leaf, Visible, VisibleGraph } from './hierarchy';
+import type { Group, Item, Leaf, Visible, VisibleGraph } from '../model/hierarchy';
 
 /** What dot lays out: the visible boxes (copy nodes included) and the expanded groups. */
 export interface LayoutInput {

@@ -1,18 +1,21 @@
 /**
  * One layout pass: the part of the hierarchy that is open (hierarchy.ts),
  * the copy nodes of the runs shown beside it (copies.ts), the edges between
- * them, and where Graphviz puts it all (layout.ts). The view draws the Frame
+ * them, and where Graphviz puts it all (dot.ts). The view draws the Frame
  * a pass returns (scene.ts) and keeps it until the next one.
  *
  * Passes are requested through a LayoutQueue: one runs on the next tick,
  * once the layout engine has loaded (viz.ts), and the latest request wins.
+ *
+ *     queue.request()  // ... layOut -> drawn(frame) -> data-flowbook-layouts
+
  */
 
 import type { Viz } from '@viz-js/viz';
-import { VisibleGraph, type Expansion, type Hierarchy, type Visible } from './hierarchy';
-import { readLayout, toDot, visibleEdges, type Edge, type Layout, type LayoutInput } from './layout';
-import { clusterTitleWidth, sizeOf } from './draw';
-import type { TextStyle } from './text';
+import { VisibleGraph, type Expansion, type Hierarchy, type Visible } from '../model/hierarchy';
+import { readLayout, toDot, visibleEdges, type Edge, type Layout, type LayoutInput } from './dot';
+import { clusterTitleWidth, sizeOf } from '../paint/draw';
+import type { TextStyle } from '../paint/text';
 import { EMPTY_COPIES, layoutCopies, type CopyLayout, type CopySet } from './copies';
 import { getViz } from './viz';
 
@@ -90,17 +93,35 @@ export function passTiming(pass: Pass, requestedAt: number, drawnAt: number): st
   });
 }
 
-/** Runs layout passes on the next tick; only the latest request runs, and none after `dispose`. */
+/** What a pass lays out: the hierarchy, what is open of it, the copy nodes, the type sizes; and the graph's version. */
+export interface LayoutRequest {
+  h: Hierarchy;
+  expansion: Expansion;
+  copies: CopySet;
+  style: TextStyle;
+  version: number;
+}
+
+/**
+ * Runs layout passes on the next tick; only the latest request runs, and
+ * none after `dispose`. Each pass lays out what `what()` says then, hands
+ * its frame to `drawn`, and writes what it did on `root`'s data attributes
+ * (data-flowbook-layouts counts the passes: tests check that runs do not lay
+ * out again; -layout-ms, -timing, -version). What failed goes to `failed`.
+ */
 export class LayoutQueue {
   private token = 0; // the newest request
   private disposed = false;
+  private layouts = 0; // passes drawn
 
-  /** `run` gets the engine and when its request came; `failed`, why the engine did not load. */
   constructor(
-    private readonly run: (viz: Viz, requestedAt: number) => void,
-    private readonly failed: (err: unknown) => void
+    private readonly root: HTMLElement,
+    private readonly what: () => LayoutRequest,
+    private readonly drawn: (frame: Frame) => void,
+    private readonly failed: (message: string) => void
   ) {}
 
+  /** Lay out again (soon: the latest request wins). */
   request(): void {
     const token = ++this.token;
     const requestedAt = performance.now();
@@ -111,7 +132,7 @@ export class LayoutQueue {
             this.run(viz, requestedAt);
           }
         },
-        err => this.failed(err)
+        err => this.failed(`Could not load the layout engine: ${String(err)}`)
       );
     }, 0);
   }
@@ -119,5 +140,21 @@ export class LayoutQueue {
   dispose(): void {
     this.disposed = true;
     this.token++;
+  }
+
+  private run(viz: Viz, requestedAt: number): void {
+    const r = this.what();
+    const pass = layOut(viz, r.h, r.expansion, r.copies, r.style);
+    if ('error' in pass) {
+      this.failed(`Layout failed: ${pass.error}`);
+      return;
+    }
+    this.drawn(pass.frame);
+    const drawnAt = performance.now();
+    const data = this.root.dataset;
+    data.flowbookLayoutMs = (drawnAt - requestedAt).toFixed(1);
+    data.flowbookLayouts = String(++this.layouts);
+    data.flowbookTiming = passTiming(pass, requestedAt, drawnAt);
+    data.flowbookVersion = String(r.version);
   }
 }

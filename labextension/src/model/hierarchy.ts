@@ -14,8 +14,9 @@
  * hierarchy itself is built once per graph version, linear in its size.
  */
 
-import type { CopySpec, NodeSpec } from './types';
-import { markFrames, type ControlFlowGraph } from './loops';
+import type { NodeSpec } from '../protocol/graph';
+import type { ControlFlowGraph } from '../protocol/loops';
+import type { CopySpec } from '../protocol/run';
 
 export const SERIES_MIN = 8; // a series forms from more than this many siblings
 export const PAGE = 150; // children an expanded group shows before a "more" box
@@ -41,7 +42,7 @@ export interface Group {
   index: number;
   opCount: number; // ops inside, at any depth
   leaves: Leaf[]; // ops inside, at any depth (filled on build)
-  frame?: 'while' | 'cond'; // a scope that is a while loop's frame or a cond (loops.ts)
+  frame?: 'while' | 'cond'; // a scope that is a while loop's frame or a cond (protocol/loops.ts)
   loop?: string; // a loop's frame name ("loop/while_context")
   nested?: boolean; // a loop inside another loop
 }
@@ -199,6 +200,24 @@ export class Hierarchy {
       out.push(p);
     }
     return out.reverse();
+  }
+}
+
+/** Mark the groups of `h` that are loop frames (`frame: 'while'`, `loop`: its frame name) or conds. */
+function markFrames(h: Hierarchy, cf: ControlFlowGraph): void {
+  for (const l of cf.loops) {
+    const g = h.groups.get(l.scope);
+    if (g && g.kind === 'scope') {
+      g.frame = 'while';
+      g.loop = l.frame;
+      g.nested = l.parent !== null;
+    }
+  }
+  for (const scope of cf.conds) {
+    const g = h.groups.get(scope);
+    if (g && g.kind === 'scope' && !g.frame) {
+      g.frame = 'cond';
+    }
   }
 }
 

@@ -8,7 +8,7 @@
  * A group the user has not opened or closed is open when the graph is
  * small (unless `compact`: present mode starts from the scopes' structure),
  * or when it is one of the single scopes wrapping the whole graph; a while
- * loop's frame (loops.ts) starts closed, save as such a wrapping scope.
+ * loop's frame (features/loops/) starts closed, save as such a wrapping scope.
  */
 
 import { PAGE, Hierarchy, type Expansion, type Group, type Leaf, type Visible } from './hierarchy';

@@ -5,8 +5,8 @@
  */
 
 import type { Leaf, Visible } from './hierarchy';
-import { taskColour } from './tasks';
-import type { RunState, StepperState } from './types';
+import type { RunState } from '../protocol/run';
+import type { StepperState } from '../protocol/stepper';
 
 export type Status = 'idle' | 'outside' | 'fed' | 'pending' | 'done' | 'running' | 'error';
 
@@ -26,7 +26,7 @@ const STEP_RANK: Record<StepMark, number> = { '': 0, done: 1, ready: 2, current:
 export interface BoxState {
   status: Status;
   dim: boolean; // outside the last run's subgraph, or in it but ran 0 times
-  untaken: boolean; // in the run's subgraph but never ran: a branch not taken (loops.ts)
+  untaken: boolean; // in the run's subgraph but never ran: a branch not taken (protocol/loops.ts)
   timeUs: number | null;
   step: StepMark;
   stale: boolean;
@@ -209,52 +209,4 @@ export class Overlay {
     }
     return { status, dim: allDim, untaken, timeUs: time, step, stale, errorMessage, device };
   }
-}
-
-/** "12 µs", "3.4 ms", "1.25 s". */
-export function formatTime(us: number): string {
-  if (us < 1000) {
-    return `${us < 10 ? us.toFixed(1) : Math.round(us)} \u00B5s`;
-  }
-  if (us < 1e6) {
-    const ms = us / 1000;
-    return `${ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : Math.round(ms)} ms`;
-  }
-  return `${(us / 1e6).toFixed(2)} s`;
-}
-
-const HEAT: [number, number, number][] = [
-  [255, 241, 196],
-  [255, 196, 92],
-  [245, 124, 0],
-  [198, 40, 40]
-];
-
-/** Heat colour for a fraction 0..1 of the largest time shown (square-root scale). */
-export function heatColor(f: number): string {
-  const x = Math.sqrt(Math.max(0, Math.min(1, f))) * (HEAT.length - 1);
-  const i = Math.min(HEAT.length - 2, Math.floor(x));
-  const t = x - i;
-  const c = HEAT[i].map((a, k) => Math.round(a + (HEAT[i + 1][k] - a) * t));
-  return `rgb(${c[0]},${c[1]},${c[2]})`;
-}
-
-export const HEAT_GRADIENT = HEAT.map(c => `rgb(${c[0]},${c[1]},${c[2]})`);
-
-const GPU_COLOURS = ['#00897b', '#c2185b', '#3949ab', '#6d4c41', '#00838f', '#ad1457'];
-
-/** The colour of a device's badge: the CPU slate, each GPU its own. */
-export function deviceColor(device: string): string {
-  const task = taskColour(device); // a task of a cluster run (tasks.ts)
-  if (task) {
-    return task;
-  }
-  if (device.startsWith('CPU')) {
-    return '#546e7a';
-  }
-  const m = /^GPU:(\d+)$/.exec(device);
-  if (m) {
-    return GPU_COLOURS[Number(m[1]) % GPU_COLOURS.length];
-  }
-  return '#8d6e63'; // mixed, or a device of another kind
 }

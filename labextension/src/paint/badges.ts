@@ -11,10 +11,11 @@
  * devices of the run shown, each on its colour.
  */
 
-import { html, svg } from './draw';
-import { anyTask, taskOrder, tintByTask } from './tasks';
-import { clip, textWidth } from './text';
-import { HEAT_GRADIENT, deviceColor, formatTime, heatColor, type BoxState } from './overlay';
+import { html, svg } from './dom';
+import { anyTask, taskOrder, tintByTask } from '../features/tasks/tasks';
+import { clip, formatTime, textWidth } from './text';
+import { HEAT_GRADIENT, deviceColor, heatColor } from './colours';
+import type { BoxState } from '../model/overlay';
 
 /** A laid-out box's size. */
 interface Size {

@@ -4,46 +4,11 @@
  * attribute value, never as markup.
  */
 
-import type { Group, Visible } from './hierarchy';
-import type { ClusterBox, Edge, Placed, Point, Size } from './layout';
+import type { Group, Visible } from '../model/hierarchy';
+import type { ClusterBox, Edge, Placed, Point, Size } from '../layout/dot';
 import { LINE, NORMAL, clip, clipTo, measure, wrapName, type TextStyle } from './text';
-import { counterRoom } from './loops';
-
-export const SVG_NS = 'http://www.w3.org/2000/svg';
-
-export function svg<K extends keyof SVGElementTagNameMap>(
-  tag: K,
-  attrs: Record<string, string | number>,
-  parent?: Element
-): SVGElementTagNameMap[K] {
-  const e = document.createElementNS(SVG_NS, tag);
-  for (const k in attrs) {
-    e.setAttribute(k, String(attrs[k]));
-  }
-  if (parent) {
-    parent.appendChild(e);
-  }
-  return e;
-}
-
-export function html<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  parent?: Element,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (className) {
-    e.className = className;
-  }
-  if (text !== undefined) {
-    e.textContent = text;
-  }
-  if (parent) {
-    parent.appendChild(e);
-  }
-  return e;
-}
+import { counterRoom } from '../features/loops/loops';
+import { svg } from './dom';
 
 interface BoxText {
   title: string[]; // the name, on lines
@@ -83,7 +48,7 @@ export function boxText(v: Visible, st: TextStyle = NORMAL): BoxText {
   return { title: lines, sub: redundant ? '' : v.node.op, cut };
 }
 
-/** "while loop · " for a loop's frame, "cond · " for a cond, else "" (loops.ts). */
+/** "while loop · " for a loop's frame, "cond · " for a cond, else "" (features/loops/). */
 function frameWord(g: Group): string {
   return g.frame === 'while' ? 'while loop \u00B7 ' : g.frame === 'cond' ? 'cond \u00B7 ' : '';
 }
@@ -177,7 +142,7 @@ export function drawBox(v: Visible, p: Placed, parent: Element, st: TextStyle = 
     b.textContent = t.sub;
   }
   if (frame) {
-    // the loop's counter or the cond's branch (loops.ts sets it), the block's last line
+    // the loop's counter or the cond's branch (features/loops/ sets it), the block's last line
     const y = top + block - (st.sub * LINE) / 2;
     const attrs = { class: 'fb-frame-count', 'data-name': v.key, x: inner / 2, y: y.toFixed(1) };
     svg('text', { ...attrs, style: `font-size:${st.sub}px` }, g);

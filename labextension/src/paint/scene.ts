@@ -9,12 +9,13 @@
  * `markSelected`, `markMatches` and `flash` set classes on them.
  */
 
-import type { Group, Hierarchy, Visible } from './hierarchy';
-import type { Edge, Layout, Placed, Point } from './layout';
-import { drawBox, drawCluster, drawEdge, drawEdgeLabel, html, svg, type Rect } from './draw';
+import type { Group, Hierarchy, Visible } from '../model/hierarchy';
+import type { Edge, Layout, Placed, Point } from '../layout/dot';
+import { drawBox, drawCluster, drawEdge, drawEdgeLabel, type Rect } from './draw';
+import { html, svg } from './dom';
 import { drawBadges } from './badges';
-import type { BoxState } from './overlay';
-import type { Frame } from './frame';
+import type { BoxState } from '../model/overlay';
+import type { Frame } from '../layout/frame';
 import { NORMAL } from './text';
 
 const MAX_EDGE_LABELS = 400; // past this many edges, none is labelled

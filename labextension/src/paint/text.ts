@@ -1,6 +1,7 @@
 /**
  * Text on the canvas: the type sizes of the two modes (normal and present),
- * how wide a string is drawn, and how a long name is wrapped onto lines.
+ * how wide a string is drawn, how a long name is wrapped onto lines, and
+ * how a kernel time reads.
  *
  * Sizes live here, not in the style sheet, because the layout needs them
  * before anything is drawn: a box is as big as its text, and the drawing
@@ -181,4 +182,16 @@ export function wrapName(s: string, px: number, max: number, maxLines: number, b
   }
   kept.push('\u2026' + tail);
   return { lines: kept, cut: true };
+}
+
+/** "12 µs", "3.4 ms", "1.25 s". */
+export function formatTime(us: number): string {
+  if (us < 1000) {
+    return `${us < 10 ? us.toFixed(1) : Math.round(us)} \u00B5s`;
+  }
+  if (us < 1e6) {
+    const ms = us / 1000;
+    return `${ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : Math.round(ms)} ms`;
+  }
+  return `${(us / 1e6).toFixed(2)} s`;
 }

@@ -11,7 +11,7 @@ import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
 
 import { TARGET, type GraphPanel } from './panel';
-import type { StepAction } from './view/types';
+import type { StepAction } from '../protocol/stepper';
 
 /** Keeps one comm open to the current notebook's kernel and feeds the panel. */
 export class Connection {

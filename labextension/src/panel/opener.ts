@@ -7,8 +7,8 @@
  *   user's choice and sticks. Setting `openWithFlowbookKernel`
  *   (schema/plugin.json) turns this off.
  * - When a cell of the notebook the panel shows is run, the panel's view
- *   follows it (view/follow.ts: once the kernel sends the graph, the cell's
- *   ops are centred). Setting `followRunningCell` turns this off.
+ *   follows it (features/follow/: once the kernel sends the graph, the
+ *   cell's ops are centred). Setting `followRunningCell` turns this off.
  *
  * State: `opened`, the notebooks the panel was opened for; `watched`, the
  * notebooks whose kernel changes are listened to; the two settings.

@@ -13,8 +13,8 @@ import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
-import { GraphView } from './view/graph-view';
-import type { StepAction } from './view/types';
+import { GraphView } from '../view/graph-view';
+import type { StepAction } from '../protocol/stepper';
 
 /** The comm target the kernel end registers (flowbook.notebook.panel.TARGET). */
 export const TARGET = 'flowbook.graph';

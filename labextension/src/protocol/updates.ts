@@ -7,7 +7,8 @@
  *
  * Runs watched whole of the plan the last `run` state showed come as ticks
  * ({seq, total_us, base, update}): the newest such run's number and time,
- * amending the `run` state numbered `base` (dropped on any other).
+ * amending the `run` state numbered `base` (dropped on any other; Tick,
+ * run.ts).
  */
 
 export type StateKind = 'graph' | 'run' | 'stepper' | 'history';
@@ -27,20 +28,4 @@ export class Updates {
     this.newest[key] = n;
     return true;
   }
-}
-
-/** A tick: runs watched whole since the `run` state with seq `base`, the newest's number and time. */
-export interface Tick {
-  seq: number;
-  total_us: number;
-  base: number;
-}
-
-/** `t` as a Tick, or null if it is not one. */
-export function normalizeTick(t: unknown): Tick | null {
-  const o = (t ?? {}) as Partial<Tick>;
-  if (typeof o.seq !== 'number' || typeof o.base !== 'number') {
-    return null;
-  }
-  return { seq: o.seq, total_us: typeof o.total_us === 'number' ? o.total_us : 0, base: o.base };
 }

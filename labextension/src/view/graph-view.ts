@@ -1,93 +1,65 @@
 /**
- * GraphView: the graph as the widget and the side panel show it; it keeps the state, wires the parts.
+ * GraphView: the graph as the widget and the side panel show it. It builds
+ * the parts and wires them; each part holds its own state and logic.
  *
- * State it owns:
- * - `graph`, `overlay` (run + stepper): the last state the host sent
- * - `h`: the name-scope hierarchy of `graph` as written or as optimised
- *   (`rewrites`, rewrites.ts), rebuilt when the graph or that choice changes
- * - `openings` (expansion.ts): what is open, by group key (op names are
- *   stable across cell re-runs, so this survives graph updates)
- * - `copies`: the copy nodes of the runs shown (by name, readers merged over
- *   runs), laid out beside the graph's boxes (copies.ts); a run relayouts
- *   only when it brings a new copy (a CPU-only run clears them)
- * - `frame` (frame.ts): what is laid out now, drawn by `scene`; `focus`: where the view looks
- * - `selected`: the op, copy or group in the details pane (details.ts)
- * - `presentation` (present.ts), `follower` (follow.ts: the cell whose new ops
- *   are centred), `updates` (updates.ts: the newest state shown)
- *
- * The parts: the toolbar (toolbar.ts, with search.ts), the stepper's bar
- * (stepbar.ts), the run list with replay and compare (history.ts; the runs
- * the host sends, and which is shown: run-feed.ts), the scene, the hover
- * tooltip (tooltip.ts), the details pane, the legend (badges.ts), the rewrites' toggle.
+ * The parts, top to bottom:
+ * - the toolbar (toolbar.ts: search, Fit, Collapse all, Present, the summary;
+ *   the rewrites' toggle joins it: features/rewrites/)
+ * - the stepper's bar (features/stepper/)
+ * - the run list with replay and compare, fed the runs the host sends
+ *   (features/history/: run-feed.ts, history.ts)
+ * - the canvas (canvas.ts: the scene, its camera and focus, the details
+ *   pane, the tooltip, the legend)
+ * and what they share: `shown` (shown.ts: the graph, its hierarchy, what is
+ * open, the copies, the run and stepper shown, the frame laid out, the
+ * selection), the present mode (features/present/) and the layout queue
+ * (layout/frame.ts).
  *
  * The loop: setGraph / a click that opens a group -> requestLayout() -> (next
- * tick, latest request wins) layOut: visible part -> DOT -> Graphviz ->
- * scene.draw -> applyOverlay(). Run and stepper updates only call
- * applyOverlay() (badges, loops' counters, queues' levels: queues.ts), no layout.
+ * tick, latest request wins) a pass: visible part -> DOT -> Graphviz ->
+ * draw -> repaint(). Run and stepper updates only call repaint() (status,
+ * badges, loops' counters, queues' levels, rewrites' and compare's marks),
+ * no layout.
  */
 
-import type { Viz } from '@viz-js/viz';
-import { Hierarchy, type Group, type Leaf, type More, type Visible } from './hierarchy';
-import { html } from './draw';
-import { Overlay } from './overlay';
-import { Legend } from './badges';
-import { Focus } from './focus';
+import { LayoutQueue, type Frame } from '../layout/frame';
+import { html } from '../paint/dom';
+import { RunFeed } from '../features/history/run-feed';
+import { Presentation } from '../features/present/present';
+import { Rewrites } from '../features/rewrites/rewrites';
+import { StepBar } from '../features/stepper/stepbar';
+import type { NodeSpec } from '../protocol/graph';
+import type { RunState } from '../protocol/run';
+import type { StepAction } from '../protocol/stepper';
+import { Canvas } from './canvas';
+import { Shown } from './shown';
 import { Toolbar } from './toolbar';
-import { StepBar } from './stepbar';
-import { RunHistory, markChanged } from './history';
-import { showDetails } from './details';
-import { Tooltip } from './tooltip';
-import { CopySet, EMPTY_COPIES, type CopyLayout } from './copies';
-import { Openings } from './expansion';
-import { LayoutQueue, layOut, passTiming, type Frame } from './frame';
-import { Scene } from './scene';
-import { Presentation } from './present';
-import { Updates } from './updates';
-import { RunFeed } from './run-feed';
-import { CellFollower } from './follow';
-import { paintRunMarks } from './queues';
-import { Rewrites } from './rewrites';
-import {
-  EMPTY_RUN,
-  EMPTY_STEPPER,
-  normalizeGraph,
-  normalizeStepper,
-  type GraphState,
-  type RunState,
-  type StepAction,
-  type StepperState,
-  type ViewCallbacks
-} from './types';
+
+/** What the view calls back into its host (the widget model or the panel's comm). */
+export interface ViewCallbacks {
+  /** An op was clicked ("" when the selection is cleared). */
+  onSelect?: (name: string, node: NodeSpec | null) => void;
+  /** A stepper button was pressed; `node` is the selected op for "run_to". */
+  onAction?: (action: StepAction, node: string | null) => void;
+  /** Present mode was turned on or off with the toolbar's button. */
+  onPresent?: (on: boolean) => void;
+  /** The run list needs kept run `seq` (the host answers with `receive({history_run})`). */
+  onHistory?: (seq: number) => void;
+}
 
 let instances = 0;
 
 export class GraphView {
   readonly root: HTMLDivElement;
+  readonly feed: RunFeed; // the runs the host sends (ticks, the run list, messages) and the one shown
   private readonly cb: ViewCallbacks;
+  private readonly shown: Shown;
   private readonly toolbar: Toolbar;
   private readonly stepBar: StepBar;
-  private readonly history: RunHistory;
-  readonly feed: RunFeed; // the runs the host sends (ticks, the run list, messages) and the one shown
-  private readonly scene: Scene;
-  private readonly details: HTMLDivElement;
-  private readonly tooltip: Tooltip;
-  private readonly legend: Legend;
-  private readonly focus: Focus;
-  private readonly layoutQueue: LayoutQueue;
-  private readonly rewrites: Rewrites; // as written or as optimised (rewrites.ts)
-
-  private graph: GraphState = normalizeGraph(null);
-  private overlay = new Overlay(EMPTY_RUN, EMPTY_STEPPER);
-  private h = new Hierarchy([]);
-  private readonly openings = new Openings();
-  private readonly copies = new CopySet();
-  private frame: Frame | null = null;
-  private selected = ''; // op name or group key shown in the details pane
-  private layouts = 0; // layouts done (data-flowbook-layouts: tests check runs do not relayout)
-  private lastStepCurrent: string | null = null;
-  private readonly updates = new Updates(); // the newest state shown, per kind (updates.ts)
-  private readonly presentation: Presentation; // present mode (present.ts)
-  private readonly follower = new CellFollower(); // the cell whose new ops are centred (follow.ts)
+  private readonly canvas: Canvas;
+  private readonly presentation: Presentation;
+  private readonly rewrites: Rewrites; // as written or as optimised
+  private readonly layouts: LayoutQueue;
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
     this.cb = callbacks;
@@ -95,56 +67,54 @@ export class GraphView {
     root.tabIndex = -1;
     root.dataset.flowbookNodes = '0';
     root.dataset.flowbookVersion = '-1';
+    const shown = (this.shown = new Shown(
+      g => this.rewrites.hierarchy(g),
+      key => this.canvas.scene.boxOf(key)
+    ));
 
     this.toolbar = new Toolbar(root, {
-      names: () => this.searchable(),
-      reveal: name => this.reveal(name),
-      relayoutTo: name => {
-        this.focus.centerNext(name);
-        this.requestLayout();
-      },
-      centerOn: name => this.focus.centerOn(name),
+      names: () => shown.searchable(),
+      reveal: name => shown.reveal(name),
+      relayoutTo: name => this.relayoutTo(name),
+      centerOn: name => this.canvas.focus.centerOn(name),
       markMatches: () => this.markMatches(),
-      fit: () => this.focus.fit(),
-      collapseAll: () => this.collapseAll(),
+      fit: () => this.canvas.focus.fit(),
+      collapseAll: () => {
+        shown.openings.collapseAll();
+        this.refit();
+      },
       togglePresent: () => {
         this.setPresent(!this.presentation.on);
         this.cb.onPresent?.(this.presentation.on);
       }
     });
-    this.stepBar = new StepBar(root, action => this.act(action));
-    this.history = new RunHistory(root, {
+    this.stepBar = new StepBar(root, action =>
+      this.cb.onAction?.(action, action === 'run_to' && shown.isOp(shown.selected) ? shown.selected : null)
+    );
+    this.feed = new RunFeed(root, shown.updates, {
       request: seq => this.cb.onHistory?.(seq),
-      show: run => this.showRun(run ?? this.feed.live)
+      show: run => this.showRun(run)
     });
-    this.feed = new RunFeed(this.updates, this.history, run => this.showRun(run));
-
-    // the canvas
-    const vp = html('div', 'fb-viewport', root);
-    this.scene = new Scene(vp, ++instances);
-    this.details = html('div', 'fb-details', vp);
-    this.details.hidden = true;
-    this.tooltip = new Tooltip(vp);
-    this.legend = new Legend(vp);
-    this.focus = new Focus(vp, this.scene, {
-      boxFor: name => this.boxFor(name),
-      groupOf: key => this.h.groups.get(key)
+    this.canvas = new Canvas(root, ++instances, shown, {
+      select: name => this.select(name),
+      goTo: name => this.goTo(name),
+      relayout: () => this.requestLayout()
     });
-    this.presentation = new Presentation(root, this.toolbar, this.openings, this.focus.camera);
-    this.rewrites = new Rewrites(root.querySelector('.fb-toolbar')!, vp, {
+    this.presentation = new Presentation(root, this.toolbar, shown.openings, this.canvas.focus.camera);
+    this.rewrites = new Rewrites(root.querySelector('.fb-toolbar')!, this.canvas.viewport, {
       switched: () => {
-        this.h = this.rewrites.hierarchy(this.graph);
-        this.openings.setHierarchy(this.h);
+        shown.rebuild();
         this.showRun(this.feed.live);
-        this.focus.fitNext();
-        this.requestLayout();
+        this.refit();
       },
-      reveal: n => this.reveal(n),
+      reveal: n => shown.reveal(n),
       goTo: n => this.goTo(n)
     });
-    this.layoutQueue = new LayoutQueue(
-      (viz, requestedAt) => this.doLayout(viz, requestedAt),
-      err => this.showMessage(`Could not load the layout engine: ${String(err)}`)
+    this.layouts = new LayoutQueue(
+      root,
+      () => shown.layoutRequest(this.presentation.style),
+      frame => this.draw(frame),
+      message => this.canvas.showMessage(message)
     );
 
     root.addEventListener('keydown', ev => {
@@ -152,45 +122,33 @@ export class GraphView {
         this.select('');
       }
     });
-    this.focus.camera.installPointer({
-      click: target => this.click(target),
-      hover: ev => this.hover(ev),
-      leave: () => this.tooltip.hide()
-    });
-    this.showMessage();
+    this.canvas.showMessage();
   }
 
   // ------------------------------------------------------------ host API
   setGraph(g: unknown): void {
-    if (!this.updates.fresh('graph', g)) {
+    const change = this.shown.setGraph(g);
+    if (change === 'stale') {
       return;
     }
-    const graph = normalizeGraph(g);
-    const newId = graph.id !== this.graph.id;
-    this.graph = graph;
-    this.h = this.rewrites.hierarchy(graph);
-    this.openings.setHierarchy(this.h);
-    if (newId) {
-      this.focus.fitNext();
-      this.copies.clear(); // another graph: the copies seen were between its ops
-      this.copies.fold(this.overlay.run, this.overlay.stepper); // those of the run it came with
+    if (change === 'another') {
+      this.canvas.focus.fitNext();
     }
-    this.revealStepCurrent();
-    this.centerFollowed();
+    this.shown.revealStepCurrent();
+    this.canvas.focus.centerFollowed(this.shown.h, n => this.shown.reveal(n));
     this.requestLayout();
   }
 
   /** Turn present mode on or off: big type, the scopes' structure, fitted at scale 1 or more. */
   setPresent(on: unknown): void {
     if (this.presentation.set(on === true)) {
-      this.focus.fitNext();
-      this.requestLayout();
+      this.refit();
     }
   }
 
   /** Centre the ops the cell with model id `cellId` makes, once the kernel sends them. */
   followCell(cellId: string): void {
-    this.follower.follow(cellId);
+    this.canvas.focus.followCell(cellId);
   }
 
   /** A whole run state from the host; ticks, the run list and messages go to `feed` (run-feed.ts). */
@@ -203,48 +161,33 @@ export class GraphView {
     this.rewrites.set(d);
   }
 
-  private showRun(run: RunState): void {
-    this.overlay.setRun(this.rewrites.run(run));
-    if (this.copies.fold(this.overlay.run, this.overlay.stepper)) {
-      this.requestLayout();
-    }
-    this.applyOverlay();
-  }
-
   setStepper(s: unknown): void {
-    if (!this.updates.fresh('stepper', s)) {
+    const st = this.shown.setStepper(s);
+    if (!st) {
       return;
     }
-    const st = normalizeStepper(s);
-    this.overlay.setStepper(st);
-    this.updateStepBar(st);
-    if (st.active && st.current && st.current !== this.lastStepCurrent) {
-      this.lastStepCurrent = st.current;
-      if (this.revealStepCurrent()) {
-        this.focus.centerNext(st.current);
-        this.requestLayout();
+    const moved = this.stepBar.update(st);
+    this.stepBar.canRunTo = this.shown.isOp(this.shown.selected);
+    if (moved !== null) {
+      if (this.shown.reveal(moved)) {
+        this.relayoutTo(moved);
       } else {
-        this.focus.showIfOffscreen(st.current);
+        this.canvas.focus.showIfOffscreen(moved);
       }
     }
-    if (!st.active) {
-      this.lastStepCurrent = null;
-    }
-    if (this.copies.fold(this.overlay.run, this.overlay.stepper)) {
+    if (this.shown.foldCopies()) {
       this.requestLayout();
     }
-    this.applyOverlay();
+    this.repaint();
   }
 
   /** Select an op or group by name, as if clicked (and tell the host when `notify`). */
   select(name: string, notify = true): void {
-    this.selected = name;
-    this.markSelected();
-    this.renderDetails();
-    this.stepBar.canRunTo = this.isOp(name);
+    this.shown.selected = name;
+    this.canvas.showSelected();
+    this.stepBar.canRunTo = this.shown.isOp(name);
     if (notify) {
-      // an op, a copy node, or a box standing for several copies (the host echoes it back)
-      const leaf = this.h.leaves.get(name) ?? this.copyLayout.byName.get(name) ?? this.copyBox(name);
+      const leaf = this.shown.selectable(name); // the host echoes it back
       this.cb.onSelect?.(leaf ? name : '', leaf ? leaf.node : null);
     }
   }
@@ -252,17 +195,16 @@ export class GraphView {
   /** Select an op and bring it into view, opening what hides it. */
   goTo(name: string): void {
     this.select(name);
-    if (this.reveal(name)) {
-      this.focus.centerNext(name);
-      this.requestLayout();
+    if (this.shown.reveal(name)) {
+      this.relayoutTo(name);
     } else {
-      this.focus.centerOn(name);
+      this.canvas.focus.centerOn(name);
     }
   }
 
   /** Briefly highlight the box of an op (used after jumping to it from elsewhere). */
   flash(name: string): void {
-    this.scene.flash(this.boxFor(name));
+    this.canvas.flash(name);
   }
 
   setHeight(px: unknown): void {
@@ -277,224 +219,79 @@ export class GraphView {
 
   /** Fit the whole graph in view (`readable`: not below a legible scale; then show its top). */
   fit(readable = false): void {
-    this.focus.fit(readable);
+    this.canvas.focus.fit(readable);
   }
 
   dispose(): void {
-    this.layoutQueue.dispose();
-    this.history.dispose();
-    this.focus.dispose();
-    this.scene.dispose();
+    this.layouts.dispose();
+    this.feed.dispose();
+    this.canvas.dispose();
     this.toolbar.dispose();
     this.root.remove();
   }
 
-  // ------------------------------------------------------------- lookups
-  private get copyLayout(): CopyLayout {
-    return this.frame?.copies ?? EMPTY_COPIES;
-  }
-
-  /** An op of the graph or a copy node drawn (something a stepper can run to). */
-  private isOp(name: string): boolean {
-    return this.h.leaves.has(name) || this.copyLayout.byName.has(name);
-  }
-
-  /** The box standing for an op (or a copy node, or a group key) in the current layout. */
-  private boxFor(name: string): Visible | undefined {
-    const leaf = this.h.leaves.get(name);
-    if (leaf) {
-      return this.frame ? this.frame.vis.repOf(leaf) : undefined;
-    }
-    return this.scene.boxOf(name) ?? this.copyLayout.boxOf.get(name);
-  }
-
-  /** A drawn box standing for several copies, by its key. */
-  private copyBox(key: string): Leaf | undefined {
-    const v = this.scene.boxOf(key);
-    return v && v.type === 'leaf' && v.copy ? v : undefined;
-  }
-
-  /** The names search looks through: the ops, then the copy nodes. */
-  private *searchable(): Iterable<string> {
-    yield* this.h.leaves.keys();
-    yield* this.copies.names();
-  }
-
-  // ------------------------------------------------------------- layout
+  // ------------------------------------------------------------- wiring
   /** Lay out again (soon: the latest request wins). */
   private requestLayout(): void {
-    this.layoutQueue.request();
+    this.layouts.request();
   }
 
-  private doLayout(viz: Viz, requestedAt: number): void {
-    const pass = layOut(viz, this.h, this.openings, this.copies, this.presentation.style);
-    if ('error' in pass) {
-      this.showMessage(`Layout failed: ${pass.error}`);
-      return;
+  /** Lay out again, then centre `name`. */
+  private relayoutTo(name: string | null): void {
+    this.canvas.focus.centerNext(name);
+    this.requestLayout();
+  }
+
+  /** Lay out again, fitted. */
+  private refit(): void {
+    this.canvas.focus.fitNext();
+    this.requestLayout();
+  }
+
+  private showRun(run: RunState): void {
+    if (this.shown.setRun(this.rewrites.run(run))) {
+      this.requestLayout();
     }
-    this.frame = pass.frame;
-    this.draw(pass.frame);
-    const drawnAt = performance.now();
-    const data = this.root.dataset;
-    data.flowbookLayoutMs = (drawnAt - requestedAt).toFixed(1);
-    data.flowbookLayouts = String(++this.layouts);
-    data.flowbookTiming = passTiming(pass, requestedAt, drawnAt);
-    data.flowbookVersion = String(this.graph.version);
+    this.repaint();
   }
 
+  /** A pass laid out `frame`: draw it, paint the run on it, mark what is marked, look where focus says. */
   private draw(frame: Frame): void {
-    this.scene.draw(frame, this.h);
-    this.tooltip.hide();
-    this.showMessage();
+    this.shown.frame = frame;
+    this.canvas.draw(frame);
     this.updateSummary();
-    this.root.dataset.flowbookNodes = String(this.scene.size);
+    this.root.dataset.flowbookNodes = String(this.canvas.scene.size);
     if (!frame.layout) {
       return;
     }
-    this.applyOverlay();
-    if (this.selected) {
-      this.markSelected();
+    this.repaint();
+    if (this.shown.selected) {
+      this.canvas.markSelected();
     }
     this.markMatches();
-    this.focus.drawn();
+    this.canvas.focus.drawn();
   }
 
-  // ------------------------------------------------------------- overlay
-  private applyOverlay(): void {
-    if (!this.frame) {
+  /** Show the run and stepper state on what is drawn: the canvas's marks, the rewrites', compare's. */
+  private repaint(): void {
+    if (!this.shown.frame) {
       this.updateSummary();
       return;
     }
-    const ov = this.overlay;
-    const maxTime = this.scene.paint(v => ov.box(v, this.openings.leavesOf));
-    paintRunMarks(this.scene.el, this.h, ov.run, n => this.boxFor(n)?.key);
-    this.rewrites.paint(this.scene.el, n => this.boxFor(n)?.key);
-    this.legend.update(maxTime, ov.placement);
-    markChanged(this.root, this.history.changedOps, n => this.boxFor(n)?.key);
+    const keyOf = (n: string) => this.shown.keyOf(n);
+    this.canvas.paint();
+    this.rewrites.paint(this.canvas.scene.el, keyOf);
+    this.feed.history.paint(this.root, keyOf);
     this.updateSummary();
-    if (this.selected && !this.details.hidden) {
-      this.renderDetails();
-    }
+    this.canvas.refreshDetails();
   }
 
   private updateSummary(): void {
-    this.toolbar.setSummary(this.h.root.opCount, this.overlay.run);
-  }
-
-  private updateStepBar(st: StepperState): void {
-    this.stepBar.update(st);
-    this.stepBar.canRunTo = this.isOp(this.selected);
-  }
-
-  private markSelected(): void {
-    this.scene.markSelected(this.scene.boxOf(this.selected) ?? this.copyLayout.boxOf.get(this.selected));
+    this.toolbar.setSummary(this.shown.h.root.opCount, this.shown.overlay.run);
   }
 
   private markMatches(): void {
     const search = this.toolbar.search;
-    this.scene.markMatches(this.frame ? search.matches.map(m => this.boxFor(m)) : [], search.index);
-  }
-
-  private renderDetails(): void {
-    const name = this.selected;
-    const subject =
-      this.h.leaves.get(name) ?? this.h.groups.get(name) ?? this.copyLayout.byName.get(name) ?? this.copyBox(name);
-    showDetails(this.details, subject, {
-      h: this.h,
-      ov: this.overlay,
-      go: n => this.goTo(n),
-      close: () => this.select('')
-    });
-  }
-
-  private showMessage(text?: string): void {
-    this.scene.showMessage(text, this.h.root.opCount === 0);
-  }
-
-  // ------------------------------------------------------------- opening
-  /** Centre the ops of the cell followed if they changed (a few are revealed, many shown by their scopes). */
-  private centerFollowed(): void {
-    const ops = this.follower.newOps(this.h);
-    if (ops) {
-      ops.reveal.forEach(n => this.reveal(n));
-      this.focus.centerNext(ops.names);
-    }
-  }
-
-  /** Open the scopes hiding the stepper's current op; true if anything opened. */
-  private revealStepCurrent(): boolean {
-    const st = this.overlay.stepper;
-    return st.active && st.current ? this.reveal(st.current) : false;
-  }
-
-  /**
-   * Open every group hiding an op (and page it into view); true if anything changed.
-   * A copy node is revealed with the op whose value it copies (a copy inside a collapsed
-   * scope is drawn once that scope is open).
-   */
-  private reveal(name: string): boolean {
-    const copy = this.copies.get(name);
-    const leaf = this.h.leaves.get(copy ? copy.src : name);
-    return leaf ? this.openings.reveal(leaf) : false;
-  }
-
-  /** Open or close a group's box; show the next page of a "more" box. */
-  private toggle(v: Group | More): void {
-    if (v.type === 'more') {
-      this.openings.more(v.parent);
-    } else if (v.type === 'group') {
-      this.openings.set(v.key, !this.openings.isExpanded(v));
-    }
-    this.focus.hold(v.key);
-    this.requestLayout();
-  }
-
-  private collapseAll(): void {
-    this.openings.collapseAll();
-    this.focus.fitNext();
-    this.requestLayout();
-  }
-
-  // ------------------------------------------------------- pointer, buttons
-  private act(action: StepAction): void {
-    const node = action === 'run_to' && this.isOp(this.selected) ? this.selected : null;
-    this.cb.onAction?.(action, node);
-  }
-
-  private click(target: Element): void {
-    const head = target.closest('.fb-cluster-head');
-    if (head) {
-      const key = head.getAttribute('data-name') ?? '';
-      if (this.h.groups.has(key)) {
-        this.openings.set(key, false);
-        this.focus.hold(key);
-        this.requestLayout();
-      }
-      return;
-    }
-    if (!target.closest('.fb-node')) {
-      if (this.selected) {
-        this.select('');
-      }
-      return;
-    }
-    const v = this.scene.boxAt(target);
-    if (!v) {
-      return;
-    }
-    if (v.type === 'leaf') {
-      this.select(v.key);
-    } else {
-      this.toggle(v);
-    }
-  }
-
-  private hover(ev: PointerEvent): void {
-    const v = this.scene.boxAt(ev.target as Element);
-    if (v) {
-      this.tooltip.show(v, ev, this.overlay);
-    } else {
-      this.tooltip.hide();
-    }
+    this.canvas.markMatches(search.matches, search.index);
   }
 }

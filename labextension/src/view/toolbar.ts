@@ -4,11 +4,11 @@
  * summary of the graph and the run shown.
  */
 
-import { copiesPhrase } from './tasks';
-import { html } from './draw';
-import { formatTime } from './overlay';
-import { Search, type SearchHost } from './search';
-import type { RunState } from './types';
+import { copiesPhrase } from '../features/tasks/tasks';
+import { html } from '../paint/dom';
+import { formatTime } from '../paint/text';
+import { Search, type SearchHost } from '../features/search/search';
+import type { RunState } from '../protocol/run';
 
 /** What the toolbar's buttons ask of the view, besides what search asks. */
 export interface ToolbarHost extends SearchHost {

@@ -5,7 +5,8 @@
  * show: a new graph (or everything collapsed) is fitted, once the viewport
  * has a size; a group opened or closed by a click stays where it was on
  * screen (the anchor); a search match, a link followed or the stepper's op
- * is centred (the target); the ops a cell just made are centred together.
+ * is centred (the target); the ops a cell just made are centred together
+ * (the cell followed, follow.ts).
  *
  * Until the user pans or zooms, the view stays fitted: a resize of the
  * viewport (the side panel opening beside the notebook, a window resized)
@@ -13,8 +14,9 @@
  */
 
 import { Camera } from './camera';
-import type { Group, Visible } from './hierarchy';
-import type { Scene } from './scene';
+import type { Group, Hierarchy, Visible } from '../model/hierarchy';
+import { CellFollower } from '../features/follow/follow';
+import type { Scene } from '../paint/scene';
 
 /** A point of the graph kept at its place on screen across a relayout. */
 interface Anchor {
@@ -33,6 +35,7 @@ export class Focus {
   readonly camera: Camera;
   private anchor: Anchor | null = null;
   private target: string[] = []; // names centred (together) after the next layout
+  private readonly follower = new CellFollower(); // the cell whose new ops are centred
   private readonly resizeObserver: ResizeObserver | null;
 
   constructor(
@@ -78,6 +81,24 @@ export class Focus {
   /** Center `name` (or the middle of several) once the next layout is drawn. */
   centerNext(name: string | string[] | null): void {
     this.target = name === null ? [] : typeof name === 'string' ? [name] : name;
+  }
+
+  /** Centre the ops the cell with model id `cellId` makes, once the kernel sends them. */
+  followCell(cellId: string): void {
+    this.follower.follow(cellId);
+  }
+
+  /**
+   * A graph came: centre the ops of the cell followed after the next layout,
+   * if they changed; a few are revealed first (`reveal` opens what hides
+   * one), many are shown by their scopes.
+   */
+  centerFollowed(h: Hierarchy, reveal: (name: string) => void): void {
+    const ops = this.follower.newOps(h);
+    if (ops) {
+      ops.reveal.forEach(n => reveal(n));
+      this.centerNext(ops.names);
+    }
   }
 
   /** A layout was drawn: fit it, or keep the anchor in place, or keep the view; then center the target. */

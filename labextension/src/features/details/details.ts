@@ -3,10 +3,12 @@
  * the last run said of it. Plain DOM built with textContent.
  */
 
-import type { Group, Hierarchy, Leaf } from './hierarchy';
-import { html } from './draw';
-import { deviceColor, formatTime, type Overlay } from './overlay';
-import type { NodeSpec } from './types';
+import type { Group, Hierarchy, Leaf } from '../../model/hierarchy';
+import { html } from '../../paint/dom';
+import type { Overlay } from '../../model/overlay';
+import { deviceColor } from '../../paint/colours';
+import { formatTime } from '../../paint/text';
+import type { NodeSpec } from '../../protocol/graph';
 
 /** Where an op was created: "cell [3], line 2". */
 export function origin(n: NodeSpec): string {

@@ -3,9 +3,10 @@
  * (kept inside the viewport). Plain DOM built with textContent.
  */
 
-import type { Visible } from './hierarchy';
-import { html } from './draw';
-import { formatTime, type Overlay } from './overlay';
+import type { Visible } from '../../model/hierarchy';
+import { html } from '../../paint/dom';
+import type { Overlay } from '../../model/overlay';
+import { formatTime } from '../../paint/text';
 import { origin } from './details';
 
 export class Tooltip {

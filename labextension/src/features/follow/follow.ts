@@ -1,7 +1,7 @@
 /**
  * Following a cell: the side panel is told which cell the notebook runs
- * (panel.ts), and once the kernel sends the graph that cell made, the view
- * centres the cell's ops (graph-view.ts). The ops are compared by name, so
+ * (panel/opener.ts), and once the kernel sends the graph that cell made, the
+ * view centres the cell's ops (focus.ts). The ops are compared by name, so
  * a graph update that does not change them (a run, another view's refresh)
  * does not move the view again.
  *
@@ -9,7 +9,7 @@
  * the names last centred, so each set of ops is centred once.
  */
 
-import type { Hierarchy } from './hierarchy';
+import type { Hierarchy } from '../../model/hierarchy';
 
 const REVEAL_AT_MOST = 8; // a cell that makes at most this many ops has them revealed (scopes opened)
 

@@ -15,10 +15,11 @@
  * toolbar: "Runs [live ▾] 7 of 12 · Replay · compare [none ▾]".
  */
 
-import { html } from './draw';
-import { formatTime } from './overlay';
+import { html } from '../../paint/dom';
+import { formatTime } from '../../paint/text';
 import { Replay } from './replay';
-import { normalizeKeptRun, type HistoryRow, type HistoryState, type KeptRun, type RunState } from './types';
+import { normalizeKeptRun, type HistoryRow, type HistoryState, type KeptRun } from '../../protocol/history';
+import type { RunState } from '../../protocol/run';
 
 /** What the run list asks of the view. */
 export interface HistoryHost {
@@ -169,6 +170,11 @@ export class RunHistory {
       return;
     }
     this.showPicked();
+  }
+
+  /** Mark the drawn boxes of the changed ops under `root` (`keyOf`: the key of the box showing an op). */
+  paint(root: HTMLElement, keyOf: (op: string) => string | undefined): void {
+    markChanged(root, this.changed, keyOf);
   }
 
   dispose(): void {

@@ -1,12 +1,13 @@
 /**
- * Replay: a kept run (types.ts KeptRun) animated op by op in its execution
+ * Replay: a kept run (protocol/history.ts KeptRun) animated op by op in its execution
  * order, at a pace a class can follow however fast the run was: the whole
  * replay takes about `seconds` (each step between MIN_STEP_MS and
  * MAX_STEP_MS). Each frame is a run state, as if the run were watched op by
  * op: the ops before the step are done, the step's op is running.
  */
 
-import type { KeptRun, RunState } from './types';
+import type { KeptRun } from '../../protocol/history';
+import type { RunState } from '../../protocol/run';
 
 const MIN_STEP_MS = 40; // long runs: at most ~25 steps a second
 const MAX_STEP_MS = 600; // short runs: each op stays lit long enough to see

@@ -3,27 +3,45 @@
  *
  * - `run` states (`setRun`): the newest run of the graph, whole;
  * - ticks (`setTick`, or a `{tick}` message): later runs of that run's plan,
- *   watched whole, amend it with their number and time (updates.ts);
+ *   watched whole, amend it with their number and time (protocol/run.ts);
  * - the run list (`setHistory`) and the kept runs the view asked for
  *   (`{history_run}` / `{replay}` messages) go to the RunHistory (history.ts).
  *
  * While the run list shows a kept run, live runs wait in `live` and are shown
- * again when it follows live runs. A state older than one shown is dropped.
+ * again when it follows live runs. A state older than one shown is dropped
+ * (`updates`, updates.ts).
  */
 
 import { RunHistory } from './history';
-import { normalizeTick, Updates } from './updates';
-import { EMPTY_RUN, normalizeHistory, normalizeRun, type RunState } from './types';
+import { normalizeHistory } from '../../protocol/history';
+import { EMPTY_RUN, normalizeRun, normalizeTick, type RunState } from '../../protocol/run';
+import type { Updates } from '../../protocol/updates';
+
+/** What the feed asks of the view. */
+export interface FeedHost {
+  /** Ask the kernel for kept run `seq` (the run list needs it). */
+  request(seq: number): void;
+  /** Draw `run`. */
+  show(run: RunState): void;
+}
 
 export class RunFeed {
   live: RunState = EMPTY_RUN; // the newest run the host sent (drawn when following)
   private base = 0; // seq of the last whole `run` state (ticks amend it)
 
+  readonly history: RunHistory; // the run list's bar
+
+  /** The run list's bar goes under `parent`. */
   constructor(
+    parent: HTMLElement,
     private readonly updates: Updates,
-    private readonly history: RunHistory,
-    private readonly show: (run: RunState) => void
-  ) {}
+    private readonly host: FeedHost
+  ) {
+    this.history = new RunHistory(parent, {
+      request: seq => host.request(seq),
+      show: run => host.show(run ?? this.live)
+    });
+  }
 
   /** A whole run state from the host. */
   setRun(r: unknown): void {
@@ -61,9 +79,13 @@ export class RunFeed {
     this.history.message(msg);
   }
 
+  dispose(): void {
+    this.history.dispose();
+  }
+
   private showLive(): void {
     if (this.history.following) {
-      this.show(this.live);
+      this.host.show(this.live);
     }
   }
 }

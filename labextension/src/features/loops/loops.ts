@@ -1,7 +1,7 @@
 /**
- * Loops and branches: which name scopes are while-loop frames and conds
- * (the graph state's `control_flow`, flowbook/notebook/loops.py), and what
- * the run shown did in them (the run state's `control_flow`).
+ * Loops and branches as drawn: which name scopes are while-loop frames and
+ * conds, and what the run shown did in them (protocol/loops.ts; the
+ * hierarchy marks the frames' groups, hierarchy.ts).
  *
  * A loop's scope is drawn as a frame: its box and its open cluster say
  * "while loop" and carry a counter, "iteration 412" while a run is in it
@@ -14,88 +14,8 @@
  * `paintFrames` only sets that text on each update, never a layout.
  */
 
-import type { Group, Hierarchy } from './hierarchy';
-import type { RunState } from './types';
-
-/** A while loop's frame: its frame name, the scope its ops are in, its enclosing loop's frame. */
-export interface LoopSpec {
-  frame: string; // "loop/while_context"
-  scope: string; // "loop"
-  parent: string | null;
-}
-
-export interface ControlFlowGraph {
-  loops: LoopSpec[];
-  conds: string[]; // the scopes of conds
-}
-
-export interface ControlFlowRun {
-  at: Record<string, number>; // a running run: per frame entered, its newest instance's iterations
-  iterations: Record<string, number>; // after: body iterations per frame (all instances)
-  entries: Record<string, number>; // after: how many times each frame was entered
-  not_run: string[]; // after: ops of the run that ran 0 times (an untaken branch)
-  taken: Record<string, string>; // after: per cond scope, "true" | "false" | "both" | "none"
-}
-
-export const EMPTY_CONTROL_FLOW: ControlFlowRun = { at: {}, iterations: {}, entries: {}, not_run: [], taken: {} };
-
-function record(x: unknown): Record<string, number> {
-  const out: Record<string, number> = {};
-  if (x && typeof x === 'object' && !Array.isArray(x)) {
-    for (const [k, v] of Object.entries(x)) {
-      if (typeof v === 'number') {
-        out[k] = v;
-      }
-    }
-  }
-  return out;
-}
-
-export function normalizeControlFlowGraph(x: unknown): ControlFlowGraph {
-  const o = (x ?? {}) as Partial<ControlFlowGraph>;
-  const loops = Array.isArray(o.loops) ? o.loops : [];
-  return {
-    loops: loops
-      .filter(l => l && typeof l.frame === 'string' && typeof l.scope === 'string')
-      .map(l => ({ frame: l.frame, scope: l.scope, parent: typeof l.parent === 'string' ? l.parent : null })),
-    conds: Array.isArray(o.conds) ? o.conds.filter(c => typeof c === 'string') : []
-  };
-}
-
-export function normalizeControlFlowRun(x: unknown): ControlFlowRun {
-  const o = (x ?? {}) as Partial<ControlFlowRun>;
-  const taken: Record<string, string> = {};
-  if (o.taken && typeof o.taken === 'object') {
-    for (const [k, v] of Object.entries(o.taken)) {
-      taken[k] = String(v);
-    }
-  }
-  return {
-    at: record(o.at),
-    iterations: record(o.iterations),
-    entries: record(o.entries),
-    not_run: Array.isArray(o.not_run) ? o.not_run.map(String) : [],
-    taken
-  };
-}
-
-/** Mark the groups of `h` that are loop frames (`frame: 'while'`, `loop`: its frame name) or conds. */
-export function markFrames(h: Hierarchy, cf: ControlFlowGraph): void {
-  for (const l of cf.loops) {
-    const g = h.groups.get(l.scope);
-    if (g && g.kind === 'scope') {
-      g.frame = 'while';
-      g.loop = l.frame;
-      g.nested = l.parent !== null;
-    }
-  }
-  for (const scope of cf.conds) {
-    const g = h.groups.get(scope);
-    if (g && g.kind === 'scope' && !g.frame) {
-      g.frame = 'cond';
-    }
-  }
-}
+import type { Group, Hierarchy } from '../../model/hierarchy';
+import type { RunState } from '../../protocol/run';
 
 /** "1,000". */
 function count(n: number): string {

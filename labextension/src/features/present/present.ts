@@ -2,24 +2,28 @@
  * Present mode: the graph for a projector. It owns `on` and applies the
  * mode to the parts it changes: the root's class (present.css), the
  * toolbar's button, the openings (small graphs start from their scopes,
- * expansion.ts), and the camera (fits never below scale 1, where every text
+ * openings.ts), and the camera (fits never below scale 1, where every text
  * is at least 16 px; a fit wider than the view shows its middle, camera.ts).
  * The type sizes are text.ts's PRESENT, which `style` hands to the layout.
  *
  *     if (presentation.set(true)) { relayout(); }
  */
 
-import { MIN_READABLE, type Camera } from './camera';
-import type { Openings } from './expansion';
-import { NORMAL, PRESENT, type TextStyle } from './text';
-import type { Toolbar } from './toolbar';
+import { MIN_READABLE, type Camera } from '../../viewport/camera';
+import type { Openings } from '../../model/openings';
+import { NORMAL, PRESENT, type TextStyle } from '../../paint/text';
+
+/** The toolbar's Present button, pressed or not. */
+export interface PresentButton {
+  setPresent(on: boolean): void;
+}
 
 export class Presentation {
   on = false; // present mode is on
 
   constructor(
     private readonly root: HTMLElement,
-    private readonly toolbar: Toolbar,
+    private readonly toolbar: PresentButton,
     private readonly openings: Openings,
     private readonly camera: Camera
   ) {}

@@ -1,6 +1,6 @@
 /**
- * Queues: how full each queue is, and which ops wait for what (the run
- * state's `queues`, flowbook/notebook/queues.py).
+ * Queues as drawn: how full each queue is, and which ops wait for what (the
+ * run state's `queues`, protocol/queues.ts).
  *
  * The box standing for a queue's op (FIFOQueueV2, ...) carries a pill at
  * its bottom edge with the queue's level, "3 / 10" (size / capacity;
@@ -10,53 +10,18 @@
  * queue 'q'". The kernel reads the levels whenever it sends, at its usual
  * push rate while a run waits; after the run they stay as last sent.
  *
- * Like the loops' counters (loops.ts), painting only sets text, sizes and
+ * Like the loops' counters (features/loops/), painting only sets text, sizes and
  * classes on the boxes already drawn (scene.ts), never a layout.
- * `paintRunMarks` paints both, once per update.
  */
 
-import { svg } from './draw';
-import type { Hierarchy } from './hierarchy';
-import { paintFrames } from './loops';
-import { clip, textWidth } from './text';
-import type { RunState } from './types';
-
-export interface QueueLevel {
-  size: number; // elements in the queue now
-  capacity: number | null; // null: unbounded
-  closed: boolean;
-}
-
-export interface QueuesRun {
-  levels: Record<string, QueueLevel>; // queue op name -> its level, as last read
-  waiting: Record<string, string>; // op name -> what it waits for, now
-}
-
-export const EMPTY_QUEUES: QueuesRun = { levels: {}, waiting: {} };
+import { svg } from '../../paint/dom';
+import { clip, textWidth } from '../../paint/text';
+import type { QueueLevel, QueuesRun } from '../../protocol/queues';
+import type { RunState } from '../../protocol/run';
 
 const PILL_PX = 9.5; // the level pill's type, as the time pill's (badges.ts)
 const PRESENT_PX = 16; // in present mode
 const WAIT_MAX = 60; // the longest "waiting: ..." text drawn (the whole on hover)
-
-export function normalizeQueues(x: unknown): QueuesRun {
-  const o = (x ?? {}) as Partial<QueuesRun>;
-  const levels: Record<string, QueueLevel> = {};
-  if (o.levels && typeof o.levels === 'object') {
-    for (const [k, v] of Object.entries(o.levels)) {
-      if (v && typeof v === 'object' && typeof v.size === 'number') {
-        const capacity = typeof v.capacity === 'number' ? v.capacity : null;
-        levels[k] = { size: v.size, capacity, closed: Boolean(v.closed) };
-      }
-    }
-  }
-  const waiting: Record<string, string> = {};
-  if (o.waiting && typeof o.waiting === 'object') {
-    for (const [k, v] of Object.entries(o.waiting)) {
-      waiting[k] = String(v);
-    }
-  }
-  return { levels, waiting };
-}
 
 /** "1,000". */
 function count(n: number): string {
@@ -198,15 +163,4 @@ function waitText(el: SVGGElement, waits: string[], w: number, below: number, px
     `M${(cx - hw).toFixed(1)},${top.toFixed(1)}h${(2 * hw).toFixed(1)}L${cx.toFixed(1)},${y.toFixed(1)}Z` +
       `M${cx.toFixed(1)},${y.toFixed(1)}L${(cx + hw).toFixed(1)},${(top + icon).toFixed(1)}h${(-2 * hw).toFixed(1)}Z`
   );
-}
-
-/** Paint what a run says beyond each box's status: the loops' counters and the queues' marks. */
-export function paintRunMarks(
-  scene: Element,
-  h: Hierarchy,
-  run: RunState,
-  keyOf: (name: string) => string | undefined
-): void {
-  paintFrames(scene, h, run);
-  paintQueues(scene, run, keyOf);
 }

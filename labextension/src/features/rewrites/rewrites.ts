@@ -2,188 +2,21 @@
  * Rewrites: the live graph "as written" or "as optimised" (two buttons in
  * the toolbar, shown once the host has sent a plan's rewrite).
  *
- * The host sends the `optimized` state (flowbook/notebook/rewrites.py, from
- * `PlanRewrite.diff`): the plan's ops as written and as run, what became of
- * each written op that does not run as written, the fused ops, and one
- * sentence per rewrite. As optimised, the graph's nodes are redrawn as the
- * optimised plan runs them (`optimizedNodes`):
- * - a folded op stays, dimmed (with the ops that only fed it); each folded
- *   value a running op reads is a constant box of its own, "Shape = [5, 3]";
- * - a merged duplicate is gone: its readers read the op it merged with,
- *   whose box says "×2 merged";
- * - a removed identity (Identity, a variable's snapshot, a reshape to the same
- *   shape, a NoOp) is gone: its readers read its input;
- * - a fused op is one box in place of those it replaced, listing their types.
- * The run overlay shows the executed ops as the run, so what does not run is
- * dimmed; a pane lists the sentences (click one to select its op).
+ * The host sends the `optimized` state (protocol/rewrites.ts): the plan's
+ * ops as written and as run, what became of each written op that does not
+ * run as written, the fused ops, and one sentence per rewrite. As optimised,
+ * the graph's nodes are redrawn as the optimised plan runs them
+ * (`optimizedNodes`, optimized.ts). The run overlay shows the executed ops
+ * as the run, so what does not run is dimmed; a pane lists the sentences
+ * (click one to select its op).
  */
 
-import { html } from './draw';
-import { Hierarchy } from './hierarchy';
-import { EMPTY_RUN, type GraphState, type NodeSpec, type RunState } from './types';
-
-export interface ChangeSpec {
-  kind: string; // "folded" | "merged" | "removed" | "fused" | "dropped"
-  op: string; // the written op
-  into: string; // merged: the op kept; removed: the tensor read instead; fused: the fused op
-  text: string; // folded: its value
-}
-
-export interface FusedSpec {
-  name: string;
-  op: string;
-  inputs: string[]; // written tensor names
-  replaces: string[];
-}
-
-export interface OptimizedState {
-  summary: string;
-  written: string[];
-  executed: string[];
-  changes: ChangeSpec[];
-  fused: FusedSpec[];
-  notes: string[];
-  show: boolean; // switch to the optimised view on arrival
-}
-
-export const FOLDED = ' (folded)'; // suffix of a folded value's constant box
-const VALUE_MAX = 22; // characters of a folded value shown in its box (the tooltip has all)
-
-const strings = (x: unknown): string[] => (Array.isArray(x) ? x.map(String) : []);
-
-export function normalizeOptimized(x: unknown): OptimizedState | null {
-  const o = (x ?? {}) as Partial<OptimizedState>;
-  if (!Array.isArray(o.executed) || !Array.isArray(o.written)) {
-    return null;
-  }
-  return {
-    summary: String(o.summary ?? ''),
-    written: strings(o.written),
-    executed: strings(o.executed),
-    changes: (Array.isArray(o.changes) ? o.changes : []).map(c => ({
-      kind: String(c?.kind ?? ''),
-      op: String(c?.op ?? ''),
-      into: String(c?.into ?? ''),
-      text: String(c?.text ?? '')
-    })),
-    fused: (Array.isArray(o.fused) ? o.fused : []).map(f => ({
-      name: String(f?.name ?? ''),
-      op: String(f?.op ?? ''),
-      inputs: strings(f?.inputs),
-      replaces: strings(f?.replaces)
-    })),
-    notes: strings(o.notes),
-    show: Boolean(o.show)
-  };
-}
-
-/** The graph as the optimised plan runs it. */
-export interface Rewritten {
-  nodes: NodeSpec[];
-  pruned: string[]; // what runs: the executed ops and the folded values they read
-  marks: Map<string, string>; // box name -> "folded" | "dropped" | "const" | "merged" | "fused"
-  labels: Map<string, string>; // box name -> its label (the folded values)
-}
-
-const split = (t: string): [string, string] => {
-  const i = t.lastIndexOf(':');
-  return i > 0 ? [t.slice(0, i), t.slice(i + 1)] : [t, '0'];
-};
-const last = (name: string): string => name.slice(name.lastIndexOf('/') + 1);
-
-/** `nodes` redrawn as `d`'s optimised plan runs them (see the module doc). */
-export function optimizedNodes(nodes: NodeSpec[], d: OptimizedState): Rewritten {
-  const change = new Map(d.changes.map(c => [c.op, c]));
-  const nodeOf = new Map(nodes.map(n => [n.name, n]));
-  const out: Rewritten = { nodes: [], pruned: [...d.executed], marks: new Map(), labels: new Map() };
-  const consts = new Map<string, NodeSpec>();
-  const constFor = (op: string, c: ChangeSpec): string => {
-    const name = op + FOLDED;
-    const n = nodeOf.get(op);
-    if (!consts.has(name) && n) {
-      consts.set(name, { ...n, name, op: 'Const', kind: 'constant', inputs: [], control: [], stale: false });
-      const value = c.text.length > VALUE_MAX ? `${c.text.slice(0, VALUE_MAX - 1)}\u2026` : c.text;
-      out.labels.set(name, `${last(op)} = ${value}`);
-      out.marks.set(name, 'const');
-      out.pruned.push(name);
-    }
-    return name;
-  };
-  const resolve = (tensor: string): string => {
-    for (let hops = 0; hops < 64; hops++) {
-      const [op, k] = split(tensor);
-      const c = change.get(op);
-      if (!c || c.kind === 'dropped') {
-        return tensor;
-      }
-      if (c.kind === 'folded') {
-        return `${constFor(op, c)}:${k}`;
-      }
-      if (c.kind === 'removed' && !c.into) {
-        return '';
-      }
-      tensor = c.kind === 'merged' ? `${c.into}:${k}` : c.kind === 'fused' ? `${c.into}:0` : c.into;
-    }
-    return tensor;
-  };
-  const waitFor = (op: string): string => {
-    const c = change.get(op);
-    return !c ? op : c.kind === 'merged' || c.kind === 'fused' ? c.into : '';
-  };
-  const rewire = (n: NodeSpec): NodeSpec => ({
-    ...n,
-    inputs: n.inputs.map(resolve).filter(t => t && split(t)[0] !== n.name),
-    control: n.control.map(waitFor).filter(c => c && c !== n.name)
-  });
-  const executed = new Set(d.executed);
-  const merged = new Map<string, number>();
-  for (const c of d.changes) {
-    if (c.kind === 'merged') {
-      merged.set(c.into, (merged.get(c.into) ?? 1) + 1);
-    }
-  }
-  for (const n of nodes) {
-    const c = change.get(n.name);
-    if (c && (c.kind === 'merged' || c.kind === 'removed' || c.kind === 'fused')) {
-      continue; // not drawn: its readers read what stands for it now
-    }
-    if (c) {
-      out.marks.set(n.name, c.kind); // folded or dropped: drawn dimmed, as written
-      out.nodes.push(n);
-    } else if (executed.has(n.name)) {
-      const times = merged.get(n.name);
-      out.nodes.push(rewire(times ? { ...n, op: `${n.op} \u00D7${times} merged` } : n));
-      if (times) {
-        out.marks.set(n.name, 'merged');
-      }
-    } else {
-      out.nodes.push(n);
-    }
-  }
-  for (const f of d.fused) {
-    const first = nodeOf.get(f.replaces[f.replaces.length - 1] ?? '') ?? nodeOf.get(f.replaces[0] ?? '');
-    const types = f.replaces.map(r => nodeOf.get(r)?.op ?? last(r));
-    out.nodes.push(
-      rewire({
-        name: f.name,
-        op: `${f.op} \u27F5 ${types.join(' + ')}`,
-        kind: 'op',
-        device: first?.device ?? '',
-        inputs: f.inputs,
-        control: [],
-        outputs: first?.outputs ?? [],
-        cell: first?.cell ?? null,
-        count: first?.count ?? null,
-        line: first?.line ?? null,
-        code: `fused: ${f.replaces.join(', ')}`,
-        stale: false
-      })
-    );
-    out.marks.set(f.name, 'fused');
-  }
-  out.nodes.push(...consts.values());
-  return out;
-}
+import { html } from '../../paint/dom';
+import { Hierarchy } from '../../model/hierarchy';
+import type { GraphState } from '../../protocol/graph';
+import { normalizeOptimized, type OptimizedState } from '../../protocol/rewrites';
+import { EMPTY_RUN, type RunState } from '../../protocol/run';
+import { optimizedNodes, type Rewritten } from './optimized';
 
 /** What the Rewrites part asks of its view. */
 export interface RewritesHost {

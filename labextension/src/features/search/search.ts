@@ -9,7 +9,7 @@
  * and the view marks every match it has drawn (`current` / `isMatch`).
  */
 
-import { html } from './draw';
+import { html } from '../../paint/dom';
 
 const MAX_REVEAL = 20; // search opens the scopes of at most this many matches
 const TYPING_PAUSE_MS = 150;

@@ -14,7 +14,7 @@
  * - the legend says "task" for the chips and "send/recv" for the pairs.
  */
 
-import type { CopySpec } from './types';
+import type { CopySpec } from '../../protocol/run';
 
 export const SEND_RECV = '_Send/_Recv'; // the op of a Send/Recv pair's box
 
