@@ -44,8 +44,12 @@ def while_loop_figures(n: int, repeats: int) -> dict:
             i = np.add(i, one)
 
     t_np = _best(python_loop, repeats)
-    return {"iterations": n, "flowbook_us_per_iteration": t_fb / n * 1e6,
-            "numpy_us_per_iteration": t_np / n * 1e6, "ratio_vs_numpy": t_fb / t_np}  # fmt: skip
+    return {
+        "iterations": n,
+        "flowbook_us_per_iteration": t_fb / n * 1e6,
+        "numpy_us_per_iteration": t_np / n * 1e6,
+        "ratio_vs_numpy": t_fb / t_np,
+    }
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -80,8 +84,9 @@ def numpy_lstm_step(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple[float,
         do = dh * tc
         dc = dh * so * (1 - tc * tc) + dc_next
         di, dj, df = dc * tj, dc * si, dc * c_prev
-        dz = np.concatenate([di * si * (1 - si), dj * (1 - tj * tj), df * sf * (1 - sf),
-                             do * so * (1 - so)], 1)  # fmt: skip
+        dz = np.concatenate(
+            [di * si * (1 - si), dj * (1 - tj * tj), df * sf * (1 - sf), do * so * (1 - so)], 1
+        )
         dw += xh.T @ dz
         db += dz.sum(0)
         dxh = dz @ w.T
@@ -109,8 +114,14 @@ def lstm_figures(repeats: int) -> dict:
         assert np.allclose(gw, ref_gw, rtol=1e-2, atol=1e-2), np.abs(gw - ref_gw).max()
         t_fb = _best(lambda: s.run(grads, {x: xv}), repeats)
     t_np = _best(lambda: numpy_lstm_step(xv, wv, bv), repeats)
-    return {"batch": batch, "steps": steps, "units": units, "flowbook_steps_per_s": 1 / t_fb,
-            "numpy_steps_per_s": 1 / t_np, "ratio_vs_numpy": t_np / t_fb}  # fmt: skip
+    return {
+        "batch": batch,
+        "steps": steps,
+        "units": units,
+        "flowbook_steps_per_s": 1 / t_fb,
+        "numpy_steps_per_s": 1 / t_np,
+        "ratio_vs_numpy": t_np / t_fb,
+    }
 
 
 def main() -> None:
@@ -124,14 +135,20 @@ def main() -> None:
     print_table(
         ["workload", "flowbook", "numpy", "ratio"],
         [
-            [f"while_loop, {n} trivial iterations (us/iteration)",
-             f"{loop['flowbook_us_per_iteration']:.2f}", f"{loop['numpy_us_per_iteration']:.2f}",
-             f"{loop['ratio_vs_numpy']:.1f}x the time"],
-            ["LSTM fwd+bwd, batch 32, 20 steps, 128 units (steps/s)",
-             f"{lstm['flowbook_steps_per_s']:.1f}", f"{lstm['numpy_steps_per_s']:.1f}",
-             f"{lstm['ratio_vs_numpy']:.2f}x numpy's speed"],
+            [
+                f"while_loop, {n} trivial iterations (us/iteration)",
+                f"{loop['flowbook_us_per_iteration']:.2f}",
+                f"{loop['numpy_us_per_iteration']:.2f}",
+                f"{loop['ratio_vs_numpy']:.1f}x the time",
+            ],
+            [
+                "LSTM fwd+bwd, batch 32, 20 steps, 128 units (steps/s)",
+                f"{lstm['flowbook_steps_per_s']:.1f}",
+                f"{lstm['numpy_steps_per_s']:.1f}",
+                f"{lstm['ratio_vs_numpy']:.2f}x numpy's speed",
+            ],
         ],
-    )  # fmt: skip
+    )
     write_json(args.out, {"while_loop": loop, "lstm": lstm})
 
 

@@ -59,8 +59,13 @@ def named_cluster(processes: bool) -> Any:
     from distributed import LocalCluster
 
     where = {"host": "127.0.0.1", "worker_dashboard_address": ":0"} if processes else {}
-    cluster = LocalCluster(n_workers=0, processes=processes, threads_per_worker=1,
-                           dashboard_address=":0" if processes else None, **where)  # fmt: skip
+    cluster = LocalCluster(
+        n_workers=0,
+        processes=processes,
+        threads_per_worker=1,
+        dashboard_address=":0" if processes else None,
+        **where,
+    )
     for name in ("ps-0", "worker-0", "worker-1"):
         cluster.worker_spec[name] = cluster.new_spec
     cluster.scale(3)

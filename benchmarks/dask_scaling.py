@@ -56,8 +56,14 @@ def cluster_of(workers: int) -> tuple[Any, Any]:
     """A loopback LocalCluster of processes, ps-0 and worker-0..n-1, and its client."""
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=0, processes=True, threads_per_worker=1, host="127.0.0.1",
-                           dashboard_address=":0", worker_dashboard_address=":0")  # fmt: skip
+    cluster = LocalCluster(
+        n_workers=0,
+        processes=True,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address=":0",
+        worker_dashboard_address=":0",
+    )
     names = ["ps-0", *(f"worker-{k}" for k in range(workers))]
     for name in names:
         cluster.worker_spec[name] = cluster.new_spec
@@ -103,8 +109,15 @@ def sync_graph(towers: int, hidden: int, batch: int) -> dict[str, Any]:
             loss = tf.add_n(losses) / float(towers)
         init = tf.global_variables_initializer()
     model_bytes = 4 * (64 * hidden + hidden + hidden * 10 + 10)
-    return {"graph": g, "xs": xs, "ys": ys, "train": train, "loss": loss, "init": init,
-            "model_bytes": model_bytes}  # fmt: skip
+    return {
+        "graph": g,
+        "xs": xs,
+        "ys": ys,
+        "train": train,
+        "loss": loss,
+        "init": init,
+        "model_bytes": model_bytes,
+    }
 
 
 def feeds(m: dict[str, Any], batch: int, n: int) -> list[dict]:
@@ -115,10 +128,12 @@ def feeds(m: dict[str, Any], batch: int, n: int) -> list[dict]:
         y = rng.integers(0, 10, batch).astype(np.int32)
         k = len(m["xs"])
         shard = batch // k
-        out.append({
-            **{m["xs"][i]: x[i * shard:(i + 1) * shard] for i in range(k)},
-            **{m["ys"][i]: y[i * shard:(i + 1) * shard] for i in range(k)},
-        })  # fmt: skip
+        out.append(
+            {
+                **{m["xs"][i]: x[i * shard : (i + 1) * shard] for i in range(k)},
+                **{m["ys"][i]: y[i * shard : (i + 1) * shard] for i in range(k)},
+            }
+        )
     return out
 
 
@@ -160,8 +175,9 @@ def runner(sess: Any, fetch: list, data: list[dict]) -> Callable[[int], Any]:
     return lambda j: sess.run(fetch, data[j % len(data)])
 
 
-def measure_model(client: Any, workers: list[int], hidden: int, batch: int, n: int,
-                  rounds: int) -> dict[str, Any]:  # fmt: skip
+def measure_model(
+    client: Any, workers: list[int], hidden: int, batch: int, n: int, rounds: int
+) -> dict[str, Any]:
     out: dict[str, Any] = {"hidden": hidden, "batch": batch}
     for k in workers:
         m = sync_graph(k, hidden, batch)
@@ -220,8 +236,12 @@ def main() -> None:
     workers = [int(w) for w in args.workers.split(",")]
     n, rounds = (10, 2) if args.quick else (60, 5)
     cluster, client = cluster_of(max(workers))
-    results: dict[str, Any] = {"machine": platform.machine(), "python": platform.python_version(),
-                               "cpus": os.cpu_count(), "workers": workers}  # fmt: skip
+    results: dict[str, Any] = {
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "workers": workers,
+    }
     try:
         results["fixed_cost"] = fc = fixed_cost(client, n, rounds)
         for name, (hidden, batch) in MODELS.items():
@@ -229,30 +249,57 @@ def main() -> None:
     finally:
         client.close()
         cluster.close()
-    rows = [("1-op step", "local (baseline)", f"{fc['local_us']:.0f} µs", ""),
-            ("1-op step", "on worker-0", f"{fc['distributed_us']:.0f} µs",
-             f"fixed cost {fc['fixed_cost_ms']:.2f} ms")]  # fmt: skip
+    rows = [
+        ("1-op step", "local (baseline)", f"{fc['local_us']:.0f} µs", ""),
+        (
+            "1-op step",
+            "on worker-0",
+            f"{fc['distributed_us']:.0f} µs",
+            f"fixed cost {fc['fixed_cost_ms']:.2f} ms",
+        ),
+    ]
     for name in MODELS:
         r = results[name]
         rows.append((name, "local session (baseline)", f"{r['local_steps_s']:.0f} steps/s", ""))
         for k in workers:
-            rows.append((name, f"sync, towers on {k} worker(s)", f"{r[f'steps_s_{k}w']:.0f} steps/s",
-                         f"{r[f'scaling_{k}w']:.2f}x {workers[0]} worker(s), "
-                         f"{r[f'vs_local_{k}w']:.2f}x local"))  # fmt: skip
-            rows.append((name, f"bytes moved per step, {k} worker(s)",
-                         f"{r[f'bytes_per_step_{k}w'] / 1e3:.0f} kB",
-                         f"{r[f'bytes_per_model_{k}w']:.2f}x the model ({r['model_bytes'] / 1e3:.0f} kB)"))  # fmt: skip
-        rows.append((name, f"watched whole, {workers[0]} worker(s)",
-                     f"{r['steps_s_watched_whole']:.0f} steps/s",
-                     f"{r['watched_whole_ratio']:.2f}x unwatched (alternating rounds)"))  # fmt: skip
+            rows.append(
+                (
+                    name,
+                    f"sync, towers on {k} worker(s)",
+                    f"{r[f'steps_s_{k}w']:.0f} steps/s",
+                    f"{r[f'scaling_{k}w']:.2f}x {workers[0]} worker(s), "
+                    f"{r[f'vs_local_{k}w']:.2f}x local",
+                )
+            )
+            rows.append(
+                (
+                    name,
+                    f"bytes moved per step, {k} worker(s)",
+                    f"{r[f'bytes_per_step_{k}w'] / 1e3:.0f} kB",
+                    f"{r[f'bytes_per_model_{k}w']:.2f}x the model ({r['model_bytes'] / 1e3:.0f} kB)",
+                )
+            )
+        rows.append(
+            (
+                name,
+                f"watched whole, {workers[0]} worker(s)",
+                f"{r['steps_s_watched_whole']:.0f} steps/s",
+                f"{r['watched_whole_ratio']:.2f}x unwatched (alternating rounds)",
+            )
+        )
     print_table(("model", "run", "figure", "against"), rows)
     top = results["compute-bound MLP 64-2048-10"]
     if 2 in workers:
         met = top["scaling_2w"] >= GOAL_SCALING
-        print(f"\ncompute-bound scaling 2 vs 1 workers: {top['scaling_2w']:.2f}x "
-              f"(goal {GOAL_SCALING}x: {'met' if met else 'not met'}; {os.cpu_count()} CPUs here"
-              + ("; 2 vCPUs give about one core of parallel throughput, so they cap it)"
-                 if (os.cpu_count() or 0) <= 2 else ")"))  # fmt: skip
+        print(
+            f"\ncompute-bound scaling 2 vs 1 workers: {top['scaling_2w']:.2f}x "
+            f"(goal {GOAL_SCALING}x: {'met' if met else 'not met'}; {os.cpu_count()} CPUs here"
+            + (
+                "; 2 vCPUs give about one core of parallel throughput, so they cap it)"
+                if (os.cpu_count() or 0) <= 2
+                else ")"
+            )
+        )
     write_json(str(Path(__file__).parent / "results" / "dask_scaling.json"), results)
 
 

@@ -70,12 +70,15 @@ def local_steps_s(data: list, n: int) -> float:
             return n / (time.perf_counter() - t)
 
 
-def worker(target: str, cluster: Any, task: int, replicas: int, sync: bool, data: list,
-           n: int, times: dict) -> None:  # fmt: skip
+def worker(
+    target: str, cluster: Any, task: int, replicas: int, sync: bool, data: list, n: int, times: dict
+) -> None:
     with tf.Graph().as_default():
-        with tf.device(tf.train.replica_device_setter(
-            cluster=cluster, worker_device=f"/job:worker/task:{task}"
-        )):  # fmt: skip
+        with tf.device(
+            tf.train.replica_device_setter(
+                cluster=cluster, worker_device=f"/job:worker/task:{task}"
+            )
+        ):
             x, y = tf.placeholder(tf.float32, [None, 64]), tf.placeholder(tf.int32, [None])
             step = tf.train.get_or_create_global_step()
             opt = tf.train.GradientDescentOptimizer(0.1)
@@ -86,7 +89,7 @@ def worker(target: str, cluster: Any, task: int, replicas: int, sync: bool, data
         hooks.append(tf.train.StopAtStepHook(last_step=n + 2))
         with tf.train.MonitoredTrainingSession(
             master=target, is_chief=task == 0, hooks=hooks, max_wait_secs=120
-        ) as sess:  # fmt: skip
+        ) as sess:
             k = 0
             while not sess.should_stop():
                 if k == 2 and task == 0:  # after the first updates: the timed stretch
@@ -104,8 +107,13 @@ def cluster_steps_s(workers: int, sync: bool, data: list, n: int) -> float:
     servers += [tf.train.Server(cluster, "worker", k) for k in range(workers)]
     times: dict[str, Any] = {}
     try:
-        threads = [threading.Thread(target=worker, args=(servers[1 + k].target, cluster, k,
-                   workers, sync, data[k::workers], n, times)) for k in range(workers)]  # fmt: skip
+        threads = [
+            threading.Thread(
+                target=worker,
+                args=(servers[1 + k].target, cluster, k, workers, sync, data[k::workers], n, times),
+            )
+            for k in range(workers)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -125,16 +133,25 @@ def main() -> None:
     digits = load_digits()
     data = batches(digits.train.images, digits.train.labels.astype(np.int32), 2 * n + 8)
     local = local_steps_s(data, n)
-    results: dict[str, Any] = {"machine": platform.machine(), "python": platform.python_version(),
-                               "steps": n, "local_steps_s": local}  # fmt: skip
+    results: dict[str, Any] = {
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "steps": n,
+        "local_steps_s": local,
+    }
     rows = [("local session (baseline)", f"{local:.0f} updates/s", "1.00x")]
     for name, workers, sync in (("sync_1", 1, True), ("sync_2", 2, True), ("async_2", 2, False)):
         rate = results[f"{name}_steps_s"] = cluster_steps_s(workers, sync, data, n)
         results[f"{name}_ratio"] = rate / local
         rows.append((name, f"{rate:.0f} updates/s", f"{rate / local:.3f}x"))
     results["sync_2_per_sync_1"] = results["sync_2_steps_s"] / results["sync_1_steps_s"]
-    rows.append(("sync 2 workers / 1 worker", f"{results['sync_2_per_sync_1']:.2f}x",
-                 "updates/s (each of sync_2's holds twice the examples)"))  # fmt: skip
+    rows.append(
+        (
+            "sync 2 workers / 1 worker",
+            f"{results['sync_2_per_sync_1']:.2f}x",
+            "updates/s (each of sync_2's holds twice the examples)",
+        )
+    )
     print_table(("workload", "figure", "against local"), rows)
     write_json("benchmarks/results/sync_replicas.json", results)
 

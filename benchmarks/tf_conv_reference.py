@@ -86,8 +86,11 @@ def main() -> None:
     for threads in (1, 2):
         run = subprocess.run(
             [sys.executable, __file__, "--threads", str(threads)],
-            capture_output=True, text=True, check=True, timeout=600,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
         row = results["ms"][threads] = json.loads(run.stdout.strip().splitlines()[-1])
         print(f"{threads} thread(s): " + ", ".join(f"{k} {v:.2f} ms" for k, v in row.items()))
     path = Path(__file__).parent / "results" / "tf_conv_reference.json"

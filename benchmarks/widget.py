@@ -120,8 +120,15 @@ def bench_frame(quick: bool) -> dict[str, Any] | str:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/{PAGE}?height=800"
-    args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+    args = [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ]
     out: dict[str, Any] = {}
     try:
         with sync_playwright() as p:
@@ -241,9 +248,10 @@ def bench_loops(rounds: int, quick: bool, widget_cls: Any) -> dict[str, Any]:
     with g.as_default():
         w = fb.constant(np.eye(16, dtype=np.float32) * 0.5)
         _, h = fb.while_loop(
-            lambda i, h: i < 40_000, lambda i, h: (i + 1, fb.matmul(h, w) + 1.0),
+            lambda i, h: i < 40_000,
+            lambda i, h: (i + 1, fb.matmul(h, w) + 1.0),
             [0, fb.ones([16, 16])],
-        )  # fmt: skip
+        )
     sess = fb.Session(graph=g)
 
     def long_loop() -> None:

@@ -128,7 +128,7 @@ from flowbook.ops.array.space_ops import (
     space_to_batch,
     space_to_batch_nd,
     space_to_depth,
-)  # fmt: skip
+)
 from flowbook.ops.control_flow.control_flow import case, cond, while_loop
 from flowbook.ops.control_flow.control_flow_ops import group, no_op, tuple, with_dependencies
 from flowbook.ops.control_flow.functional import foldl, foldr, map_fn, scan

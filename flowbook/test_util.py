@@ -273,6 +273,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 __all__ = [
-    "TestCase", "compute_gradient", "compute_gradient_error", "get_temp_dir",
-    "gpu_device_name", "is_built_with_cuda", "is_gpu_available", "main",
-]  # fmt: skip
+    "TestCase",
+    "compute_gradient",
+    "compute_gradient_error",
+    "get_temp_dir",
+    "gpu_device_name",
+    "is_built_with_cuda",
+    "is_gpu_available",
+    "main",
+]

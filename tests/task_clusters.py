@@ -65,9 +65,12 @@ def task_cluster(
     dashboard = processes if dashboard is None else dashboard
     with dask.config.set({"distributed.deploy.lost-worker-timeout": f"{LOST_WORKER_S}s"}):
         cluster = distributed.LocalCluster(
-            n_workers=0, processes=processes, threads_per_worker=1,
-            dashboard_address=":0" if dashboard else None, **where,
-        )  # fmt: skip
+            n_workers=0,
+            processes=processes,
+            threads_per_worker=1,
+            dashboard_address=":0" if dashboard else None,
+            **where,
+        )
         try:
             for name in names:
                 cluster.worker_spec[name] = cluster.new_spec

@@ -100,10 +100,18 @@ def test_kill_9_during_saves_keeps_the_last_checkpoint_and_sweeps_the_temp(tmp_p
             note = f"seed {seed}, round {round_}{' (slow fsync)' if slow else ''}"
             deadline = time.monotonic() + 60
             proc = subprocess.Popen(
-                [sys.executable, "-c", CHILD, str(tmp_path), str(N), str(int(slow)), str(start),
-                 str(deadline)],
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    str(tmp_path),
+                    str(N),
+                    str(int(slow)),
+                    str(start),
+                    str(deadline),
+                ],
                 stdout=subprocess.PIPE,
-            )  # fmt: skip
+            )
             try:
                 assert _wait_line(proc, 60) == "saved\n", f"{note}: the child did not save"
                 time.sleep(rng.uniform(0.05, 0.2) if slow else rng.uniform(0.0, 0.15))

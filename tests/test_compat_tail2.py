@@ -28,8 +28,11 @@ def _combined(combiner, weighted, rows=(0, 1, 2, 3)):
             out.append(np.zeros(3) * (np.nan if weighted and combiner != "sum" else 1.0))
             continue
         total = sum(w * EMB[i] for i, w in pairs)
-        scale = {"sum": 1.0, "mean": sum(w for _, w in pairs),
-                 "sqrtn": np.sqrt(sum(w * w for _, w in pairs))}[combiner]  # fmt: skip
+        scale = {
+            "sum": 1.0,
+            "mean": sum(w for _, w in pairs),
+            "sqrtn": np.sqrt(sum(w * w for _, w in pairs)),
+        }[combiner]
         out.append(total / scale)
     return np.array(out)
 
@@ -215,8 +218,13 @@ def test_warm_start_renames_and_remaps_vocabularies(tmp_path):
     path, (w, _, emb) = _saved(tmp_path)
     (tmp_path / "old.txt").write_text("a\nb\nc\nd\n")
     (tmp_path / "new.txt").write_text("c\nz\na\n")
-    info = fb.train.VocabInfo(str(tmp_path / "new.txt"), 3, 1, str(tmp_path / "old.txt"),
-                              backup_initializer=fb.constant_initializer(-1.0))  # fmt: skip
+    info = fb.train.VocabInfo(
+        str(tmp_path / "new.txt"),
+        3,
+        1,
+        str(tmp_path / "old.txt"),
+        backup_initializer=fb.constant_initializer(-1.0),
+    )
     with fb.Graph().as_default(), fb.Session() as s:
         nw = fb.get_variable("w", [3, 2])
         table = fb.get_variable("table", [4, 2])

@@ -67,8 +67,9 @@ NAMES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("build,variables,outputs", [r[1:] for r in NAMES],
-                         ids=[r[0] for r in NAMES])  # fmt: skip
+@pytest.mark.parametrize(
+    "build,variables,outputs", [r[1:] for r in NAMES], ids=[r[0] for r in NAMES]
+)
 def test_names_as_tensorflow_gives_them(build, variables, outputs):
     assert build() == (variables, outputs)
 
@@ -77,10 +78,13 @@ def test_fully_connected_numbers_and_collections():
     x = RNG.randn(3, 4).astype(F32)
     w = RNG.randn(4, 2).astype(F32)
     y = layers.fully_connected(
-        x, 2, weights_initializer=tf.constant_initializer(w),
+        x,
+        2,
+        weights_initializer=tf.constant_initializer(w),
         biases_initializer=tf.constant_initializer(0.5),
-        variables_collections={"weights": ["my_weights"]}, outputs_collections="outs",
-    )  # fmt: skip
+        variables_collections={"weights": ["my_weights"]},
+        outputs_collections="outs",
+    )
     np.testing.assert_allclose(_run(y), np.maximum(x @ w + 0.5, 0), rtol=1e-5)
     assert _names("my_weights") == ["fully_connected/weights:0"]
     assert tf.get_collection("outs") == [y]
@@ -88,11 +92,15 @@ def test_fully_connected_numbers_and_collections():
 
 
 def test_normalizer_fn_replaces_the_biases():
-    y = layers.fully_connected(tf.ones([4, 3]), 2, normalizer_fn=layers.batch_norm,
-                               normalizer_params={"is_training": True})  # fmt: skip
-    assert _names() == ["fully_connected/weights:0", "fully_connected/BatchNorm/beta:0",
-                        "fully_connected/BatchNorm/moving_mean:0",
-                        "fully_connected/BatchNorm/moving_variance:0"]  # fmt: skip
+    y = layers.fully_connected(
+        tf.ones([4, 3]), 2, normalizer_fn=layers.batch_norm, normalizer_params={"is_training": True}
+    )
+    assert _names() == [
+        "fully_connected/weights:0",
+        "fully_connected/BatchNorm/beta:0",
+        "fully_connected/BatchNorm/moving_mean:0",
+        "fully_connected/BatchNorm/moving_variance:0",
+    ]
     assert y.shape.as_list() == [4, 2]
 
 
@@ -189,8 +197,9 @@ def test_a_small_contrib_model_trains():
     labels = images[:, :3].mean(axis=(1, 2, 3)) > images[:, 3:].mean(axis=(1, 2, 3))
     x = tf.placeholder(tf.float32, [None, 6, 6, 1])
     y = tf.placeholder(tf.int64, [None])
-    h = layers.conv2d(x, 4, 3, normalizer_fn=layers.batch_norm,
-                      weights_regularizer=layers.l2_regularizer(1e-4))  # fmt: skip
+    h = layers.conv2d(
+        x, 4, 3, normalizer_fn=layers.batch_norm, weights_regularizer=layers.l2_regularizer(1e-4)
+    )
     logits = layers.fully_connected(layers.flatten(h), 2, activation_fn=None)
     loss = tf.losses.sparse_softmax_cross_entropy(y, logits) + tf.losses.get_regularization_loss()
     grads = tf.gradients(loss, tf.trainable_variables())

@@ -201,8 +201,9 @@ def test_loop_gradient_equals_the_unrolled_graph():
     with tf.Graph().as_default(), tf.Session() as s:
         w = tf.constant(np.arange(6.0).reshape(2, 3) / 10)
         x0 = tf.constant(np.ones((4, 2)))
-        _, h = tf.while_loop(lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(h @ w) @ tf.transpose(w)),
-                             [0, x0])  # fmt: skip
+        _, h = tf.while_loop(
+            lambda i, h: i < 3, lambda i, h: (i + 1, tf.tanh(h @ w) @ tf.transpose(w)), [0, x0]
+        )
         u = x0
         for _ in range(3):
             u = tf.tanh(u @ w) @ tf.transpose(w)
@@ -220,11 +221,16 @@ def test_a_shape_that_changes_names_the_loop_and_line():
         with pytest.raises(
             ValueError, match=r"while_loop 'grow'.*test_control_flow.py.*shape_invariants"
         ):
-            tf.while_loop(lambda a: tf.size(a) < 5, lambda a: tf.concat([a, a], 0), [one],
-                          name="grow")  # fmt: skip
+            tf.while_loop(
+                lambda a: tf.size(a) < 5, lambda a: tf.concat([a, a], 0), [one], name="grow"
+            )
         assert len(g.get_operations()) == before
-        a = tf.while_loop(lambda a: tf.size(a) < 5, lambda a: tf.concat([a, a], 0),
-                          [tf.ones([1])], shape_invariants=[tf.TensorShape([None])])  # fmt: skip
+        a = tf.while_loop(
+            lambda a: tf.size(a) < 5,
+            lambda a: tf.concat([a, a], 0),
+            [tf.ones([1])],
+            shape_invariants=[tf.TensorShape([None])],
+        )
         assert tf.Session().run(a).tolist() == [1.0] * 8
 
 
@@ -257,11 +263,15 @@ def test_a_body_that_raises_leaves_the_graph_as_it_was():
 
 def test_a_kernel_error_names_the_op_and_the_iteration():
     with tf.Graph().as_default(), tf.Session() as s:
-        _, a = tf.while_loop(lambda i, a: i < 3,
-                             lambda i, a: (i + 1, tf.reshape(a, [2, -1]) if False else a), [0, tf.ones([4])])  # fmt: skip
+        _, a = tf.while_loop(
+            lambda i, a: i < 3,
+            lambda i, a: (i + 1, tf.reshape(a, [2, -1]) if False else a),
+            [0, tf.ones([4])],
+        )
         idx = tf.placeholder(tf.int32, [])
-        _, b = tf.while_loop(lambda i, b: i < 3, lambda i, b: (i + 1, b + tf.gather(a, idx + i)),
-                             [0, 0.0])  # fmt: skip
+        _, b = tf.while_loop(
+            lambda i, b: i < 3, lambda i, b: (i + 1, b + tf.gather(a, idx + i)), [0, 0.0]
+        )
         with pytest.raises(InvalidArgumentError, match=r"GatherV2.*iteration 2"):
             s.run(b, {idx: 2})
 
@@ -330,8 +340,9 @@ def test_random_loops_agree_in_every_order_and_with_python(n, k, threshold, ops)
     xv = np.linspace(-1, 1, k)
     with tf.Graph().as_default(), tf.Session() as s:
         x = tf.placeholder(tf.float64, [k])
-        _, a = tf.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, step(a, x, i)),
-                             [0, tf.zeros([k], tf.float64)])  # fmt: skip
+        _, a = tf.while_loop(
+            lambda i, a: i < n, lambda i, a: (i + 1, step(a, x, i)), [0, tf.zeros([k], tf.float64)]
+        )
         got = _both_orders(s, a, {x: xv})
     want = np.zeros(k)
     for i in range(n):
@@ -380,7 +391,11 @@ def test_control_flow_graphs_round_trip_through_graph_def():
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [], name="x")
-        _, y = tf.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, tf.cond(a > 3.0, lambda: a, lambda: a * x)), [0, 1.0])  # fmt: skip
+        _, y = tf.while_loop(
+            lambda i, a: i < 4,
+            lambda i, a: (i + 1, tf.cond(a > 3.0, lambda: a, lambda: a * x)),
+            [0, 1.0],
+        )
         y = tf.identity(y, name="y")
     data = gdef.to_graph_def(g).SerializeToString()
     with tf.Graph().as_default(), tf.Session() as s:

@@ -405,16 +405,26 @@ def test_a_model_trained_from_a_dataset_matches_feed_dict_training():
 @pytest.mark.parametrize(
     "build, message",
     [
-        (lambda: D.from_generator(lambda: iter([[1], [1, 2]]), tf.int32, [None]).batch(2),
-         "Cannot batch tensors with different shapes in component 0"),
-        (lambda: D.from_generator(lambda: iter([[1, 2]]), tf.int32, [3]),
-         r"yielded an element of shape \[2\] where an element of shape \[3\] was expected"),
-        (lambda: D.from_generator(lambda: iter(["x"]), tf.int32),
-         r"component 0 \('x'\) is not int32"),
-        (lambda: D.from_generator(lambda: iter([[1, 2, 3]]), tf.int32, [None]).padded_batch(1, [2]),
-         "larger than the padded shape"),
+        (
+            lambda: D.from_generator(lambda: iter([[1], [1, 2]]), tf.int32, [None]).batch(2),
+            "Cannot batch tensors with different shapes in component 0",
+        ),
+        (
+            lambda: D.from_generator(lambda: iter([[1, 2]]), tf.int32, [3]),
+            r"yielded an element of shape \[2\] where an element of shape \[3\] was expected",
+        ),
+        (
+            lambda: D.from_generator(lambda: iter(["x"]), tf.int32),
+            r"component 0 \('x'\) is not int32",
+        ),
+        (
+            lambda: D.from_generator(lambda: iter([[1, 2, 3]]), tf.int32, [None]).padded_batch(
+                1, [2]
+            ),
+            "larger than the padded shape",
+        ),
     ],
-)  # fmt: skip
+)
 def test_run_time_errors_name_the_iterator_op(build, message):
     x = build().make_one_shot_iterator().get_next()
     with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError) as e:

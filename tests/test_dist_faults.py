@@ -116,9 +116,13 @@ def test_monitored_training_recovers_from_the_checkpoint(client, tmp_path):
         hooks = [tf.train.StopAtStepHook(last_step=len(xs))]
         steps, losses = [], []
         with tf.train.MonitoredTrainingSession(
-            master=client, checkpoint_dir=str(tmp_path), hooks=hooks,
-            save_checkpoint_steps=1, save_summaries_steps=None, log_step_count_steps=None,
-        ) as s:  # fmt: skip
+            master=client,
+            checkpoint_dir=str(tmp_path),
+            hooks=hooks,
+            save_checkpoint_steps=1,
+            save_summaries_steps=None,
+            log_step_count_steps=None,
+        ) as s:
             killed = False
             while not s.should_stop():
                 k = len(steps) % len(xs)

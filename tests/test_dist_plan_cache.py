@@ -222,15 +222,21 @@ def test_closing_the_session_releases_every_partition(client):
 
 # ----------------------------------------------------------------- hypothesis
 STEPS = st.lists(
-    st.tuples(st.sampled_from(["add", "update", "control", "uncontrol", "reroute", "move",
-                               "remove", "run"]),
-              st.integers(0, 50), st.integers(0, 50)),
-    min_size=1, max_size=20,
-)  # fmt: skip
+    st.tuples(
+        st.sampled_from(
+            ["add", "update", "control", "uncontrol", "reroute", "move", "remove", "run"]
+        ),
+        st.integers(0, 50),
+        st.integers(0, 50),
+    ),
+    min_size=1,
+    max_size=20,
+)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(steps=STEPS)
 def test_a_kept_cluster_session_agrees_with_a_fresh_local_one_through_random_edits(client, steps):
     """Random additions, input rewiring, control inputs, moves between tasks, removals and

@@ -201,8 +201,9 @@ def test_the_servers_make_one_cluster(servers):
 
 def test_servers_join_a_scheduler_named_by_the_environment(monkeypatch):
     cluster_spec = _cluster_spec(workers=1)
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=":0",
-                                  host="127.0.0.1", protocol="tcp://") as dask:  # fmt: skip
+    with distributed.LocalCluster(
+        n_workers=0, processes=False, dashboard_address=":0", host="127.0.0.1", protocol="tcp://"
+    ) as dask:
         monkeypatch.setenv(server_api.SCHEDULER_ENV, "dask://" + dask.scheduler_address[6:])
         with _started(cluster_spec, [("ps", 0), ("worker", 0)]) as made:
             assert made[0].target == made[1].target == "dask://" + dask.scheduler_address[6:]
@@ -377,10 +378,15 @@ def test_a_new_cluster_restores_the_chiefs_checkpoint(tmp_path):
             step = tf.train.get_or_create_global_step()
             inc = tf.assign_add(step, 1)
         for expected in (3, 6):  # the second chief restores the first one's step, on the ps
-            with g.as_default(), tf.train.MonitoredTrainingSession(
-                master=made[1].target, checkpoint_dir=str(tmp_path), save_checkpoint_steps=1,
-                hooks=[tf.train.StopAtStepHook(num_steps=3)],
-            ) as sess:  # fmt: skip
+            with (
+                g.as_default(),
+                tf.train.MonitoredTrainingSession(
+                    master=made[1].target,
+                    checkpoint_dir=str(tmp_path),
+                    save_checkpoint_steps=1,
+                    hooks=[tf.train.StopAtStepHook(num_steps=3)],
+                ) as sess,
+            ):
                 while not sess.should_stop():
                     sess.run(inc)
                 assert sess.run(step) == expected
@@ -408,9 +414,12 @@ def test_a_worker_waits_for_its_chief(servers, monkeypatch):
     monkeypatch.setattr(monitored_session, "time", clock)  # only the worker's wait uses it
 
     def worker():
-        with g.as_default(), tf.train.MonitoredTrainingSession(
-            master=w1.target, is_chief=False, max_wait_secs=WAIT_S
-        ) as sess:  # fmt: skip
+        with (
+            g.as_default(),
+            tf.train.MonitoredTrainingSession(
+                master=w1.target, is_chief=False, max_wait_secs=WAIT_S
+            ) as sess,
+        ):
             got.append(sess.run(v))
 
     t = threading.Thread(target=worker, daemon=True)
@@ -430,10 +439,21 @@ def test_the_tf1_script_runs_unchanged_as_processes(script, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop(server_api.SCHEDULER_ENV, None)
     outs = [str(tmp_path / f"w{k}.npz") for k in (0, 1)]
-    argv = [[spec, "ps", "0"], [spec, "worker", "0", str(tmp_path), outs[0]],
-            [spec, "worker", "1", "-", outs[1]]]  # fmt: skip
-    procs = [subprocess.Popen([sys.executable, SCRIPT, *a], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True) for a in argv]  # fmt: skip
+    argv = [
+        [spec, "ps", "0"],
+        [spec, "worker", "0", str(tmp_path), outs[0]],
+        [spec, "worker", "1", "-", outs[1]],
+    ]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, SCRIPT, *a],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for a in argv
+    ]
     try:
         for p in procs[1:]:
             _, err = p.communicate(timeout=2 * WAIT_S)

@@ -88,9 +88,12 @@ def test_bidirectional_dynamic_rnn_equals_the_static_one():
                 out = tf.concat([a, b], 2)
             else:
                 outs, _, _ = tf.nn.static_bidirectional_rnn(
-                    fw, bw, tf.unstack(tf.constant(xv), axis=1), dtype=tf.float32,
+                    fw,
+                    bw,
+                    tf.unstack(tf.constant(xv), axis=1),
+                    dtype=tf.float32,
                     sequence_length=[4, 3],
-                )  # fmt: skip
+                )
                 out = tf.stack(outs, axis=1)
             s.run(tf.global_variables_initializer())
             for k, v in enumerate(tf.trainable_variables()):

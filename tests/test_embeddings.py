@@ -219,8 +219,16 @@ def test_sampled_loss_equals_formula_on_the_drawn_candidates(case, num_true, sha
     with g.as_default():
         fb.set_random_seed(5)
         weights = shards_of(w, 3, "mod") if sharded else w
-        loss = fn(weights, b, labels, x, num_sampled, classes, num_true=num_true,
-                  remove_accidental_hits=remove)  # fmt: skip
+        loss = fn(
+            weights,
+            b,
+            labels,
+            x,
+            num_sampled,
+            classes,
+            num_true=num_true,
+            remove_accidental_hits=remove,
+        )
         (sampler,) = [op for op in g.get_operations() if op.type.endswith("CandidateSampler")]
         assert sampler.type == "LogUniformCandidateSampler" and sampler.attrs["unique"]
         with fb.Session() as s:

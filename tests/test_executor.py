@@ -304,10 +304,18 @@ def test_heavy_plans_whose_kernels_ran_inline_take_the_straight_line(monkeypatch
         np.testing.assert_allclose(s.run(y, {x: big}), expected, rtol=1e-5)  # new shapes
         assert taken[3] == "run_threaded"
         md = fb.RunMetadata()  # traced runs with the small feed: its signature kept its line
-        s.run(y, {x: small}, options=fb.RunOptions(trace_level=fb.RunOptions.FULL_TRACE),
-              run_metadata=md)  # fmt: skip
-        s.run(y, {x: small}, options=fb.RunOptions(trace_level=fb.RunOptions.FULL_TRACE),
-              run_metadata=md)  # fmt: skip
+        s.run(
+            y,
+            {x: small},
+            options=fb.RunOptions(trace_level=fb.RunOptions.FULL_TRACE),
+            run_metadata=md,
+        )
+        s.run(
+            y,
+            {x: small},
+            options=fb.RunOptions(trace_level=fb.RunOptions.FULL_TRACE),
+            run_metadata=md,
+        )
         assert taken[4:] == ["run_compiled_timed", "run_compiled_timed"]
         names = {n.node_name for n in md.step_stats.dev_stats[0].node_stats}
         assert {"left", "right"} <= names

@@ -57,9 +57,12 @@ def test_a_kernel_error_on_the_pool_names_the_op_and_iteration_and_the_session_s
         y = tf.placeholder(tf.float32, [None, None])
         _, out = tf.while_loop(
             lambda i, a: i < 3,
-            lambda i, a: (i + 1, tf.cond(i < 5, lambda: tf.matmul(a, y) + tf.matmul(x, a), lambda: a)),
+            lambda i, a: (
+                i + 1,
+                tf.cond(i < 5, lambda: tf.matmul(a, y) + tf.matmul(x, a), lambda: a),
+            ),
             [0, x],
-        )  # fmt: skip
+        )
         good, bad = np.ones((200, 200), np.float32), np.ones((199, 199), np.float32)
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"MatMul.*iteration"):
             s.run(out, {x: good, y: bad})
@@ -156,5 +159,7 @@ def test_observers_hear_of_a_wait_inside_a_branch():
         with tf.observe(seen):
             assert s.run(got, options=tf.RunOptions(timeout_in_ms=int(2 * WITHIN * 1000))) == 3.0
         later.join()
-    assert seen.events == [("wait", "QueueDequeueV2", "an element of queue 'q'"),
-                           ("end", "QueueDequeueV2")]  # fmt: skip
+    assert seen.events == [
+        ("wait", "QueueDequeueV2", "an element of queue 'q'"),
+        ("end", "QueueDequeueV2"),
+    ]

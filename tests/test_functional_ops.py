@@ -151,10 +151,12 @@ def test_gradients_equal_finite_differences(name):
         x, w = tf.placeholder(tf.float64, [4, 3]), tf.placeholder(tf.float64, [3])
         y = GRADS[name](x, w)
         gx, gw = s.run(tf.gradients(y, [x, w]), {x: xv, w: wv})
-        np.testing.assert_allclose(gx, _numeric_grad(lambda v: s.run(y, {x: v, w: wv}), xv),
-                                   rtol=1e-6, atol=1e-9)  # fmt: skip
-        np.testing.assert_allclose(gw, _numeric_grad(lambda v: s.run(y, {x: xv, w: v}), wv),
-                                   rtol=1e-6, atol=1e-9)  # fmt: skip
+        np.testing.assert_allclose(
+            gx, _numeric_grad(lambda v: s.run(y, {x: v, w: wv}), xv), rtol=1e-6, atol=1e-9
+        )
+        np.testing.assert_allclose(
+            gw, _numeric_grad(lambda v: s.run(y, {x: xv, w: v}), wv), rtol=1e-6, atol=1e-9
+        )
 
 
 def test_scan_gradient_equals_the_unrolled_graph():
@@ -207,9 +209,15 @@ def test_tensorflows_graph_imports_and_computes_its_values():
     with tf.Graph().as_default() as g, tf.Session() as s:
         gdef.import_graph_def(data, name="")
         assert {op.type for op in g.get_operations()} >= {
-            "TensorArrayV3", "TensorArrayScatterV3", "TensorArrayReadV3", "TensorArrayWriteV3",
-            "TensorArrayGatherV3", "TensorArrayConcatV3", "Enter", "Exit",
-        }  # fmt: skip
+            "TensorArrayV3",
+            "TensorArrayScatterV3",
+            "TensorArrayReadV3",
+            "TensorArrayWriteV3",
+            "TensorArrayGatherV3",
+            "TensorArrayConcatV3",
+            "Enter",
+            "Exit",
+        }
         names = [f"out_{k}:0" for k in fixture.OUTPUTS]
         got = s.run(names, {"x:0": want["x"], "w:0": want["w"]})
     for name, value in zip(fixture.OUTPUTS, got):
@@ -217,10 +225,18 @@ def test_tensorflows_graph_imports_and_computes_its_values():
 
 
 # ------------------------------------------------------------ random scans
-STEPS = {"add": lambda a, r: a + r, "mul": lambda a, r: a * r, "max": np.maximum,
-         "mix": lambda a, r: a * 0.5 - r}  # fmt: skip
-TF_STEPS = {"add": lambda a, r: a + r, "mul": lambda a, r: a * r, "max": tf.maximum,
-            "mix": lambda a, r: a * 0.5 - r}  # fmt: skip
+STEPS = {
+    "add": lambda a, r: a + r,
+    "mul": lambda a, r: a * r,
+    "max": np.maximum,
+    "mix": lambda a, r: a * 0.5 - r,
+}
+TF_STEPS = {
+    "add": lambda a, r: a + r,
+    "mul": lambda a, r: a * r,
+    "max": tf.maximum,
+    "mix": lambda a, r: a * 0.5 - r,
+}
 
 
 @settings(max_examples=25, deadline=None)
@@ -237,7 +253,8 @@ def test_random_scans_agree_with_numpy(n, width, step, reverse, init, seed):
     a0 = np.full(width, 0.25) if init else None
     with tf.Graph().as_default(), tf.Session() as s:
         x = tf.placeholder(tf.float64, [None, width])
-        out = tf.scan(TF_STEPS[step], x, initializer=None if a0 is None else tf.constant(a0),
-                      reverse=reverse)  # fmt: skip
+        out = tf.scan(
+            TF_STEPS[step], x, initializer=None if a0 is None else tf.constant(a0), reverse=reverse
+        )
         got = s.run(out, {x: xs})
     np.testing.assert_allclose(got, _scan(STEPS[step], xs, a0, reverse), rtol=1e-12)

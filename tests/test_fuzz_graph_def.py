@@ -86,8 +86,21 @@ def _tensor(draw: st.DrawFn, proto, dtype: int | None = None) -> None:
         proto.tensor_shape.unknown_rank = True
     for d in draw(DIMS):
         proto.tensor_shape.dim.add(size=d)
-    field = draw(st.sampled_from(["float_val", "int_val", "int64_val", "string_val",
-                                  "bool_val", "half_val", "dcomplex_val", "content", "none"]))  # fmt: skip
+    field = draw(
+        st.sampled_from(
+            [
+                "float_val",
+                "int_val",
+                "int64_val",
+                "string_val",
+                "bool_val",
+                "half_val",
+                "dcomplex_val",
+                "content",
+                "none",
+            ]
+        )
+    )
     if field == "content":
         proto.tensor_content = draw(st.binary(max_size=64))
     elif field == "string_val":

@@ -306,9 +306,12 @@ def _close_to_whole(banded, whole, scale):
 
 @pytest.mark.parametrize(
     "x_shape, f_shape, padding",
-    [((64, 28, 28, 1), (5, 5, 1, 32), "SAME"), ((64, 14, 14, 32), (5, 5, 32, 64), "SAME"),
-     ((48, 30, 30, 3), (3, 3, 3, 40), "VALID")],
-)  # fmt: skip
+    [
+        ((64, 28, 28, 1), (5, 5, 1, 32), "SAME"),
+        ((64, 14, 14, 32), (5, 5, 32, 64), "SAME"),
+        ((48, 30, 30, 3), (3, 3, 3, 40), "VALID"),
+    ],
+)
 def test_convs_in_bands_have_the_same_bits_under_any_load_with_their_fused_tails(
     monkeypatch, one_blas_thread, x_shape, f_shape, padding
 ):

@@ -219,9 +219,16 @@ def _compat_tail_row():
         with fb.control_dependencies(done[-1:]):
             done.append(f(v, [[1, 0], [1, 0]], [2.0, 3.0]))
     x = fb.constant(np.linspace(-1.0, 1.0, 12).reshape(3, 4), fb.float64)
-    outs = [f(x, [[0, 1], [2, 3], [0, 1]], [5.0, -5.0, 0.5]) for f in (
-        fb.tensor_scatter_nd_update, fb.tensor_scatter_nd_add, fb.tensor_scatter_nd_sub,
-        fb.tensor_scatter_nd_min, fb.tensor_scatter_nd_max)]  # fmt: skip
+    outs = [
+        f(x, [[0, 1], [2, 3], [0, 1]], [5.0, -5.0, 0.5])
+        for f in (
+            fb.tensor_scatter_nd_update,
+            fb.tensor_scatter_nd_add,
+            fb.tensor_scatter_nd_sub,
+            fb.tensor_scatter_nd_min,
+            fb.tensor_scatter_nd_max,
+        )
+    ]
     z = fb.complex(x, x * 0.5)
     outs += [f(fb.reshape(z, [1, 3, 4])) for f in (fb.fft, fb.ifft, fb.fft2d, fb.ifft2d)]
     outs += [f(fb.reshape(z, [1, 3, 4])) for f in (fb.fft3d, fb.ifft3d)]
@@ -354,13 +361,31 @@ def test_values_on_the_gpu_equal_the_cpu_run(row):
 
 
 STRING_OPS = (
-    "StringJoin", "StringStrip", "StringLength", "StringLower", "StringUpper", "EncodeBase64",
-    "DecodeBase64", "RegexReplace", "Substr", "StringToNumber", "AsString", "ReduceJoin",
-    "StringToHashBucketFast", "StringToHashBucket", "StringToHashBucketStrong", "StringSplit",
+    "StringJoin",
+    "StringStrip",
+    "StringLength",
+    "StringLower",
+    "StringUpper",
+    "EncodeBase64",
+    "DecodeBase64",
+    "RegexReplace",
+    "Substr",
+    "StringToNumber",
+    "AsString",
+    "ReduceJoin",
+    "StringToHashBucketFast",
+    "StringToHashBucket",
+    "StringToHashBucketStrong",
+    "StringSplit",
     "EditDistance",
-)  # fmt: skip
-_ACCUMULATOR_OPS = ("ConditionalAccumulator", "AccumulatorApplyGradient", "AccumulatorTakeGradient",
-                    "AccumulatorSetGlobalStep", "AccumulatorNumAccumulated")  # fmt: skip
+)
+_ACCUMULATOR_OPS = (
+    "ConditionalAccumulator",
+    "AccumulatorApplyGradient",
+    "AccumulatorTakeGradient",
+    "AccumulatorSetGlobalStep",
+    "AccumulatorNumAccumulated",
+)
 # op types the rows never run on the GPU, and why
 NOT_ON_GPU = {
     "Placeholder": "fed, never executed",
@@ -457,12 +482,41 @@ def test_the_rows_run_every_registered_op_type_on_the_gpu():
 
 # the names of inputs that kernels read on the host (shape-like ints and scalars)
 HOST_INPUT_NAMES = {
-    "shape", "perm", "dim", "axis", "reduction_indices", "dimension", "multiples", "dims",
-    "paddings", "constant_values", "begin", "end", "strides", "size", "split_dim",
-    "size_splits", "depth", "start", "limit", "delta", "num_segments", "input_sizes",
-    "filter_sizes", "orig_input_shape", "minval", "maxval", "k", "block_shape", "crops",
-    "num", "shift", "num_samples", "nbins", "pred",
-}  # fmt: skip
+    "shape",
+    "perm",
+    "dim",
+    "axis",
+    "reduction_indices",
+    "dimension",
+    "multiples",
+    "dims",
+    "paddings",
+    "constant_values",
+    "begin",
+    "end",
+    "strides",
+    "size",
+    "split_dim",
+    "size_splits",
+    "depth",
+    "start",
+    "limit",
+    "delta",
+    "num_segments",
+    "input_sizes",
+    "filter_sizes",
+    "orig_input_shape",
+    "minval",
+    "maxval",
+    "k",
+    "block_shape",
+    "crops",
+    "num",
+    "shift",
+    "num_samples",
+    "nbins",
+    "pred",
+}
 
 
 @pytest.mark.parametrize("op_type", sorted(n for n, d in OPS.items() if d.host_inputs))

@@ -94,10 +94,29 @@ def test_every_op_declares_its_gradient(op_type):
 
 
 NON_DIFF = [
-    "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd",
-    "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite", "Floor", "Ceil", "Round",
-    "ArgMax", "ArgMin", "All", "Any", "Rint", "TruncateDiv", "TruncateMod",
-]  # fmt: skip
+    "Less",
+    "LessEqual",
+    "Greater",
+    "GreaterEqual",
+    "Equal",
+    "NotEqual",
+    "LogicalAnd",
+    "LogicalOr",
+    "LogicalNot",
+    "IsNan",
+    "IsInf",
+    "IsFinite",
+    "Floor",
+    "Ceil",
+    "Round",
+    "ArgMax",
+    "ArgMin",
+    "All",
+    "Any",
+    "Rint",
+    "TruncateDiv",
+    "TruncateMod",
+]
 
 
 @pytest.mark.parametrize("op_type", NON_DIFF)

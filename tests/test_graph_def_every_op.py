@@ -51,8 +51,9 @@ def control_flow_ops(x):
     y = tf.cond(tf.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: x - 1.0)
     _, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + y), [0, tf.zeros([2, 3])])
     g = x.graph
-    e = g.create_op("RefEnter", [x], {"frame_name": "raw", "is_constant": False,
-                                      "parallel_iterations": 1}).outputs[0]  # fmt: skip
+    e = g.create_op(
+        "RefEnter", [x], {"frame_name": "raw", "is_constant": False, "parallel_iterations": 1}
+    ).outputs[0]
     m = g.create_op("RefMerge", [e, e]).outputs[0]
     c = g.create_op("LoopCond", [tf.reduce_sum(m) > 1e9]).outputs[0]
     f, t = g.create_op("RefSwitch", [m, c]).outputs
@@ -361,22 +362,44 @@ def fused_ops(x, v):
     apply_gradient_descent(v, 0.1, x)
     g, w, labels = x.graph, tf.ones([3, 3]), tf.constant([0, 1])
     img, one = tf.reshape(x, [1, 2, 3, 1]), (1, 1, 1, 1)
-    conv = {"strides": one, "padding": "SAME", "data_format": "NHWC", "dilations": one,
-            "use_cudnn_on_gpu": True}  # fmt: skip
-    pool = {"ksize": (1, 1, 3, 1), "strides": (1, 1, 3, 1), "padding": "VALID",
-            "data_format": "NHWC"}  # fmt: skip
+    conv = {
+        "strides": one,
+        "padding": "SAME",
+        "data_format": "NHWC",
+        "dilations": one,
+        "use_cudnn_on_gpu": True,
+    }
+    pool = {
+        "ksize": (1, 1, 3, 1),
+        "strides": (1, 1, 3, 1),
+        "padding": "VALID",
+        "data_format": "NHWC",
+    }
     pooled = tf.nn.max_pool(img, pool["ksize"], pool["strides"], "VALID")
     for kind, inputs, attrs in [
-        ("_FusedMatMul", [x, w, w[0]],
-         {"transpose_a": False, "transpose_b": True, "fused_ops": ["Add", "Relu"]}),
+        (
+            "_FusedMatMul",
+            [x, w, w[0]],
+            {"transpose_a": False, "transpose_b": True, "fused_ops": ["Add", "Relu"]},
+        ),
         ("_FusedElementwise", [x, x, x], {"head": "Mul", "fused_ops": ["Sub"]}),
         ("_FusedSum", [x], {"axes": [0], "keep_dims": False, "fused_ops": []}),
-        ("_FusedSparseSoftmaxCrossEntropyWithLogits", [x, labels, x],
-         {"with_loss": True, "fused_ops": ["Mul"]}),
-        ("_FusedConv2D", [img, tf.ones([1, 1, 1, 2]), tf.ones([2])],
-         {**conv, "fused_ops": ["BiasAdd", "Relu"]}),
-        ("_FusedMaxPoolGrad", [img, pooled, pooled], {**pool, "fused_ops": ["ReluGrad"], "pooled": False}),
-    ]:  # fmt: skip
+        (
+            "_FusedSparseSoftmaxCrossEntropyWithLogits",
+            [x, labels, x],
+            {"with_loss": True, "fused_ops": ["Mul"]},
+        ),
+        (
+            "_FusedConv2D",
+            [img, tf.ones([1, 1, 1, 2]), tf.ones([2])],
+            {**conv, "fused_ops": ["BiasAdd", "Relu"]},
+        ),
+        (
+            "_FusedMaxPoolGrad",
+            [img, pooled, pooled],
+            {**pool, "fused_ops": ["ReluGrad"], "pooled": False},
+        ),
+    ]:
         g.create_op(kind, inputs, attrs, name=kind[1:])
 
 
@@ -407,8 +430,13 @@ def queue_ops():
     q.dequeue(), q.dequeue_many(2), q.dequeue_up_to(2), q.size(), q.is_closed()
     q.close(cancel_pending_enqueues=True)
     names = tf.FIFOQueue(3, tf.string)
-    readers = [tf.TextLineReader(skip_header_lines=1), tf.WholeFileReader(), tf.IdentityReader(),
-               tf.TFRecordReader(), tf.FixedLengthRecordReader(4, 1, 2)]  # fmt: skip
+    readers = [
+        tf.TextLineReader(skip_header_lines=1),
+        tf.WholeFileReader(),
+        tf.IdentityReader(),
+        tf.TFRecordReader(),
+        tf.FixedLengthRecordReader(4, 1, 2),
+    ]
     for r in readers:
         r.read(names), r.num_records_produced(), r.num_work_units_completed(), r.reset()
     readers[0].read_up_to(names, 3)
@@ -422,9 +450,13 @@ def queue_ops():
 def sendrecv_ops():
     """Issue 20's Send/Recv pair, as a partition of a cluster run holds them (never run here)."""
     g = tf.get_default_graph()
-    where = {"tensor_name": "edge_1_c", "send_device": "/job:ps/replica:0/task:0/device:CPU:0",
-             "send_device_incarnation": 1, "client_terminated": False,
-             "recv_device": "/job:worker/replica:0/task:0/device:CPU:0"}  # fmt: skip
+    where = {
+        "tensor_name": "edge_1_c",
+        "send_device": "/job:ps/replica:0/task:0/device:CPU:0",
+        "send_device_incarnation": 1,
+        "client_terminated": False,
+        "recv_device": "/job:worker/replica:0/task:0/device:CPU:0",
+    }
     g.create_op("_Send", [tf.constant(1.0)], dict(where), name="send")
     g.create_op("_Recv", [], {**where, "tensor_type": tf.float32, "shape": (2, None)}, name="recv")
 
@@ -435,8 +467,16 @@ def compat_tail_ops(x, v):
         f(v, [1, 0], tf.ones([2, 3]))
     for f in (tf.scatter_nd_update, tf.scatter_nd_add, tf.scatter_nd_sub):
         f(v, [[0, 1]], [2.0])
-    parts = [f(x, [[0, 1]], [2.0]) for f in (tf.tensor_scatter_nd_update, tf.tensor_scatter_nd_add,
-             tf.tensor_scatter_nd_sub, tf.tensor_scatter_nd_min, tf.tensor_scatter_nd_max)]  # fmt: skip
+    parts = [
+        f(x, [[0, 1]], [2.0])
+        for f in (
+            tf.tensor_scatter_nd_update,
+            tf.tensor_scatter_nd_add,
+            tf.tensor_scatter_nd_sub,
+            tf.tensor_scatter_nd_min,
+            tf.tensor_scatter_nd_max,
+        )
+    ]
     z = tf.complex(x, x)
     for f in (tf.fft, tf.ifft, tf.fft2d, tf.ifft2d, tf.fft3d, tf.ifft3d):
         parts.append(tf.real(f(tf.reshape(z, [1, 2, 3]))))

@@ -20,11 +20,21 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # modules (and third-party packages) import flowbook must not load
 NOT_LOADED = [
-    "flowbook.train", "flowbook.data", "flowbook.nets.contrib", "flowbook.platform.app", "flowbook.platform.flags",
-    "flowbook.test_util", "flowbook.summary.writer", "flowbook.data.datasets", "flowbook.autodiff.gradient_checker",
-    "flowbook.distributed.session", "flowbook.distributed.server_api", "absl", "asyncio",
+    "flowbook.train",
+    "flowbook.data",
+    "flowbook.nets.contrib",
+    "flowbook.platform.app",
+    "flowbook.platform.flags",
+    "flowbook.test_util",
+    "flowbook.summary.writer",
+    "flowbook.data.datasets",
+    "flowbook.autodiff.gradient_checker",
+    "flowbook.distributed.session",
+    "flowbook.distributed.server_api",
+    "absl",
+    "asyncio",
     "unittest",
-]  # fmt: skip
+]
 
 
 def _run(code: str) -> dict:

@@ -150,8 +150,11 @@ def test_the_views_follow_a_loop_that_calls_no_hook_as_it_goes(view):
     with fb.Session(graph=g) as s:
         assert s.run(i) == 20  # 0.4 s: the ticker asks the flusher for a send each 0.05 s
     live.FLUSHER.flush_now()
-    counts = [r["control_flow"]["at"][FRAME] for r in view.runs() if r["phase"] == "running"
-              and FRAME in r["control_flow"].get("at", {})]  # fmt: skip
+    counts = [
+        r["control_flow"]["at"][FRAME]
+        for r in view.runs()
+        if r["phase"] == "running" and FRAME in r["control_flow"].get("at", {})
+    ]
     assert len(set(counts)) >= 3 and counts == sorted(counts), counts
     assert view.last("run")["control_flow"]["iterations"] == {FRAME: 20}
     deadline = time.monotonic() + 2
@@ -186,10 +189,13 @@ def _retime(st):  # its times are old: the next run would be timed
         ("whole", lambda st: None, {"on_control_flow"}),
         ("timed, cheap ops", _retime, {"on_control_flow"}),
         ("live, cheap ops", _slow, {"on_loop", "on_control_flow"}),
-        ("live, heavy ops", _heavy, {"on_loop", "on_control_flow", "before_op", "after_op",
-                                     "on_timings"}),
+        (
+            "live, heavy ops",
+            _heavy,
+            {"on_loop", "on_control_flow", "before_op", "after_op", "on_timings"},
+        ),
     ],
-)  # fmt: skip
+)
 def test_hooks_each_loop_run_gets(view, case, setup, watched):
     g = fb.Graph()
     with g.as_default():
@@ -199,8 +205,14 @@ def test_hooks_each_loop_run_gets(view, case, setup, watched):
         s.run(big, {bound: 3})  # the first run, shown as it goes
         s.run(big, {bound: 3})  # a second one in the same cell: watched whole
         o = _observer_for(s, setup)
-        hooks = ("before_op", "after_op", "on_timings", "on_iteration", "on_loop",
-                 "on_control_flow")  # fmt: skip
+        hooks = (
+            "before_op",
+            "after_op",
+            "on_timings",
+            "on_iteration",
+            "on_loop",
+            "on_control_flow",
+        )
         assert {h for h in hooks if hooks_of([o], h)} == watched
         if case == "timed, cheap ops":
             assert _observer_for(s, lambda st: None).__class__ is loops._WholeRun  # not again

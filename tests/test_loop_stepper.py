@@ -34,8 +34,9 @@ def test_a_run_with_a_loop_gets_the_loop_stepper_and_steps_iteration_by_iteratio
 
 def test_run_to_an_op_in_iteration_k_and_inspect_it():
     with tf.Graph().as_default(), tf.Session() as s:
-        _, acc = tf.while_loop(lambda k, a: k < 5, lambda k, a: (k + 1, a * 2.0), [0, 1.0],
-                               name="loop")  # fmt: skip
+        _, acc = tf.while_loop(
+            lambda k, a: k < 5, lambda k, a: (k + 1, a * 2.0), [0, 1.0], name="loop"
+        )
         st_ = Stepper(s, acc)
         st_.run_to("loop/mul", iteration=2)
         assert st_.value("loop/mul") == 8.0 and st_.value_where("loop/mul") == ((FRAME, 2),)
@@ -76,8 +77,12 @@ def test_a_kernel_error_names_the_iteration_and_leaves_the_op_ready():
     with tf.Graph().as_default(), tf.Session() as s:
         idx = tf.placeholder(tf.int32, [])
         table = tf.constant([1.0, 2.0])
-        _, b = tf.while_loop(lambda k, a: k < 4, lambda k, a: (k + 1, a + tf.gather(table, k * idx)),
-                             [0, 0.0], name="loop")  # fmt: skip
+        _, b = tf.while_loop(
+            lambda k, a: k < 4,
+            lambda k, a: (k + 1, a + tf.gather(table, k * idx)),
+            [0, 0.0],
+            name="loop",
+        )
         st_ = Stepper(s, b, {idx: 1})
         with pytest.raises(tf.errors.InvalidArgumentError, match="iteration 2"):
             st_.cont()
@@ -89,8 +94,9 @@ def test_a_kernel_error_names_the_iteration_and_leaves_the_op_ready():
 def test_the_nan_guard_names_the_iteration():
     config = tf.ConfigProto(check_numerics=True)
     with tf.Graph().as_default(), tf.Session(config=config) as s:
-        _, a = tf.while_loop(lambda k, a: k < 6, lambda k, a: (k + 1, a * 1e20), [0, 1.0],
-                             name="loop")  # fmt: skip
+        _, a = tf.while_loop(
+            lambda k, a: k < 6, lambda k, a: (k + 1, a * 1e20), [0, 1.0], name="loop"
+        )
         with pytest.raises(tf.errors.InvalidArgumentError, match=f"iteration 1 of loop '{FRAME}'"):
             s.run(a)
         with pytest.raises(tf.errors.InvalidArgumentError, match=f"iteration 1 of loop '{FRAME}'"):

@@ -157,8 +157,14 @@ def test_confusion_matrix(sess):
 def test_math_aliases_are_the_existing_functions():
     for name in ["log_softmax", "softmax", "softplus", "softsign", "l2_normalize"]:
         assert getattr(fb.math, name) is getattr(fb.nn, name)
-    for name in ["count_nonzero", "reduce_logsumexp", "log_sigmoid", "bincount",
-                 "is_non_decreasing", "is_strictly_increasing"]:  # fmt: skip
+    for name in [
+        "count_nonzero",
+        "reduce_logsumexp",
+        "log_sigmoid",
+        "bincount",
+        "is_non_decreasing",
+        "is_strictly_increasing",
+    ]:
         assert getattr(fb.math, name) is getattr(fb, name)
     assert fb.math.zero_fraction is fb.nn.zero_fraction
 

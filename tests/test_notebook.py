@@ -378,8 +378,14 @@ class LiveNotebook:
         if self.cell_ids:
             kc = self.client.kc
 
-            def execute(code, silent=False, store_history=True, user_expressions=None,
-                        allow_stdin=None, stop_on_error=True):  # fmt: skip
+            def execute(
+                code,
+                silent=False,
+                store_history=True,
+                user_expressions=None,
+                allow_stdin=None,
+                stop_on_error=True,
+            ):
                 content = {
                     "code": code, "silent": silent, "store_history": store_history,
                     "user_expressions": user_expressions or {}, "allow_stdin": False,
@@ -471,8 +477,15 @@ def test_rerunning_a_cell_in_a_kernel_replaces_its_ops(tmp_path, cell_ids):
         third = nb.json(3)  # In [10]
         fetched = nb.json(6)  # In [11]
 
-    model_ops = ["a", "Const", "layer1/Mul", "layer1/w/initial_value", "layer1/w", "layer1/w/Assign",
-                 "layer1/w/read"]  # fmt: skip
+    model_ops = [
+        "a",
+        "Const",
+        "layer1/Mul",
+        "layer1/w/initial_value",
+        "layer1/w",
+        "layer1/w/Assign",
+        "layer1/w/read",
+    ]
     assert first["ops"] == [*model_ops, "mul/y", "mul", "add/y", "add"]
     assert sorted(second["ops"]) == sorted([*first["ops"], "init"])  # same names after the re-run
     assert not [n for n in second["ops"] if re.search(r"_\d+(/|$)", n)]  # no _1 copies

@@ -102,9 +102,12 @@ INDEX_CASES = [
 PARTS = np.array([[0, 2, 1], [2, 2, 0]], np.int32)
 for _k in range(3):
     INDEX_CASES.append(
-        (f"dynamic_partition_{_k}", lambda k=_k: fb.dynamic_partition(P, PARTS, 3)[k],
-         lambda k=_k: P[k == PARTS])
-    )  # fmt: skip
+        (
+            f"dynamic_partition_{_k}",
+            lambda k=_k: fb.dynamic_partition(P, PARTS, 3)[k],
+            lambda k=_k: P[k == PARTS],
+        )
+    )
 TIES = np.array([[1.0, 3.0, 3.0, 2.0, 3.0], [5.0, 4.0, 4.0, 6.0, 4.0]], np.float32)
 B = RNG.standard_normal((2, 4, 3)).astype(np.float32)
 SEQ = np.arange(12).reshape(3, 4).astype(np.int32)
@@ -199,43 +202,71 @@ def test_build_errors_name_the_op_and_line():
     )
     _err(ValueError, r"^SegmentSum .*not increasing", lambda: fb.segment_sum(D, [0, 1, 0, 2]))
     _err(ValueError, r"^SegmentMax .*must be >= 0", lambda: fb.segment_max(D, [-1, 0, 0, 0]))
-    _err(ValueError, r"^SegmentMean .*has 3 ids but data has 4 rows",
-         lambda: fb.segment_mean(D, [0, 0, 1]))  # fmt: skip
+    _err(
+        ValueError,
+        r"^SegmentMean .*has 3 ids but data has 4 rows",
+        lambda: fb.segment_mean(D, [0, 0, 1]),
+    )
     _err(ValueError, r"^SegmentSum .*must be a vector", lambda: fb.segment_sum(D, [[0, 0]]))
-    _err(TypeError, r"^SegmentMin .*DataType complex64",
-         lambda: fb.segment_min(np.ones(2, np.complex64), [0, 0]))  # fmt: skip
-    _err(ValueError, r"^UnsortedSegmentMax .*prefix of the data shape",
-         lambda: fb.unsorted_segment_max(D, [0, 1], 2))  # fmt: skip
+    _err(
+        TypeError,
+        r"^SegmentMin .*DataType complex64",
+        lambda: fb.segment_min(np.ones(2, np.complex64), [0, 0]),
+    )
+    _err(
+        ValueError,
+        r"^UnsortedSegmentMax .*prefix of the data shape",
+        lambda: fb.unsorted_segment_max(D, [0, 1], 2),
+    )
 
 
 def test_index_build_errors_name_the_op_and_line():
     _err(ValueError, r"^GatherNd .*give 4 coordinates", lambda: fb.gather_nd(P, [[0, 0, 0, 0]]))
-    _err(TypeError, r"^GatherNd .*'indices' of 'GatherNd' Op has type float",
-         lambda: fb.gather_nd(P, fb.constant([[0.0]])))  # fmt: skip
-    _err(ValueError, r"^ScatterNd .*updates must have shape \[3,4\]",
-         lambda: fb.scatter_nd(ND, np.ones((3, 5)), [2, 3, 4]))  # fmt: skip
-    _err(ValueError, r"^DynamicPartition .*prefix of data",
-         lambda: fb.dynamic_partition(P, [0, 1, 0], 2))  # fmt: skip
+    _err(
+        TypeError,
+        r"^GatherNd .*'indices' of 'GatherNd' Op has type float",
+        lambda: fb.gather_nd(P, fb.constant([[0.0]])),
+    )
+    _err(
+        ValueError,
+        r"^ScatterNd .*updates must have shape \[3,4\]",
+        lambda: fb.scatter_nd(ND, np.ones((3, 5)), [2, 3, 4]),
+    )
+    _err(
+        ValueError,
+        r"^DynamicPartition .*prefix of data",
+        lambda: fb.dynamic_partition(P, [0, 1, 0], 2),
+    )
     _err(ValueError, r"^DynamicPartition .*at least 1", lambda: fb.dynamic_partition(P, [0], 0))
-    _err(TypeError, r"^DynamicStitch .*data\[1\]' .* has type int32 that does not match",
-         lambda: make1("DynamicStitch", [fb.constant([0]), fb.constant([1]), fb.constant([1.0]),
-                                         fb.constant([2])], {"N": 2}))  # fmt: skip
+    _err(
+        TypeError,
+        r"^DynamicStitch .*data\[1\]' .* has type int32 that does not match",
+        lambda: make1(
+            "DynamicStitch",
+            [fb.constant([0]), fb.constant([1]), fb.constant([1.0]), fb.constant([2])],
+            {"N": 2},
+        ),
+    )
 
 
 def test_order_and_einsum_build_errors():
     _err(ValueError, r"^TopKV2 .*at least k=6 columns", lambda: fb.nn.top_k(I5, 6))
-    _err(TypeError, r"^TopKV2 .*DataType complex64",
-         lambda: fb.nn.top_k(np.ones(2, np.complex64)))  # fmt: skip
+    _err(TypeError, r"^TopKV2 .*DataType complex64", lambda: fb.nn.top_k(np.ones(2, np.complex64)))
     _err(ValueError, r"^InTopKV2 .*one row per target", lambda: fb.nn.in_top_k(TIES, [1], 1))
-    _err(ValueError, r"^Einsum .*subscript 'j' is 4 and 3",
-         lambda: fb.einsum("ij,jk->ik", A, A))  # fmt: skip
+    _err(ValueError, r"^Einsum .*subscript 'j' is 4 and 3", lambda: fb.einsum("ij,jk->ik", A, A))
     _err(ValueError, r"^Einsum .*ellipses", lambda: fb.einsum("...i,i", A, A[0]))
     _err(ValueError, r"^Einsum .*subscripts 'ijk' say rank 3", lambda: fb.einsum("ijk", A))
     _err(ValueError, r"^Einsum .*has 1 operands, 2 inputs", lambda: fb.einsum("ij", A, A))
-    _err(ValueError, r"^ReverseSequence .*seq_lengths has 2 entries",
-         lambda: fb.reverse_sequence(SEQ, [1, 2], seq_axis=1))  # fmt: skip
-    _err(ValueError, r"^ReverseSequence .*must differ",
-         lambda: fb.reverse_sequence(SEQ, [1, 2, 3], seq_axis=0))  # fmt: skip
+    _err(
+        ValueError,
+        r"^ReverseSequence .*seq_lengths has 2 entries",
+        lambda: fb.reverse_sequence(SEQ, [1, 2], seq_axis=1),
+    )
+    _err(
+        ValueError,
+        r"^ReverseSequence .*must differ",
+        lambda: fb.reverse_sequence(SEQ, [1, 2, 3], seq_axis=0),
+    )
     with fb.Graph().as_default():
         with pytest.raises(ValueError, match="direction must be"):
             fb.sort(A, direction="UP")
@@ -292,8 +323,11 @@ def test_variable_scatters():
         assert fb.gradients(add, [v])[0] is None
     with fb.Graph().as_default():
         v = fb.Variable([1.0, 2.0], name="w")
-        _err_in(ValueError, r"^ScatterAdd .*updates must have shape indices.shape",
-                lambda: fb.scatter_add(v, [0, 1], [1.0]))  # fmt: skip
+        _err_in(
+            ValueError,
+            r"^ScatterAdd .*updates must have shape indices.shape",
+            lambda: fb.scatter_add(v, [0, 1], [1.0]),
+        )
         with pytest.raises(TypeError, match="needs a Variable"):
             fb.scatter_update(fb.constant([1.0]), [0], [2.0])
         with fb.Session() as s, pytest.raises(fb.errors.FailedPreconditionError, match="w"):
@@ -318,14 +352,45 @@ def test_sorted_ids_are_checked_at_run_time():
 
 
 def test_namespaces():
-    for name in ("cumsum", "cumprod", "segment_sum", "unsorted_segment_mean", "gather_nd",
-                 "scatter_nd", "scatter_update", "dynamic_partition", "dynamic_stitch", "sort",
-                 "argsort", "einsum", "tensordot", "meshgrid", "sequence_mask",
-                 "reverse_sequence", "arg_max", "arg_min", "select"):  # fmt: skip
+    for name in (
+        "cumsum",
+        "cumprod",
+        "segment_sum",
+        "unsorted_segment_mean",
+        "gather_nd",
+        "scatter_nd",
+        "scatter_update",
+        "dynamic_partition",
+        "dynamic_stitch",
+        "sort",
+        "argsort",
+        "einsum",
+        "tensordot",
+        "meshgrid",
+        "sequence_mask",
+        "reverse_sequence",
+        "arg_max",
+        "arg_min",
+        "select",
+    ):
         assert callable(getattr(fb, name)), name
-    for name in ("cumsum", "cumprod", "segment_sum", "segment_mean", "segment_max", "segment_min",
-                 "segment_prod", "unsorted_segment_max", "unsorted_segment_min",
-                 "unsorted_segment_mean", "unsorted_segment_prod", "unsorted_segment_sum",
-                 "top_k", "in_top_k", "reduce_sum", "argmax"):  # fmt: skip
+    for name in (
+        "cumsum",
+        "cumprod",
+        "segment_sum",
+        "segment_mean",
+        "segment_max",
+        "segment_min",
+        "segment_prod",
+        "unsorted_segment_max",
+        "unsorted_segment_min",
+        "unsorted_segment_mean",
+        "unsorted_segment_prod",
+        "unsorted_segment_sum",
+        "top_k",
+        "in_top_k",
+        "reduce_sum",
+        "argmax",
+    ):
         assert getattr(fb.math, name) is getattr(fb, name, getattr(fb.nn, name, None)), name
     assert fb.nn.top_k is fb.math.top_k and fb.nn.in_top_k is fb.math.in_top_k

@@ -68,8 +68,10 @@ def test_the_mlp_step_runs_fused_ops_and_names_what_they_replaced():
         "Add 'add': fused into _FusedMatMul 'Relu' (MatMul 'MatMul', Add 'add', Relu 'Relu': "
         "one kernel)." in opt.notes
     )
-    assert all(op.name not in g._ops or g._ops[op.name] is op or op.type.startswith("_Fused")
-               for op in opt.plan.ops)  # fmt: skip
+    assert all(
+        op.name not in g._ops or g._ops[op.name] is op or op.type.startswith("_Fused")
+        for op in opt.plan.ops
+    )
     assert not any(op.type.startswith("_Fused") for op in g.get_operations())
 
 

@@ -167,11 +167,15 @@ def test_parse_single_example():
     "raw, spec, message",
     [
         (example(), {"x": tf.FixedLenFeature([1], tf.float32)}, "Feature: x .* is required"),
-        (example(x=[1.0, 2.0]), {"x": tf.FixedLenFeature([3], tf.float32)}, "Key: x.*Values size: 2"),
+        (
+            example(x=[1.0, 2.0]),
+            {"x": tf.FixedLenFeature([3], tf.float32)},
+            "Key: x.*Values size: 2",
+        ),
         (example(x=[1]), {"x": tf.FixedLenFeature([1], tf.float32)}, "Key: x.*types don't match"),
         (b"\xff\xff", {"x": tf.VarLenFeature(tf.int64)}, "Could not parse example input 0"),
     ],
-)  # fmt: skip
+)
 def test_parse_example_errors_name_the_op_and_key(raw, spec, message):
     out = tf.parse_example([raw], spec, name="parse_it")
     with pytest.raises(InvalidArgumentError, match=f"ParseExample 'parse_it'.*{message}"):

@@ -255,8 +255,9 @@ def test_a_device_edit_with_a_gpu_drops_every_plan(fresh_graph):
             np.testing.assert_array_equal(s.run(t[name], FEED), fresh.run(t[name], FEED))
         assert {k[0].op.name for k in s._plans} == {"near", "far"}
         (near_plan,) = [p for k, p in s._plans.items() if k[0] is t["near"]]
-        assert all(d is devices.CPU for op, d in zip(near_plan.ops, near_plan.devices)
-                   if op.name == "near")  # fmt: skip
+        assert all(
+            d is devices.CPU for op, d in zip(near_plan.ops, near_plan.devices) if op.name == "near"
+        )
 
 
 def test_the_least_recently_used_plan_is_evicted(fresh_graph, monkeypatch):
@@ -315,11 +316,16 @@ def test_runs_from_several_threads_while_the_graph_is_edited(fresh_graph):
 
 # ----------------------------------------------------------------- hypothesis
 STEPS = st.lists(
-    st.tuples(st.sampled_from(["add", "update", "control", "uncontrol", "reroute", "device",
-                               "remove", "run"]),
-              st.integers(0, 50), st.integers(0, 50)),
-    min_size=1, max_size=25,
-)  # fmt: skip
+    st.tuples(
+        st.sampled_from(
+            ["add", "update", "control", "uncontrol", "reroute", "device", "remove", "run"]
+        ),
+        st.integers(0, 50),
+        st.integers(0, 50),
+    ),
+    min_size=1,
+    max_size=25,
+)
 
 
 @settings(max_examples=40, deadline=None)

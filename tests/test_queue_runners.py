@@ -74,8 +74,14 @@ def test_shuffle_batch_of_a_string_producer_loses_and_repeats_nothing():
         with tf.Graph().as_default():
             tf.set_random_seed(3)
             names = tf.train.string_input_producer([f"f{i}" for i in range(8)], num_epochs=1)
-            b = tf.train.shuffle_batch([names.dequeue()], 4, capacity=8, min_after_dequeue=2,
-                                       allow_smaller_final_batch=True, seed=5)  # fmt: skip
+            b = tf.train.shuffle_batch(
+                [names.dequeue()],
+                4,
+                capacity=8,
+                min_after_dequeue=2,
+                allow_smaller_final_batch=True,
+                seed=5,
+            )
             assert isinstance(b, tf.Tensor)  # one tensor in a list comes back bare, as in TF
             with tf.Session() as s:
                 s.run(tf.local_variables_initializer())

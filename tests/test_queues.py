@@ -161,9 +161,13 @@ def test_a_blocked_run_ends_when_its_wait_is_ended(how):
     s.run(full)  # now full: another enqueue waits
     op = q.dequeue()
     s.run(op)  # empty again: a dequeue waits
-    expect = {"close": tf.errors.OutOfRangeError, "cancel_enqueue": tf.errors.CancelledError,
-              "timeout": tf.errors.DeadlineExceededError, "interrupt": KeyboardInterrupt,
-              "session_close": tf.errors.CancelledError}[how]  # fmt: skip
+    expect = {
+        "close": tf.errors.OutOfRangeError,
+        "cancel_enqueue": tf.errors.CancelledError,
+        "timeout": tf.errors.DeadlineExceededError,
+        "interrupt": KeyboardInterrupt,
+        "session_close": tf.errors.CancelledError,
+    }[how]
     # a deadline that fires only if what should end the wait does not: a failure, not a hang
     options = tf.RunOptions(timeout_in_ms=int(2 * WITHIN * 1000))
     press = CtrlC(inside=[tf.Session.run])

@@ -110,8 +110,9 @@ def test_reader_pipeline_with_runners_and_shuffle_batch(tmp_path):
     files = tf.train.string_input_producer(names, num_epochs=1, shuffle=False)
     _, line = tf.TextLineReader().read(files)
     a, b = tf.decode_csv(line, [[0], [0]])
-    xa, _xb = tf.train.shuffle_batch([a, b], 7, capacity=20, min_after_dequeue=5, seed=1,
-                                    allow_smaller_final_batch=True)  # fmt: skip
+    xa, _xb = tf.train.shuffle_batch(
+        [a, b], 7, capacity=20, min_after_dequeue=5, seed=1, allow_smaller_final_batch=True
+    )
     with tf.Session() as s:
         s.run(tf.local_variables_initializer())
         coord = tf.train.Coordinator()

@@ -147,8 +147,9 @@ def build(kind, x, cell_ns=None):
     made = eval(LISTING[kind]["cell"], {"rnn_cell": cell_ns or tf.nn.rnn_cell})
     inputs = tf.unstack(x, axis=1)
     if kind == "bidirectional":
-        outs, fw, bw = tf.nn.static_bidirectional_rnn(made[0], made[1], inputs, dtype=x.dtype,
-                                                       sequence_length=SEQ_LEN)  # fmt: skip
+        outs, fw, bw = tf.nn.static_bidirectional_rnn(
+            made[0], made[1], inputs, dtype=x.dtype, sequence_length=SEQ_LEN
+        )
         return outs, tf.nest.flatten(fw) + tf.nest.flatten(bw)
     outs, state = tf.nn.static_rnn(made, inputs, dtype=x.dtype, sequence_length=SEQ_LEN)
     return outs, tf.nest.flatten(state)
@@ -220,8 +221,15 @@ def test_gradients_match_finite_differences(kind):
             assert err < 1e-6, ("x", err)
             for v in tf.global_variables()[:2]:
                 shape = v.shape.as_list()
-                err = compute_gradient_error(v, shape, loss, [], w[v.op.name].astype(np.float64),
-                                             extra_feed_dict=feed, session=s)  # fmt: skip
+                err = compute_gradient_error(
+                    v,
+                    shape,
+                    loss,
+                    [],
+                    w[v.op.name].astype(np.float64),
+                    extra_feed_dict=feed,
+                    session=s,
+                )
                 assert err < 1e-6, (v.op.name, err)
 
 
@@ -230,8 +238,9 @@ def test_dynamic_rnn_fixture_equals_static_rnn():
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [2, 4, 3], name="x")
         cell = tf.nn.rnn_cell.BasicLSTMCell(5)
-        outs, state = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), dtype=tf.float32,
-                                       sequence_length=TF["sequence_length"])  # fmt: skip
+        outs, state = tf.nn.static_rnn(
+            cell, tf.unstack(x, axis=1), dtype=tf.float32, sequence_length=TF["sequence_length"]
+        )
         outputs = tf.stack(outs, axis=1)
         variables = tf.global_variables()
         grads = tf.gradients(tf.reduce_sum(tf.square(outputs)), [*variables, x])
@@ -276,8 +285,9 @@ def test_static_rnn_makes_one_set_of_variables_for_all_steps():
         cell = tf.nn.rnn_cell.BasicLSTMCell(4)
         tf.nn.static_rnn(cell, [tf.ones([1, 2])] * 6, dtype=tf.float32)
         assert [v.op.name for v in tf.global_variables()] == [
-            "rnn/basic_lstm_cell/kernel", "rnn/basic_lstm_cell/bias",
-        ]  # fmt: skip
+            "rnn/basic_lstm_cell/kernel",
+            "rnn/basic_lstm_cell/bias",
+        ]
 
 
 def test_second_static_rnn_in_the_same_scope_needs_reuse():
@@ -301,9 +311,13 @@ def test_two_cells_in_one_scope_are_numbered_and_scope_argument_names_them():
                 tf.nn.rnn_cell.BasicRNNCell(2)(tf.ones([1, 2]), tf.zeros([1, 2]))
         tf.nn.rnn_cell.BasicRNNCell(2)(tf.ones([1, 2]), tf.zeros([1, 2]), scope="mine")
         assert [v.op.name for v in tf.global_variables()] == [
-            "m/basic_rnn_cell/kernel", "m/basic_rnn_cell/bias",
-            "m/basic_rnn_cell_1/kernel", "m/basic_rnn_cell_1/bias", "mine/kernel", "mine/bias",
-        ]  # fmt: skip
+            "m/basic_rnn_cell/kernel",
+            "m/basic_rnn_cell/bias",
+            "m/basic_rnn_cell_1/kernel",
+            "m/basic_rnn_cell_1/bias",
+            "mine/kernel",
+            "mine/bias",
+        ]
 
 
 # ------------------------------------------------- state_is_tuple=False, errors
@@ -323,8 +337,9 @@ def test_concatenated_state_computes_what_the_tuple_state_does(make):
     for as_tuple in (True, False):
         with tf.Graph().as_default():
             x = tf.constant(X)
-            outs, state = tf.nn.static_rnn(make(as_tuple), tf.unstack(x, axis=1),
-                                           dtype=tf.float32, sequence_length=SEQ_LEN)  # fmt: skip
+            outs, state = tf.nn.static_rnn(
+                make(as_tuple), tf.unstack(x, axis=1), dtype=tf.float32, sequence_length=SEQ_LEN
+            )
             flat = tf.nest.flatten(state)
             with tf.Session() as s:
                 for i, v in enumerate(tf.global_variables()):  # the same weights both times
@@ -352,8 +367,12 @@ def test_static_rnn_errors():
 def test_unknown_batch_size_uses_the_dynamic_shape():
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [None, 4, 3])
-        outs, _state = tf.nn.static_rnn(tf.nn.rnn_cell.BasicLSTMCell(5), tf.unstack(x, axis=1),
-                                       dtype=tf.float32, sequence_length=[4, 2])  # fmt: skip
+        outs, _state = tf.nn.static_rnn(
+            tf.nn.rnn_cell.BasicLSTMCell(5),
+            tf.unstack(x, axis=1),
+            dtype=tf.float32,
+            sequence_length=[4, 2],
+        )
         with tf.Session() as s:
             s.run(tf.global_variables_initializer())
             out = s.run(tf.stack(outs), {x: X})
@@ -395,9 +414,12 @@ def test_dropout_wrapper_drops_output_and_state_h_but_not_c():
 
 def test_variational_dropout_uses_one_mask_for_every_step():
     with tf.Graph().as_default():
-        cell = tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicRNNCell(8, activation=tf.identity),
-                                             input_keep_prob=0.5, variational_recurrent=True,
-                                             seed=2)  # fmt: skip
+        cell = tf.nn.rnn_cell.DropoutWrapper(
+            tf.nn.rnn_cell.BasicRNNCell(8, activation=tf.identity),
+            input_keep_prob=0.5,
+            variational_recurrent=True,
+            seed=2,
+        )
         inputs = [tf.ones([3, 8])] * 3
         outs, _ = tf.nn.static_rnn(cell, inputs, dtype=tf.float32)
         with tf.variable_scope("rnn", reuse=True):
@@ -444,8 +466,18 @@ def test_static_state_saving_rnn_saves_the_final_state():
 
 
 def test_every_rnn_name_of_tf1_is_there():
-    for name in ("BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell",
-                 "LSTMCell", "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper"):  # fmt: skip
+    for name in (
+        "BasicLSTMCell",
+        "BasicRNNCell",
+        "DeviceWrapper",
+        "DropoutWrapper",
+        "GRUCell",
+        "LSTMCell",
+        "LSTMStateTuple",
+        "MultiRNNCell",
+        "RNNCell",
+        "ResidualWrapper",
+    ):
         assert getattr(tf.nn.rnn_cell, name) is getattr(tf.contrib.rnn, name)
         assert getattr(tf.compat.v1.nn.rnn_cell, name) is getattr(tf.nn.rnn_cell, name)
     for name in ("static_rnn", "static_bidirectional_rnn", "static_state_saving_rnn"):

@@ -94,8 +94,13 @@ def test_every_pair_of_feeds_matches_the_general_path(k: int) -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, len(FEEDS) - 1), st.booleans()),
-                min_size=1, max_size=12))  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, len(FEEDS) - 1), st.booleans()),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_remembered_runs_match_the_general_path(calls: list[tuple[int, int, bool]]) -> None:
     _compare(calls)
 

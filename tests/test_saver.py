@@ -245,8 +245,12 @@ def test_optimizer_slots_are_saved(tmp_path):
     step = opt.apply_gradients([(fb.constant(np.array([1.0, -2.0], F)), w)])
     saver = train.Saver()
     assert {v.op.name for v in fb.global_variables()} == {
-        "w", "w/Adam", "w/Adam_1", "beta1_power", "beta2_power"
-    }  # fmt: skip
+        "w",
+        "w/Adam",
+        "w/Adam_1",
+        "beta1_power",
+        "beta2_power",
+    }
     with fb.Session() as sess:
         sess.run(fb.global_variables_initializer())
         sess.run(step)

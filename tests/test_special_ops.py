@@ -128,8 +128,9 @@ def test_erf_erfc_tails_and_accuracy(sess):
 def test_lgamma_accuracy_poles_and_negatives(sess):
     x = np.concatenate([np.linspace(0.01, 170, 500), -np.linspace(0.05, 20.95, 200)])
     x = x[x != np.floor(x)]
-    np.testing.assert_allclose(_run(sess, fb.lgamma, x), _vec(math.lgamma)(x), rtol=1e-13,
-                               atol=1e-13)  # fmt: skip
+    np.testing.assert_allclose(
+        _run(sess, fb.lgamma, x), _vec(math.lgamma)(x), rtol=1e-13, atol=1e-13
+    )
     assert _run(sess, fb.lgamma, [0.0, -3.0, 1.0, 2.0]).tolist() == [np.inf, np.inf, 0.0, 0.0]
 
 
@@ -148,8 +149,9 @@ def test_digamma_identities(sess):
 
 def test_ndtri_and_erfinv_accuracy_and_edges(sess):
     p = np.array([1e-300, 1e-20, 1e-5, 0.02, 0.0243, 0.0245, 0.3, 0.5, 0.8, 0.99, 1 - 1e-12])
-    np.testing.assert_allclose(_run(sess, fb.math.ndtri, p), _vec(ref_ndtri)(p), rtol=2e-9,
-                               atol=1e-15)  # fmt: skip
+    np.testing.assert_allclose(
+        _run(sess, fb.math.ndtri, p), _vec(ref_ndtri)(p), rtol=2e-9, atol=1e-15
+    )
     assert _run(sess, fb.math.ndtri, [0.0, 1.0]).tolist() == [-np.inf, np.inf]
     assert np.isnan(_run(sess, fb.math.ndtri, [-0.1, 1.5])).all()
     y = np.array([-0.999999, -0.5, -1e-12, 1e-12, 0.3, 0.9999])
@@ -162,8 +164,15 @@ def test_ndtri_and_erfinv_accuracy_and_edges(sess):
     assert _grad_error(fb.math.erfcinv, x) < 1e-6
 
 
-@pytest.mark.parametrize("name,nu,scaled", [("bessel_i0", 0, False), ("bessel_i0e", 0, True),
-                                             ("bessel_i1", 1, False), ("bessel_i1e", 1, True)])  # fmt: skip
+@pytest.mark.parametrize(
+    "name,nu,scaled",
+    [
+        ("bessel_i0", 0, False),
+        ("bessel_i0e", 0, True),
+        ("bessel_i1", 1, False),
+        ("bessel_i1e", 1, True),
+    ],
+)
 def test_bessel_accuracy_across_the_switch_to_the_asymptotic_form(sess, name, nu, scaled):
     x = np.array([0.0, 0.1, -1.0, 2.5, 10.0, -29.99, 30.0, 45.0, 80.0, -100.0])
     ref = [ref_bessel(v, nu, scaled) for v in x]

@@ -104,8 +104,9 @@ RUN_ERRORS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("build,value,match", [e[1:] for e in RUN_ERRORS],
-                         ids=[e[0] for e in RUN_ERRORS])  # fmt: skip
+@pytest.mark.parametrize(
+    "build,value,match", [e[1:] for e in RUN_ERRORS], ids=[e[0] for e in RUN_ERRORS]
+)
 def test_run_time_errors_are_tensorflows_and_name_the_op_and_line(build, value, match):
     with tf.Graph().as_default(), tf.Session() as s:
         v = _fed()
@@ -219,8 +220,9 @@ def _rnn_with_arrays(x, w, steps):
         return t + 1, h, out.write(t, h)
 
     h0 = tf.zeros_like(x[0])
-    _, h, out = tf.while_loop(lambda t, h, out: t < steps, body,
-                              [0, h0, tf.TensorArray(x.dtype, size=steps)])  # fmt: skip
+    _, h, out = tf.while_loop(
+        lambda t, h, out: t < steps, body, [0, h0, tf.TensorArray(x.dtype, size=steps)]
+    )
     return out.stack(), h
 
 
@@ -261,8 +263,12 @@ def test_dynamic_size_array_in_a_loop_with_maximum_iterations():
     with tf.Graph().as_default(), tf.Session() as s:
         n = tf.placeholder(tf.int32, [])
         ta = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
-        _, ta = tf.while_loop(lambda i, ta: i < n, lambda i, ta: (i + 1, ta.write(i, i * i)),
-                              [0, ta], maximum_iterations=6)  # fmt: skip
+        _, ta = tf.while_loop(
+            lambda i, ta: i < n,
+            lambda i, ta: (i + 1, ta.write(i, i * i)),
+            [0, ta],
+            maximum_iterations=6,
+        )
         assert isinstance(ta, tf.TensorArray)
         assert s.run(ta.stack(), {n: 4}).tolist() == [0, 1, 4, 9]
         assert s.run(ta.stack(), {n: 100}).tolist() == [0, 1, 4, 9, 16, 25]

@@ -161,8 +161,11 @@ def test_read_data_sets_looks_like_mnist():
     assert plain.validation.num_examples == 0 and plain.train.labels.ndim == 1
     # the 28x28 images are the 8x8 digits scaled up: the mean brightness stays
     small = fb.datasets.load_digits(seed=0).test.images[:5].reshape(5, 8, 8)
-    assert np.allclose(input_data.upscale(small.reshape(5, 64)).mean(axis=(1, 2)),
-                       small.mean(axis=(1, 2)), atol=0.05)  # fmt: skip
+    assert np.allclose(
+        input_data.upscale(small.reshape(5, 64)).mean(axis=(1, 2)),
+        small.mean(axis=(1, 2)),
+        atol=0.05,
+    )
     with pytest.raises(ValueError, match="fake_data"):
         input_data.read_data_sets("x", fake_data=True)
 

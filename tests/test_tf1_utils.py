@@ -216,9 +216,19 @@ def test_app_run_parses_flags_and_passes_the_rest_to_main(tmp_path):
 
 # ----------------------------------------------------------------- logging
 def test_logging_levels_and_verbosity(caplog):
-    assert (tf.logging.DEBUG, tf.logging.INFO, tf.logging.WARN, tf.logging.ERROR, tf.logging.FATAL) == (
-        logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL,
-    )  # fmt: skip
+    assert (
+        tf.logging.DEBUG,
+        tf.logging.INFO,
+        tf.logging.WARN,
+        tf.logging.ERROR,
+        tf.logging.FATAL,
+    ) == (
+        logging.DEBUG,
+        logging.INFO,
+        logging.WARNING,
+        logging.ERROR,
+        logging.CRITICAL,
+    )
     old = tf.logging.get_verbosity()
     caplog.set_level(logging.DEBUG, logger="")  # the root lets everything through
     try:
@@ -237,9 +247,14 @@ def test_logging_levels_and_verbosity(caplog):
         tf.logging.set_verbosity(old)
     mine = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "flowbook"]
     assert mine == [
-        ("WARNING", "shown 2"), ("ERROR", "bad"), ("CRITICAL", "worse"), ("DEBUG", "dbg"),
-        ("INFO", "step 3 loss 0.5"), ("WARNING", "warned"), ("ERROR", "logged"),
-    ]  # fmt: skip
+        ("WARNING", "shown 2"),
+        ("ERROR", "bad"),
+        ("CRITICAL", "worse"),
+        ("DEBUG", "dbg"),
+        ("INFO", "step 3 loss 0.5"),
+        ("WARNING", "warned"),
+        ("ERROR", "logged"),
+    ]
     assert all(r.filename == "test_tf1_utils.py" for r in caplog.records if r.name == "flowbook")
 
 

@@ -107,8 +107,9 @@ NAMES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("build,variables,outputs", [r[1:] for r in NAMES],
-                         ids=[r[0] for r in NAMES])  # fmt: skip
+@pytest.mark.parametrize(
+    "build,variables,outputs", [r[1:] for r in NAMES], ids=[r[0] for r in NAMES]
+)
 def test_names_as_tensorflow_gives_them(build, variables, outputs):
     assert build() == (variables, outputs)
 
@@ -232,9 +233,14 @@ def _bn_expected(x, axes, gamma, beta, eps):
 def test_batch_norm_training_output_and_moving_averages(shape):
     x = (RNG.randn(*shape) * 2 + 1).astype(F32)
     gamma, beta = RNG.rand(3).astype(F32) + 0.5, RNG.randn(3).astype(F32)
-    y = tf.layers.batch_normalization(x, momentum=0.9, epsilon=1e-3, training=True,
-                                      gamma_initializer=_init(gamma),
-                                      beta_initializer=_init(beta))  # fmt: skip
+    y = tf.layers.batch_normalization(
+        x,
+        momentum=0.9,
+        epsilon=1e-3,
+        training=True,
+        gamma_initializer=_init(gamma),
+        beta_initializer=_init(beta),
+    )
     updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
     moving = [v for v in tf.global_variables() if "moving" in v.name]
     with tf.Session() as s:
@@ -253,9 +259,11 @@ def test_batch_norm_training_output_and_moving_averages(shape):
 def test_batch_norm_inference_uses_moving_statistics_and_makes_no_updates():
     x = RNG.randn(6, 2).astype(F32)
     y = tf.layers.batch_normalization(
-        x, epsilon=0.01, moving_mean_initializer=_init([1.0, -1.0]),
+        x,
+        epsilon=0.01,
+        moving_mean_initializer=_init([1.0, -1.0]),
         moving_variance_initializer=_init([4.0, 0.25]),
-    )  # fmt: skip
+    )
     assert tf.get_collection(tf.GraphKeys.UPDATE_OPS) == []
     expected = (x - [1.0, -1.0]) / np.sqrt(np.array([4.0, 0.25]) + 0.01)
     np.testing.assert_allclose(_run(y), expected, rtol=1e-5)
@@ -265,8 +273,10 @@ def test_batch_norm_training_tensor_and_axis_1():
     x = RNG.randn(4, 3, 2, 2).astype(F32)
     flag = tf.placeholder(tf.bool, [])
     y = tf.layers.batch_normalization(x, axis=1, training=flag, center=False, scale=False)
-    assert _var_names() == ["batch_normalization/moving_mean:0",
-                            "batch_normalization/moving_variance:0"]  # fmt: skip
+    assert _var_names() == [
+        "batch_normalization/moving_mean:0",
+        "batch_normalization/moving_variance:0",
+    ]
     updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
     mm, mv = tf.global_variables()
     with tf.Session() as s:
@@ -290,8 +300,14 @@ def test_regularizers_add_losses_once_per_variable():
         return tf.reduce_sum(tf.abs(w))
 
     x = tf.zeros([2, 3])
-    tf.layers.dense(x, 2, kernel_initializer=_init(np.ones((3, 2))), kernel_regularizer=reg,
-                    bias_regularizer=reg, name="fc")  # fmt: skip
+    tf.layers.dense(
+        x,
+        2,
+        kernel_initializer=_init(np.ones((3, 2))),
+        kernel_regularizer=reg,
+        bias_regularizer=reg,
+        name="fc",
+    )
     tf.layers.dense(x, 2, kernel_regularizer=reg, name="fc", reuse=True)
     losses = tf.losses.get_regularization_losses()
     assert [t.name.split("/Regularizer")[0] for t in losses] == ["fc/kernel", "fc/bias"]
@@ -299,8 +315,12 @@ def test_regularizers_add_losses_once_per_variable():
 
 
 def test_activity_regularizer():
-    tf.layers.dense(tf.ones([2, 3]), 2, kernel_initializer=tf.ones_initializer(),
-                    activity_regularizer=tf.reduce_sum)  # fmt: skip
+    tf.layers.dense(
+        tf.ones([2, 3]),
+        2,
+        kernel_initializer=tf.ones_initializer(),
+        activity_regularizer=tf.reduce_sum,
+    )
     (loss,) = tf.losses.get_regularization_losses()
     assert loss.name.startswith("dense/ActivityRegularizer/") and _run(loss) == 12.0
 
@@ -395,10 +415,13 @@ def test_separable_conv2d_is_depthwise_then_pointwise():
     dw = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)
     pw = rng.standard_normal((1, 1, 6, 4)).astype(np.float32)
     y = tf.layers.separable_conv2d(
-        tf.constant(x), 4, 3, depth_multiplier=2,
+        tf.constant(x),
+        4,
+        3,
+        depth_multiplier=2,
         depthwise_initializer=tf.constant_initializer(dw),
         pointwise_initializer=tf.constant_initializer(pw),
-    )  # fmt: skip
+    )
     names = [v.name for v in tf.trainable_variables()]
     assert names == [
         "separable_conv2d/depthwise_kernel:0",

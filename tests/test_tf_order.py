@@ -42,12 +42,18 @@ def test_philox_known_answer() -> None:
     """Salmon et al.'s known answers for Philox4x32-10 (zero and all-ones inputs)."""
     zero = [np.zeros(1, np.uint32)] * 4
     assert [int(w[0]) for w in philox_rounds(zero, (0, 0))] == [
-        0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8
-    ]  # fmt: skip
+        0x6627E8D5,
+        0xE169C58D,
+        0xBC57AC4C,
+        0x9B00DBD8,
+    ]
     ones = [np.full(1, 0xFFFFFFFF, np.uint32)] * 4
     assert [int(w[0]) for w in philox_rounds(ones, (0xFFFFFFFF, 0xFFFFFFFF))] == [
-        0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD
-    ]  # fmt: skip
+        0x408F276D,
+        0x41C83B0E,
+        0xA20BC7C6,
+        0x6D5451FD,
+    ]
 
 
 def test_philox_counter_carries_and_reserves() -> None:
@@ -91,9 +97,27 @@ def test_random_shuffle_rows_and_long_inputs() -> None:
     assert r[:, 0].tolist() == [2, 10, 4, 0, 8, 6]  # TF 2.21.0
     assert (r[:, 1] - r[:, 0]).tolist() == [1] * 6  # rows move whole
     assert g[:20].tolist() == [
-        791, 615, 648, 222, 780, 444, 735, 357, 904, 22,
-        849, 284, 776, 985, 299, 327, 885, 293, 794, 803,
-    ]  # fmt: skip
+        791,
+        615,
+        648,
+        222,
+        780,
+        444,
+        735,
+        357,
+        904,
+        22,
+        849,
+        284,
+        776,
+        985,
+        299,
+        327,
+        885,
+        293,
+        794,
+        803,
+    ]
 
 
 # ------------------------------------------------------- RandomShuffleQueue
@@ -160,8 +184,12 @@ def test_shuffle_batch_is_tfs() -> None:
             s.run(qr.queue.close())
             got += [s.run(b).tolist() for _ in range(2)]
     assert got == [  # TF 2.21.0
-        [7, 4, 19, 15], [0, 8, 10, 11], [14, 6, 16, 1], [12, 3, 17, 5], [2, 18, 13, 9]
-    ]  # fmt: skip
+        [7, 4, 19, 15],
+        [0, 8, 10, 11],
+        [14, 6, 16, 1],
+        [12, 3, 17, 5],
+        [2, 18, 13, 9],
+    ]
 
 
 def test_input_producers_are_tfs() -> None:

@@ -69,6 +69,14 @@ def test_checkpoints_iterator_yields_new_checkpoints_and_times_out(tmp_path):
     assert got == ["m.ckpt-1", "m.ckpt-2"]
     assert timeouts[-1] == 2 and time.time() - last >= timeout  # it stopped on a timeout
     calls = []
-    assert list(train.checkpoints_iterator(str(tmp_path / "empty"), timeout=0.05,
-                                           timeout_fn=lambda: calls.append(1) or len(calls) > 1)) == []  # fmt: skip
+    assert (
+        list(
+            train.checkpoints_iterator(
+                str(tmp_path / "empty"),
+                timeout=0.05,
+                timeout_fn=lambda: calls.append(1) or len(calls) > 1,
+            )
+        )
+        == []
+    )
     assert len(calls) == 2  # timeout_fn False once: waited again

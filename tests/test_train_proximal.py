@@ -160,19 +160,32 @@ def test_steps_match_tf_formulas(name):
 @pytest.mark.parametrize(
     "make_opt, slots",
     [
-        (lambda s: train.AdadeltaOptimizer(), {"accum": ("w/Adadelta", 0.0),
-                                               "accum_update": ("w/Adadelta_1", 0.0)}),
-        (lambda s: train.FtrlOptimizer(0.1), {"accum": ("w/Ftrl", 0.1), "linear": ("w/Ftrl_1", 0.0)}),
-        (lambda s: train.FtrlOptimizer(0.1, initial_accumulator_value=0.0, accum_name="a"),
-         {"accum": ("w/a", 0.0), "linear": ("w/Ftrl", 0.0)}),
+        (
+            lambda s: train.AdadeltaOptimizer(),
+            {"accum": ("w/Adadelta", 0.0), "accum_update": ("w/Adadelta_1", 0.0)},
+        ),
+        (
+            lambda s: train.FtrlOptimizer(0.1),
+            {"accum": ("w/Ftrl", 0.1), "linear": ("w/Ftrl_1", 0.0)},
+        ),
+        (
+            lambda s: train.FtrlOptimizer(0.1, initial_accumulator_value=0.0, accum_name="a"),
+            {"accum": ("w/a", 0.0), "linear": ("w/Ftrl", 0.0)},
+        ),
         (lambda s: train.ProximalGradientDescentOptimizer(0.1), {}),
-        (lambda s: train.ProximalAdagradOptimizer(0.1, 0.25),
-         {"accumulator": ("w/ProximalAdagrad", 0.25)}),
-        (lambda s: train.AdagradDAOptimizer(0.1, s),
-         {"gradient_accumulator": ("w/AdagradDA", 0.0),
-          "gradient_squared_accumulator": ("w/AdagradDA_1", 0.1)}),
+        (
+            lambda s: train.ProximalAdagradOptimizer(0.1, 0.25),
+            {"accumulator": ("w/ProximalAdagrad", 0.25)},
+        ),
+        (
+            lambda s: train.AdagradDAOptimizer(0.1, s),
+            {
+                "gradient_accumulator": ("w/AdagradDA", 0.0),
+                "gradient_squared_accumulator": ("w/AdagradDA_1", 0.1),
+            },
+        ),
     ],
-)  # fmt: skip
+)
 def test_slots_named_like_tf(make_opt, slots):
     with fb.Graph().as_default():
         w = fb.Variable([1.0, 2.0], name="w")

@@ -126,9 +126,24 @@ def path_to_str(path: Any) -> Any:
 
 
 __all__ = [
-    "as_bytes", "as_str", "as_str_any", "as_text", "bytes_or_text_types", "complex_types",
-    "control_flow_v2_enabled", "disable_control_flow_v2", "disable_eager_execution",
-    "disable_resource_variables", "disable_tensor_equality", "disable_v2_behavior",
-    "disable_v2_tensorshape", "executing_eagerly", "executing_eagerly_outside_functions",
-    "integral_types", "path_to_str", "real_types", "resource_variables_enabled", "v1",
-]  # fmt: skip
+    "as_bytes",
+    "as_str",
+    "as_str_any",
+    "as_text",
+    "bytes_or_text_types",
+    "complex_types",
+    "control_flow_v2_enabled",
+    "disable_control_flow_v2",
+    "disable_eager_execution",
+    "disable_resource_variables",
+    "disable_tensor_equality",
+    "disable_v2_behavior",
+    "disable_v2_tensorshape",
+    "executing_eagerly",
+    "executing_eagerly_outside_functions",
+    "integral_types",
+    "path_to_str",
+    "real_types",
+    "resource_variables_enabled",
+    "v1",
+]

@@ -42,11 +42,37 @@ from flowbook.ops.math.clip_ops import global_norm
 from flowbook.ops.math.complex_ops import real
 
 __all__ = [
-    "adjoint", "band_part", "cholesky", "cholesky_solve", "cross", "det", "diag", "diag_part",
-    "eigh", "eigvalsh", "einsum", "eye", "global_norm", "inv", "l2_normalize", "logdet", "lstsq",
-    "matmul", "matvec", "norm", "qr", "set_diag", "solve", "svd", "tensor_diag",
-    "tensor_diag_part", "tensordot", "trace", "transpose", "triangular_solve",
-]  # fmt: skip
+    "adjoint",
+    "band_part",
+    "cholesky",
+    "cholesky_solve",
+    "cross",
+    "det",
+    "diag",
+    "diag_part",
+    "eigh",
+    "eigvalsh",
+    "einsum",
+    "eye",
+    "global_norm",
+    "inv",
+    "l2_normalize",
+    "logdet",
+    "lstsq",
+    "matmul",
+    "matvec",
+    "norm",
+    "qr",
+    "set_diag",
+    "solve",
+    "svd",
+    "tensor_diag",
+    "tensor_diag_part",
+    "tensordot",
+    "trace",
+    "transpose",
+    "triangular_solve",
+]
 
 _ = (einsum, l2_normalize, global_norm, tensordot)  # tf.linalg keeps these names
 
@@ -56,8 +82,9 @@ def adjoint(matrix: Any, name: str | None = None) -> Tensor:
     return transpose(matrix, conjugate=True, name=name or "adjoint")
 
 
-def matvec(a: Any, b: Any, transpose_a: bool = False, adjoint_a: bool = False,
-           name: str | None = None) -> Tensor:  # fmt: skip
+def matvec(
+    a: Any, b: Any, transpose_a: bool = False, adjoint_a: bool = False, name: str | None = None
+) -> Tensor:
     """``a @ b`` for a (batch of) matrix ``a`` and vector ``b``."""
     with name_scope(name, "MatVec"):
         col = array_ops.expand_dims(b, -1)

@@ -15,5 +15,13 @@ from flowbook.ops.array.tile_pad_ops import tile
 from flowbook.ops.array.transpose_ops import reverse
 from flowbook.ops.state.scatter_ops import gather_nd, scatter_nd
 
-__all__ = ["batch_to_space_nd", "gather_nd", "reshape", "reverse", "roll", "scatter_nd",
-           "space_to_batch_nd", "tile"]  # fmt: skip
+__all__ = [
+    "batch_to_space_nd",
+    "gather_nd",
+    "reshape",
+    "reverse",
+    "roll",
+    "scatter_nd",
+    "space_to_batch_nd",
+    "tile",
+]

@@ -20,6 +20,15 @@ from flowbook.nets.rnn.cells import (
 from flowbook.nets.rnn.wrappers import DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper
 
 __all__ = [
-    "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell", "LSTMCell",
-    "LSTMStateTuple", "LayerRNNCell", "MultiRNNCell", "RNNCell", "ResidualWrapper",
-]  # fmt: skip
+    "BasicLSTMCell",
+    "BasicRNNCell",
+    "DeviceWrapper",
+    "DropoutWrapper",
+    "GRUCell",
+    "LSTMCell",
+    "LSTMStateTuple",
+    "LayerRNNCell",
+    "MultiRNNCell",
+    "RNNCell",
+    "ResidualWrapper",
+]

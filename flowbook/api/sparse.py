@@ -44,11 +44,31 @@ from flowbook.ops.sparse.sparse_ops import (
 )
 
 __all__ = [
-    "SparseTensor", "SparseTensorValue", "add", "concat", "fill_empty_rows", "matmul", "maximum",
-    "minimum", "placeholder", "reduce_max", "reduce_sum", "reorder", "reset_shape", "reshape",
-    "retain", "segment_mean", "segment_sqrt_n", "segment_sum", "slice", "softmax", "split",
-    "to_dense", "to_indicator", "transpose",
-]  # fmt: skip
+    "SparseTensor",
+    "SparseTensorValue",
+    "add",
+    "concat",
+    "fill_empty_rows",
+    "matmul",
+    "maximum",
+    "minimum",
+    "placeholder",
+    "reduce_max",
+    "reduce_sum",
+    "reorder",
+    "reset_shape",
+    "reshape",
+    "retain",
+    "segment_mean",
+    "segment_sqrt_n",
+    "segment_sum",
+    "slice",
+    "softmax",
+    "split",
+    "to_dense",
+    "to_indicator",
+    "transpose",
+]
 
 add = sparse_add
 concat = sparse_concat

@@ -18,8 +18,20 @@ from typing import Any
 from flowbook.framework.tensor import Tensor
 from flowbook.ops.math.fft_ops import fft, fft2d, fft3d, ifft, ifft2d, ifft3d, irfft_nd, rfft_nd
 
-__all__ = ["fft", "fft2d", "fft3d", "ifft", "ifft2d", "ifft3d", "irfft", "irfft2d", "irfft3d",
-           "rfft", "rfft2d", "rfft3d"]  # fmt: skip
+__all__ = [
+    "fft",
+    "fft2d",
+    "fft3d",
+    "ifft",
+    "ifft2d",
+    "ifft3d",
+    "irfft",
+    "irfft2d",
+    "irfft3d",
+    "rfft",
+    "rfft2d",
+    "rfft3d",
+]
 
 
 def rfft(input_tensor: Any, fft_length: Any = None, name: str | None = None) -> Tensor:

@@ -34,10 +34,23 @@ from flowbook.ops.strings.string_ops import (
 )
 
 __all__ = [
-    "as_string", "from_base64", "join", "length", "lower", "reduce_join", "regex_replace",
-    "split", "strip", "substr", "to_base64", "to_hash_bucket", "to_hash_bucket_fast",
-    "to_hash_bucket_strong", "to_number", "upper",
-]  # fmt: skip
+    "as_string",
+    "from_base64",
+    "join",
+    "length",
+    "lower",
+    "reduce_join",
+    "regex_replace",
+    "split",
+    "strip",
+    "substr",
+    "to_base64",
+    "to_hash_bucket",
+    "to_hash_bucket_fast",
+    "to_hash_bucket_strong",
+    "to_number",
+    "upper",
+]
 
 join = string_join
 strip = string_strip

@@ -58,12 +58,26 @@ from flowbook.ops.random.random_ops import random_uniform
 from flowbook.variables.variable_scope import variable_scope
 
 __all__ = [
-    "AggregationMethod", "batch_gather", "colocate_with", "convert_to_tensor_or_indexed_slices",
-    "convert_to_tensor_or_sparse_tensor", "grad_pass_through", "guarantee_const", "init_scope",
-    "initialize_all_tables", "is_symbolic_tensor", "make_template", "op_scope",
-    "parallel_stack", "py_function", "random_crop", "recompute_grad", "switch_case",
-    "tables_initializer", "variable_op_scope",
-]  # fmt: skip
+    "AggregationMethod",
+    "batch_gather",
+    "colocate_with",
+    "convert_to_tensor_or_indexed_slices",
+    "convert_to_tensor_or_sparse_tensor",
+    "grad_pass_through",
+    "guarantee_const",
+    "init_scope",
+    "initialize_all_tables",
+    "is_symbolic_tensor",
+    "make_template",
+    "op_scope",
+    "parallel_stack",
+    "py_function",
+    "random_crop",
+    "recompute_grad",
+    "switch_case",
+    "tables_initializer",
+    "variable_op_scope",
+]
 
 
 class AggregationMethod:

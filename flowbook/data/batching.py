@@ -131,9 +131,11 @@ class PaddedBatchDataset(Dataset):
         for i, p in enumerate(parts):
             if any(h > s for h, s in zip(p.shape, shape)):
                 raise InvalidArgumentError(
-                    None, None, f"padded_batch: component {c} of an element has shape "
-                    f"{list(p.shape)}, larger than the padded shape {shape}"
-                )  # fmt: skip
+                    None,
+                    None,
+                    f"padded_batch: component {c} of an element has shape "
+                    f"{list(p.shape)}, larger than the padded shape {shape}",
+                )
             out[(i, *(slice(0, h) for h in p.shape))] = p
         return out[None]
 
@@ -161,9 +163,11 @@ class UnbatchDataset(Dataset):
                 parts = [a[i] for a in chunk]
                 if len({len(p) for p in parts}) > 1:
                     raise InvalidArgumentError(
-                        None, None, "unbatch: the components' first dimensions differ: "
-                        f"{[len(p) for p in parts]}"
-                    )  # fmt: skip
+                        None,
+                        None,
+                        "unbatch: the components' first dimensions differ: "
+                        f"{[len(p) for p in parts]}",
+                    )
                 if len(parts[0]):
                     yield parts
 

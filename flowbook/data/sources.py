@@ -133,9 +133,11 @@ class GeneratorDataset(Dataset):
             )
             if len(parts) != len(spec.types):
                 raise InvalidArgumentError(
-                    None, None, f"from_generator: yielded {value!r}, which does not match the "
-                    f"structure of output_types {spec.output_types!r}"
-                )  # fmt: skip
+                    None,
+                    None,
+                    f"from_generator: yielded {value!r}, which does not match the "
+                    f"structure of output_types {spec.output_types!r}",
+                )
             chunk = []
             for k, (v, t, s) in enumerate(zip(parts, spec.types, spec.shapes)):
                 try:
@@ -146,9 +148,11 @@ class GeneratorDataset(Dataset):
                     ) from None
                 if not compatible(a.shape, s):
                     raise InvalidArgumentError(
-                        None, None, f"from_generator: `generator` yielded an element of shape "
-                        f"{list(a.shape)} where an element of shape {list(s or ())} was expected"
-                    )  # fmt: skip
+                        None,
+                        None,
+                        f"from_generator: `generator` yielded an element of shape "
+                        f"{list(a.shape)} where an element of shape {list(s or ())} was expected",
+                    )
                 chunk.append(a[None])
             yield chunk
 

@@ -64,10 +64,20 @@ class LoopStepper(Stepper):
             self._layout = Layout(plan)
         obs = self.observers
         self._frun = FrameRun(
-            plan, self._layout, self._run_of.feeds, None, "fifo",
-            hooks_of(obs, "before_op"), [self._record, *hooks_of(obs, "after_op")], None,
-            (), True, False, None, hooks_of(obs, "on_loop"),
-        )  # fmt: skip
+            plan,
+            self._layout,
+            self._run_of.feeds,
+            None,
+            "fifo",
+            hooks_of(obs, "before_op"),
+            [self._record, *hooks_of(obs, "after_op")],
+            None,
+            (),
+            True,
+            False,
+            None,
+            hooks_of(obs, "on_loop"),
+        )
         self._iteration_hooks = hooks_of(obs, "on_iteration")
         self._executed: deque[Operation] = deque(maxlen=EXECUTED_KEPT)  # type: ignore[assignment]
         self._latest: dict[int, tuple[tuple[Any, ...], Where]] = {}  # op -> (outputs, where)

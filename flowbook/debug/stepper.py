@@ -84,8 +84,13 @@ class Stepper:
     (the frame scheduler's state, stepped): same methods, and iterations.
     """
 
-    def __new__(cls, sess: Any, fetches: Any, feed_dict: dict | None = None,
-                observers: Sequence[Observer] = ()) -> Stepper:  # fmt: skip
+    def __new__(
+        cls,
+        sess: Any,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        observers: Sequence[Observer] = (),
+    ) -> Stepper:
         if cls is Stepper and _LOOP_STEPPER and sess.prepare(fetches, feed_dict).plan.control_flow:
             cls = _LOOP_STEPPER[0]
         return super().__new__(cls)

@@ -36,8 +36,12 @@ from flowbook.framework import hooks
 
 # The cluster machinery (asyncio, the task server, the cluster session) loads on first use, so
 # ``import flowbook``, which imports this package for the _Send/_Recv ops, stays fast (PEP 562).
-_LAZY = {"Server": "server_api", "DaskSession": "session", "is_cluster_target": "session",
-         "map_workers": "session"}  # fmt: skip
+_LAZY = {
+    "Server": "server_api",
+    "DaskSession": "session",
+    "is_cluster_target": "session",
+    "map_workers": "session",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -41,10 +41,17 @@ __all__ = ["ClusterSpec", "replica_device_setter", "task_name", "task_of_spec"]
 
 # op types a replica_device_setter sends to the ps tasks (TF1's STANDARD_PS_OPS)
 STANDARD_PS_OPS = (
-    "Variable", "VariableV2", "AutoReloadVariable", "MutableHashTable", "MutableHashTableV2",
-    "MutableHashTableOfTensors", "MutableHashTableOfTensorsV2", "MutableDenseHashTable",
-    "MutableDenseHashTableV2", "VarHandleOp",
-)  # fmt: skip
+    "Variable",
+    "VariableV2",
+    "AutoReloadVariable",
+    "MutableHashTable",
+    "MutableHashTableV2",
+    "MutableHashTableOfTensors",
+    "MutableHashTableOfTensorsV2",
+    "MutableDenseHashTable",
+    "MutableDenseHashTableV2",
+    "VarHandleOp",
+)
 
 
 def task_name(job: str, task: int) -> str:

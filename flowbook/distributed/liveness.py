@@ -69,8 +69,9 @@ class Heartbeats:
         self.seen: dict[str, tuple[float | None, float]] = {}  # address -> (last_seen, moved at)
         self.polls = 0  # answers read from the scheduler
 
-    def update(self, workers: dict[str, dict[str, Any]], addresses: Iterable[str],
-               now: float) -> None:  # fmt: skip
+    def update(
+        self, workers: dict[str, dict[str, Any]], addresses: Iterable[str], now: float
+    ) -> None:
         """Note ``addresses``' heartbeats from the scheduler's worker table (one absent from
         it has none: a worker the scheduler removed no longer beats)."""
         self.polls += 1
@@ -114,9 +115,12 @@ async def heartbeats(client: Any, beats: Heartbeats, addresses: list[str]) -> di
 
 
 async def wait_alive(
-    client: Any, beats: Heartbeats, calls: dict[Any, str], address: dict[str, str],
+    client: Any,
+    beats: Heartbeats,
+    calls: dict[Any, str],
+    address: dict[str, str],
     limit: float | None,
-) -> tuple[list[BaseException], set[Any], dict[str, float]]:  # fmt: skip
+) -> tuple[list[BaseException], set[Any], dict[str, float]]:
     """Wait for a step's calls (``calls``: call -> its task; ``address``: task -> its
     worker) until one fails, all answer, ``limit`` seconds pass (None: no limit) or a task
     still waited on is hung.  Returns the errors raised, the calls left and the hung tasks
@@ -126,10 +130,14 @@ async def wait_alive(
     rest = set(calls)
     while True:
         wait = CHECK_EVERY_S if end is None else min(CHECK_EVERY_S, end - loop.time())
-        _, rest = await asyncio.wait(rest, timeout=max(wait, 0.0),
-                                     return_when=asyncio.FIRST_EXCEPTION)  # fmt: skip
-        failed = [c.exception() for c in calls
-                  if c.done() and not c.cancelled() and c.exception() is not None]  # fmt: skip
+        _, rest = await asyncio.wait(
+            rest, timeout=max(wait, 0.0), return_when=asyncio.FIRST_EXCEPTION
+        )
+        failed = [
+            c.exception()
+            for c in calls
+            if c.done() and not c.cancelled() and c.exception() is not None
+        ]
         if failed or not rest or (end is not None and loop.time() >= end):
             return failed, rest, {}
         waited = {address[calls[c]]: calls[c] for c in rest}  # worker -> task

@@ -213,9 +213,13 @@ class _Builder:
         base = value.rpartition(":")[0] if ":" in value else value
         tensor_name = f"edge_{self.edges}_{base}"
         self.edges += 1
-        attrs = {"tensor_name": tensor_name, "send_device": f"{src}/device:CPU:0",
-                 "send_device_incarnation": 1, "recv_device": f"{dst}/device:CPU:0",
-                 "client_terminated": False}  # fmt: skip
+        attrs = {
+            "tensor_name": tensor_name,
+            "send_device": f"{src}/device:CPU:0",
+            "send_device_incarnation": 1,
+            "recv_device": f"{dst}/device:CPU:0",
+            "client_terminated": False,
+        }
         dtype, shape = (t.dtype, t._shape) if t is not None else (_F32, ())
         send = self.part(src).graph_def.node.add(name=self.name(base), op="_Send")
         send.device, send.input[:] = attrs["send_device"], [value]
@@ -226,8 +230,13 @@ class _Builder:
     def feed_recv(self, t: Tensor, task: str) -> str:
         key = (t, task)
         if key not in self.recvs:
-            attrs = {"tensor_name": t.name, "send_device": CLIENT, "send_device_incarnation": 1,
-                     "recv_device": f"{task}/device:CPU:0", "client_terminated": True}  # fmt: skip
+            attrs = {
+                "tensor_name": t.name,
+                "send_device": CLIENT,
+                "send_device_incarnation": 1,
+                "recv_device": f"{task}/device:CPU:0",
+                "client_terminated": True,
+            }
             name = f"{t.op.name}/_recv_{t.value_index}"  # TF's _recv_x_0, as a valid op name
             self.recvs[key] = self._recv(task, name, attrs, t.dtype, t._shape)
             part = self.part(task)

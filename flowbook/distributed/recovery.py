@@ -63,8 +63,13 @@ class RecoverableSession:
         self.recoveries = 0  # sessions made again so far
         self.session: Any = self._make(None)  # the session calls go to now
 
-    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
-            run_metadata: Any = None) -> Any:  # fmt: skip
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: Any = None,
+    ) -> Any:
         """``session.run``; on a lost task, a new session and the same run again."""
         failures = 0
         while True:
@@ -76,8 +81,10 @@ class RecoverableSession:
                     raise
                 tf_logging.get_logger().warning(
                     "%s: %s. The session will be closed and a new one created (a task of "
-                    "the cluster may have been lost).", type(e).__name__, e.message,
-                )  # fmt: skip
+                    "the cluster may have been lost).",
+                    type(e).__name__,
+                    e.message,
+                )
                 self.session = self._make(self.session)
 
     def _make(self, old: Any) -> Any:

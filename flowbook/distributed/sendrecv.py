@@ -209,8 +209,13 @@ class Rendezvous:
 
 
 # ------------------------------------------------------------------- the ops
-_ATTRS = ("tensor_name", "send_device", "send_device_incarnation", "recv_device",
-          "client_terminated")  # fmt: skip
+_ATTRS = (
+    "tensor_name",
+    "send_device",
+    "send_device_incarnation",
+    "recv_device",
+    "client_terminated",
+)
 
 
 def _send_kernel(
@@ -247,8 +252,12 @@ for _op in ("_Send", "_Recv"):  # their attrs' kinds in a GraphDef (the names al
     OP_ATTR_KINDS[(_op, "client_terminated")] = "bool"
 OP_ATTR_KINDS[("_Recv", "tensor_type")] = "type"
 
-_COMMON = {"stateful": True, "host_only": True, "grad": NOT_DIFFERENTIABLE,
-           "resource": "rendezvous"}  # fmt: skip
+_COMMON = {
+    "stateful": True,
+    "host_only": True,
+    "grad": NOT_DIFFERENTIABLE,
+    "resource": "rendezvous",
+}
 register(
     OpDef(
         "_Send",

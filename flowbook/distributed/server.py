@@ -130,13 +130,26 @@ class TaskSession(BaseSession):
 class _Registered:
     """One partition, imported: its session, what its runs fetch, and where they run."""
 
-    __slots__ = ("feed_names", "fetches", "first", "may_inline", "n_fetched", "quick", "recvs",
-                 "runs", "session")  # fmt: skip
+    __slots__ = (
+        "feed_names",
+        "fetches",
+        "first",
+        "may_inline",
+        "n_fetched",
+        "quick",
+        "recvs",
+        "runs",
+        "session",
+    )
 
     def __init__(
-        self, session: TaskSession, feed_names: list[str], fetch_names: list[str],
-        sends: list[str], first: bool,
-    ) -> None:  # fmt: skip
+        self,
+        session: TaskSession,
+        feed_names: list[str],
+        fetch_names: list[str],
+        sends: list[str],
+        first: bool,
+    ) -> None:
         ops = session.graph.get_operations()
         self.session = session  # plans are cached here, run after run
         self.feed_names = feed_names  # the client-fed tensors its Recvs take, in the call's order
@@ -144,9 +157,10 @@ class _Registered:
         self.n_fetched = len(fetch_names)  # how many of them go back to the client
         self.first = first  # it receives first: wait for every value, then run in one go
         self.recvs = [  # the tensor names its task-to-task Recvs wait for
-            op.attrs["tensor_name"] for op in ops
+            op.attrs["tensor_name"]
+            for op in ops
             if op.type == "_Recv" and not op.attrs.get("client_terminated")
-        ]  # fmt: skip
+        ]
         # no op that may wait (queues, readers) but the Recvs, which have their values first
         self.may_inline = first and not any(op._opdef.blocking and op.type != "_Recv" for op in ops)
         self.runs = 0  # runs so far
@@ -194,9 +208,15 @@ class TaskServer:
 
     # ------------------------------------------------------------ steps
     async def run(
-        self, step: int, key: str, feeds: list, graph: Any = None, peers: Any = None,
-        timeout_ms: int = 0, report: int = 0,
-    ) -> list:  # fmt: skip
+        self,
+        step: int,
+        key: str,
+        feeds: list,
+        graph: Any = None,
+        peers: Any = None,
+        timeout_ms: int = 0,
+        report: int = 0,
+    ) -> list:
         """Run partition ``key`` for ``step``; the values it fetches, in order.
 
         ``report`` 1 or 2 (a watched step): ``[values, report]`` instead, the
@@ -254,9 +274,11 @@ class TaskServer:
                 await asyncio.wait_for(woken, timeout_ms / 1000 if timeout_ms else None)
             except TimeoutError:
                 raise DeadlineExceededError(
-                    None, None, f"Step {step} on {self.name}: the values {names} did not "
+                    None,
+                    None,
+                    f"Step {step} on {self.name}: the values {names} did not "
                     f"arrive within {timeout_ms} ms",
-                ) from None  # fmt: skip
+                ) from None
         if gate.error is not None:
             raise gate.error
 
@@ -366,8 +388,11 @@ class TaskServer:
         """Steps run here, bytes sent to other tasks and returned to clients, partitions
         registered so far; steps open, partitions held."""
         with self.lock:
-            return {**self.counts, "open_steps": self.rendezvous.pending_steps(),
-                    "partitions": len(self.partitions)}  # fmt: skip
+            return {
+                **self.counts,
+                "open_steps": self.rendezvous.pending_steps(),
+                "partitions": len(self.partitions),
+            }
 
 
 def _wake(future: asyncio.Future) -> None:

@@ -115,9 +115,11 @@ def wait_for_tasks(client: Any, target: Any) -> dict[str, dict[str, Any]]:
             return workers
         if time.monotonic() > deadline:
             raise errors.UnavailableError(
-                None, None, f"Tasks {missing} did not join the cluster at {target} within "
+                None,
+                None,
+                f"Tasks {missing} did not join the cluster at {target} within "
                 f"{CLUSTER_WAIT_S:.0f} s: start their tf.train.Server processes",
-            )  # fmt: skip
+            )
         time.sleep(POLL_S)
 
 
@@ -138,10 +140,16 @@ def _server_def_class() -> Any:
     m = f.message_type.add(name="ServerDef")
     t = descriptor_pb2.FieldDescriptorProto
     for number, (field, kind, type_name) in enumerate(
-        [("cluster", t.TYPE_MESSAGE, ".tensorboard.ClusterDef"), ("job_name", t.TYPE_STRING, ""),
-         ("task_index", t.TYPE_INT32, ""), ("default_session_config", None, ""),
-         ("protocol", t.TYPE_STRING, ""), ("port", t.TYPE_INT32, "")], start=1,
-    ):  # fmt: skip
+        [
+            ("cluster", t.TYPE_MESSAGE, ".tensorboard.ClusterDef"),
+            ("job_name", t.TYPE_STRING, ""),
+            ("task_index", t.TYPE_INT32, ""),
+            ("default_session_config", None, ""),
+            ("protocol", t.TYPE_STRING, ""),
+            ("port", t.TYPE_INT32, ""),
+        ],
+        start=1,
+    ):
         if kind is None:  # ConfigProto: flowbook's is not the proto; the field number is kept
             continue
         fd = m.field.add(name=field, number=number, type=kind, label=t.LABEL_OPTIONAL)
@@ -207,9 +215,11 @@ class Server:
     def server_def(self) -> Any:
         """TensorFlow's ``ServerDef`` proto: the cluster, this job and task, the protocol."""
         return _server_def_class()(
-            cluster=self._cluster.as_cluster_def(), job_name=self._job,
-            task_index=self._task, protocol=self._protocol,
-        )  # fmt: skip
+            cluster=self._cluster.as_cluster_def(),
+            job_name=self._job,
+            task_index=self._task,
+            protocol=self._protocol,
+        )
 
     def start(self) -> None:
         """Start the task's Dask worker (and the scheduler, on the host task); idempotent."""
@@ -228,9 +238,14 @@ class Server:
             self._scheduler = await Scheduler(host=host, port=port, dashboard_address=":0")
             port = 0  # the scheduler has the task's address; its worker takes a free port
         self._worker = await Worker(
-            self._scheduler_address, name=f"/job:{self._job}/task:{self._task}", nthreads=1,
-            host=host, port=port, death_timeout=START_S, memory_limit=0,
-        )  # fmt: skip
+            self._scheduler_address,
+            name=f"/job:{self._job}/task:{self._task}",
+            nthreads=1,
+            host=host,
+            port=port,
+            death_timeout=START_S,
+            memory_limit=0,
+        )
 
     def join(self) -> None:
         """Block until this task's scheduler (or, elsewhere, its worker) shuts down; Ctrl-C ends
@@ -266,14 +281,21 @@ class Server:
         """
         from distributed import LocalCluster  # lazy: dask is an optional extra
 
-        local = LocalCluster(n_workers=0, processes=False, threads_per_worker=1,
-                             dashboard_address=":0", host="127.0.0.1", protocol="tcp://")  # fmt: skip
+        local = LocalCluster(
+            n_workers=0,
+            processes=False,
+            threads_per_worker=1,
+            dashboard_address=":0",
+            host="127.0.0.1",
+            protocol="tcp://",
+        )
         local.worker_spec["/job:localhost/task:0"] = local.new_spec
         local.scale(1)
         local.wait_for_workers(1, timeout=START_S)
         address = next(iter(local.scheduler_info["workers"]))
-        server = Server({"localhost": [address[len("tcp://") :]]}, "localhost", 0,
-                        config=config, start=False)  # fmt: skip
+        server = Server(
+            {"localhost": [address[len("tcp://") :]]}, "localhost", 0, config=config, start=False
+        )
         server._local = local
         server._scheduler_address, server._hosts = local.scheduler_address, False
         return server

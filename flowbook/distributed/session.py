@@ -248,9 +248,14 @@ class DaskSession(Session):
         for task, part in dplan.parted.parts.items():
             known = (task, dplan.keys[task]) in self._registered
             mine = [feeds[k] for k in part.feeds]
-            args = (step, dplan.keys[task], to_serialize(mine) if mine else [],
-                    None if known else to_serialize(dplan.payloads[task]),
-                    None if known else self._peers, timeout_ms)  # fmt: skip
+            args = (
+                step,
+                dplan.keys[task],
+                to_serialize(mine) if mine else [],
+                None if known else to_serialize(dplan.payloads[task]),
+                None if known else self._peers,
+                timeout_ms,
+            )
             calls.append((task, args))
         with self._lock:
             self._in_flight.add(step)
@@ -267,14 +272,23 @@ class DaskSession(Session):
                 values[i] = v
         for i, k in dplan.parted.fed_fetches.items():
             values[i] = feeds[k]
-        self.last_step = {"step": step, "tasks": [t for t, _ in calls],
-                          "returned": {t: list(out) for (t, _), out in zip(calls, results)}}  # fmt: skip
+        self.last_step = {
+            "step": step,
+            "tasks": [t for t, _ in calls],
+            "returned": {t: list(out) for (t, _), out in zip(calls, results)},
+        }
         return values
 
     async def _gather(self, step: int, calls: list, timeout_ms: int, watch: Any = None) -> list:
         """All tasks' calls of one step; on the first failure the others abort the step."""
-        runs = [asyncio.ensure_future(watch.call(self._call, t, args) if watch is not None
-                                      else self._call(t, "run", *args)) for t, args in calls]  # fmt: skip
+        runs = [
+            asyncio.ensure_future(
+                watch.call(self._call, t, args)
+                if watch is not None
+                else self._call(t, "run", *args)
+            )
+            for t, args in calls
+        ]
         if not runs:
             return []
         of = {r: t for r, (t, _) in zip(runs, calls)}  # call -> its task
@@ -288,8 +302,11 @@ class DaskSession(Session):
         if not failed:
             failed = [errors.DeadlineExceededError(None, None, f"Step {step} timed out")]
         why = f"a task failed: {failed[0]}"
-        aborts = [asyncio.ensure_future(self._call(t, "abort", step, why))
-                  for t, _ in calls if t not in self._lost]  # fmt: skip
+        aborts = [
+            asyncio.ensure_future(self._call(t, "abort", step, why))
+            for t, _ in calls
+            if t not in self._lost
+        ]
         for call in rest:  # a hung task's call is given up at once (aborted when it returns)
             if of[call] in self._hung:
                 call.cancel()
@@ -303,8 +320,11 @@ class DaskSession(Session):
             elif not call.cancelled():
                 call.exception()  # retrieved: asyncio does not log it
         found = [self._error(e) for e in failed]
-        found += [self._error(r.exception()) for r in rest
-                  if r.done() and not r.cancelled() and r.exception()]  # fmt: skip
+        found += [
+            self._error(r.exception())
+            for r in rest
+            if r.done() and not r.cancelled() and r.exception()
+        ]
         raise next((e for e in found if not _secondary(e)), found[0])
 
     def _hung_error(self, step: int, silent: dict[str, float]) -> Any:
@@ -317,10 +337,12 @@ class DaskSession(Session):
         task, quiet = max(silent.items(), key=lambda a: a[1])
         address = self._peers[task][0]
         return errors.UnavailableError(
-            None, None, f"Task {task} is unavailable: its Dask worker {address} is "
+            None,
+            None,
+            f"Task {task} is unavailable: its Dask worker {address} is "
             f"hung (no heartbeat for {quiet:.1f} s, the bound is {self.heartbeats.bound():.1f} "
             "s: a stopped or stuck process)",
-        )  # fmt: skip
+        )
 
     async def _call(self, task: str, method: str, *args: Any) -> Any:
         """Call ``method`` of ``task``'s server: one Dask ``actor_execute`` message and its
@@ -333,16 +355,19 @@ class DaskSession(Session):
         try:
             comm = await pool.connect(address, timeout=CONNECT_S)
             try:
-                result = await send_recv(comm, op="actor_execute", actor=key, function=method,
-                                         args=list(args), kwargs={})  # fmt: skip
+                result = await send_recv(
+                    comm, op="actor_execute", actor=key, function=method, args=list(args), kwargs={}
+                )
             finally:
                 pool.reuse(address, comm)
         except OSError as e:
             self._lost.add(task)
             raise errors.UnavailableError(
-                None, None, f"Task {task} is unavailable: its Dask worker {address} was lost "
+                None,
+                None,
+                f"Task {task} is unavailable: its Dask worker {address} was lost "
                 f"({type(e).__name__}: {e})",
-            ) from None  # fmt: skip
+            ) from None
         if result["status"] != "OK":
             raise result["exception"]
         return result["result"]
@@ -442,9 +467,12 @@ class DaskSession(Session):
         return self._on_tasks("variable_values", [task])[task]
 
     def _on_tasks(
-        self, method: str, tasks: list[str] | None = None, args: list[list] | None = None,
+        self,
+        method: str,
+        tasks: list[str] | None = None,
+        args: list[list] | None = None,
         find_lost: bool = True,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> dict[str, Any]:
         """``method(*args[i])``'s answer from each task's server (all tasks by default),
         in ``ABORT_WAIT_S`` at most.  Lost tasks are found again first (``find_lost``)."""
         if self._lost and find_lost:
@@ -460,8 +488,10 @@ class DaskSession(Session):
 
     def list_devices(self) -> list[Any]:
         """The CPU of every task of the cluster."""
-        return [_DeviceAttributes(f"{task_name(j, k)}/device:CPU:0", "CPU")
-                for j, k in self.cluster.tasks()]  # fmt: skip
+        return [
+            _DeviceAttributes(f"{task_name(j, k)}/device:CPU:0", "CPU")
+            for j, k in self.cluster.tasks()
+        ]
 
     @property
     def dashboard_link(self) -> str | None:

@@ -110,8 +110,15 @@ def start_servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], li
         name = f"flowbook-task-{job}-{k}@{address}"
         future = client.get_dataset(name, default=None)
         if future is None:
-            future = client.submit(TaskServer, job, k, actor=True, key=name,
-                                   workers=[address], allow_other_workers=False)  # fmt: skip
+            future = client.submit(
+                TaskServer,
+                job,
+                k,
+                actor=True,
+                key=name,
+                workers=[address],
+                allow_other_workers=False,
+            )
             client.publish_dataset(future, name=name, override=True)
             started.append(name.partition("@")[0] + "@")
         futures.append(future)
@@ -126,16 +133,23 @@ def start_servers(client: Any, cluster: ClusterSpec) -> tuple[dict[str, Any], li
         for f in futures:
             if f.status == "finished":
                 continue
-            why = (f.exception() if f.status == "error" else f"not started within "
-                   f"{SERVER_START_S:.0f} s ({f.status}: its worker may be gone)")  # fmt: skip
+            why = (
+                f.exception()
+                if f.status == "error"
+                else f"not started within "
+                f"{SERVER_START_S:.0f} s ({f.status}: its worker may be gone)"
+            )
             raise errors.UnavailableError(None, None, f"Task server {f.key}: {why}")
         return {t: Actor(TaskServer, a, name) for t, (a, name) in servers.items()}, futures
 
 
 def await_tasks(
-    client: Any, cluster: ClusterSpec, lost: dict[str, str], timeout: float = SERVER_START_S,
+    client: Any,
+    cluster: ClusterSpec,
+    lost: dict[str, str],
+    timeout: float = SERVER_START_S,
     hung: dict[str, float | None] | None = None,
-) -> ClusterSpec:  # fmt: skip
+) -> ClusterSpec:
     """Wait until the cluster has ``cluster``'s tasks again, each task of ``lost`` (task
     name -> its old address) on a new worker -- or, for a task of ``hung`` (task -> its
     worker's ``last_seen`` when found hung), on the same worker once its heartbeat moved
@@ -153,13 +167,17 @@ def await_tasks(
         if now is not None and now.tasks() == cluster.tasks():
             where = {task_name(j, k): now.task_address(j, k) for j, k in now.tasks()}
             beats = {a: w.get("last_seen") for a, w in workers.items()}
-            if all(where[t] != a or (t in hung and beats.get(a) not in (None, hung[t]))
-                   for t, a in lost.items()):  # fmt: skip
+            if all(
+                where[t] != a or (t in hung and beats.get(a) not in (None, hung[t]))
+                for t, a in lost.items()
+            ):
                 return now
         if time.monotonic() > deadline:
             raise errors.UnavailableError(
-                None, None, f"Tasks {sorted(lost)} did not come back within "
+                None,
+                None,
+                f"Tasks {sorted(lost)} did not come back within "
                 f"{timeout:.0f} s (Dask restarts a lost worker under its nanny; a hung one is "
                 "back when it heartbeats again)",
-            )  # fmt: skip
+            )
         time.sleep(0.1)

@@ -159,8 +159,10 @@ def reroute_ts(
         raise ValueError(f"reroute_ts: {len(ts0)} tensors to reroute onto {len(ts1)}")
     for t0, t1 in zip(ts0, ts1):
         if t0.dtype != t1.dtype or t0.graph is not t1.graph:
-            raise ValueError(f"reroute_ts: cannot reroute '{t1.name}' ({t1.dtype.name}) onto "
-                             f"'{t0.name}' ({t0.dtype.name}): not the same dtype and graph")  # fmt: skip
+            raise ValueError(
+                f"reroute_ts: cannot reroute '{t1.name}' ({t1.dtype.name}) onto "
+                f"'{t0.name}' ({t0.dtype.name}): not the same dtype and graph"
+            )
     new_for = dict(zip(ts1, ts0))
     allowed = None if can_modify is None else set(_ops_of(can_modify))
     barred = set(_ops_of(() if cannot_modify is None else cannot_modify))

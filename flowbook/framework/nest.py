@@ -23,9 +23,13 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
-    "assert_same_structure", "flatten", "is_sequence", "map_structure", "pack_sequence_as",
+    "assert_same_structure",
+    "flatten",
+    "is_sequence",
+    "map_structure",
+    "pack_sequence_as",
     "sequence_like",
-]  # fmt: skip
+]
 
 
 def is_sequence(value: Any) -> bool:

@@ -45,9 +45,20 @@ class Operation:
     """
 
     __slots__ = (
-        "__weakref__", "_cf_ctx", "_id", "_opdef", "attrs", "control_inputs", "device", "graph",
-        "inputs", "name", "outputs", "site", "type",
-    )  # fmt: skip
+        "__weakref__",
+        "_cf_ctx",
+        "_id",
+        "_opdef",
+        "attrs",
+        "control_inputs",
+        "device",
+        "graph",
+        "inputs",
+        "name",
+        "outputs",
+        "site",
+        "type",
+    )
 
     def __init__(
         self,

@@ -185,9 +185,12 @@ for _op, _kinds in (  # tf.data's iterator ops and the parsing ops: "attr=kind .
     ("MakeIterator", "shared_name=string"),
     ("DecodeCSV", "OUT_TYPE=list(type) field_delim=string na_value=string select_cols=list(int)"),
     ("DecodeRaw", "little_endian=bool"),
-    ("ParseExample", "sparse_keys=list(string) dense_keys=list(string) sparse_types=list(type) "
-     "dense_types=list(type) dense_shapes=list(shape)"),
-):  # fmt: skip
+    (
+        "ParseExample",
+        "sparse_keys=list(string) dense_keys=list(string) sparse_types=list(type) "
+        "dense_types=list(type) dense_shapes=list(shape)",
+    ),
+):
     OP_ATTR_KINDS.update({(_op, k): v for k, v in (p.split("=") for p in _kinds.split())})
 # op type -> its list(type) attr, which types its variadic input and gives one output per entry
 TYPE_LISTS: dict[str, str] = {"IdentityN": "T"}

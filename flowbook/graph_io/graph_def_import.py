@@ -32,9 +32,17 @@ from flowbook.framework.tensor import Operation, Tensor
 from flowbook.graph_io import graph_def as gdef
 
 _VAL_FIELDS = (
-    "float_val", "double_val", "int_val", "int64_val", "bool_val", "half_val",
-    "scomplex_val", "dcomplex_val", "uint32_val", "uint64_val",
-)  # fmt: skip
+    "float_val",
+    "double_val",
+    "int_val",
+    "int64_val",
+    "bool_val",
+    "half_val",
+    "scomplex_val",
+    "dcomplex_val",
+    "uint32_val",
+    "uint64_val",
+)
 
 
 def _dtype(enum: int, where: str) -> Any:
@@ -123,9 +131,13 @@ def attr_value(attr: Any, key: str, where: str) -> Any:
     if kind == "list":
         lst = attr.list
         items: list[Any] = (
-            list(lst.i) or list(lst.f) or [s.decode() for s in lst.s] or list(lst.b)
-            or [_dtype(t, where) for t in lst.type] or [_shape(s, where) for s in lst.shape]
-        )  # fmt: skip
+            list(lst.i)
+            or list(lst.f)
+            or [s.decode() for s in lst.s]
+            or list(lst.b)
+            or [_dtype(t, where) for t in lst.type]
+            or [_shape(s, where) for s in lst.shape]
+        )
         return tuple(items) if key in gdef._TUPLE_ATTRS else items
     raise ValueError(f"{where}: attr '{key}' has an unsupported kind {kind!r}")
 
@@ -291,9 +303,12 @@ def _build(graph: Any, order: list, input_map: dict[str, Any], prefix: str) -> d
             inputs = [stand_in if t is None else t for t in inputs]
         try:
             op = graph.create_op(
-                node.op, inputs, dict(attrs), name=f"{prefix}{node.name}/",
+                node.op,
+                inputs,
+                dict(attrs),
+                name=f"{prefix}{node.name}/",
                 control_inputs=controls or None,
-            )  # fmt: skip
+            )
         except (ValueError, TypeError, KeyError) as e:
             raise ValueError(f"node '{node.name}' ({node.op}): {e}") from None
         if node.device:

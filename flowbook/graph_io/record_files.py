@@ -102,9 +102,11 @@ def fixed_length_records(
     body = data[header_bytes : len(data) - footer_bytes if footer_bytes else len(data)]
     if record_bytes <= 0 or len(body) % record_bytes:
         raise errors.DataLossError(
-            None, None, f"{path}: {len(body)} bytes between header and footer are not a whole "
-            f"number of {record_bytes}-byte records"
-        )  # fmt: skip
+            None,
+            None,
+            f"{path}: {len(body)} bytes between header and footer are not a whole "
+            f"number of {record_bytes}-byte records",
+        )
     for start in range(0, len(body), record_bytes):
         yield header_bytes + start, body[start : start + record_bytes]
 

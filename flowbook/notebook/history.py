@@ -73,12 +73,27 @@ class RunEntry:
     """
 
     __slots__ = (
-        "copies", "done", "error", "fed", "fetches", "names", "order", "phase", "placement",
-        "previews", "row", "seq", "times", "times_seq", "total_us", "values_seq",
-    )  # fmt: skip
+        "copies",
+        "done",
+        "error",
+        "fed",
+        "fetches",
+        "names",
+        "order",
+        "phase",
+        "placement",
+        "previews",
+        "row",
+        "seq",
+        "times",
+        "times_seq",
+        "total_us",
+        "values_seq",
+    )
 
-    def __init__(self, seq: int, snap: tuple[Any, ...], total_ns: int, rec: Any,
-                 prev: RunEntry | None) -> None:  # fmt: skip
+    def __init__(
+        self, seq: int, snap: tuple[Any, ...], total_ns: int, rec: Any, prev: RunEntry | None
+    ) -> None:
         """Run ``seq`` of the plan ``snap`` describes; ``rec``: its Record, None if watched whole."""
         stats, values, known, values_seq, timed = snap
         names = stats.names
@@ -118,8 +133,13 @@ class RunEntry:
         elif values or known:
             self.previews = _previews(values, known, self.fetches, names)
             self.values_seq = values_seq
-        self.row = {"seq": self.seq, "phase": self.phase, "total_us": self.total_us,
-                    "ops": len(names), "fetches": self.fetches[:3]}  # fmt: skip
+        self.row = {
+            "seq": self.seq,
+            "phase": self.phase,
+            "total_us": self.total_us,
+            "ops": len(names),
+            "fetches": self.fetches[:3],
+        }
 
     def ran(self) -> list[str]:
         """The ops that ran, in the order they ran (plan order where it is not known)."""
@@ -314,8 +334,9 @@ def _compact(timings: Any, n: int) -> tuple[array[float], array[int]]:
     return times, array("I", timings.order)
 
 
-def _previews(values: dict[str, Any], known: dict[str, str], first: list[str],
-              names: list[str]) -> dict[str, str]:  # fmt: skip
+def _previews(
+    values: dict[str, Any], known: dict[str, str], first: list[str], names: list[str]
+) -> dict[str, str]:
     """At most MAX_PREVIEWS capped previews: the ops in ``first``, then the rest in plan order."""
     out: dict[str, str] = {}
     for n in dict.fromkeys([*first, *names]):

@@ -179,9 +179,20 @@ class LiveGraph:
         """The run shown (``shown()``, unless given), as the widget's ``run`` state."""
         rec, stats, plan, seq, total_ns = shown if shown is not None else self.shown()
         if stats is None:
-            return {"seq": 0, "phase": "idle", "pruned": [], "fed": [], "done": [],
-                    "running": [], "error": None, "times_us": {}, "total_us": 0.0,
-                    "values": {}, "placement": {}, "copies": []}  # fmt: skip
+            return {
+                "seq": 0,
+                "phase": "idle",
+                "pruned": [],
+                "fed": [],
+                "done": [],
+                "running": [],
+                "error": None,
+                "times_us": {},
+                "total_us": 0.0,
+                "values": {},
+                "placement": {},
+                "copies": [],
+            }
         names = stats.names
         phase = rec.phase if rec is not None else "done"
         if rec is not None and rec.phase == "running":
@@ -234,8 +245,17 @@ class LiveGraph:
         """The followed stepper, as the widget's ``stepper`` state."""
         st = self.stepper
         if st is None:
-            return {"active": False, "current": None, "done": [], "ready": [], "pruned": [],
-                    "values": {}, "message": "", "placement": {}, "copies": []}  # fmt: skip
+            return {
+                "active": False,
+                "current": None,
+                "done": [],
+                "ready": [],
+                "pruned": [],
+                "values": {},
+                "message": "",
+                "placement": {},
+                "copies": [],
+            }
         ready = [op.name for op in st.ready()]
         done = list(self.step_done)
         if st.done:
@@ -389,8 +409,9 @@ class LiveGraph:
         self.history.add(rec, stats.last_ns)  # references only: summarised by the flusher
         self.touch("run", "history")
 
-    def run_whole(self, plan: Plan, stats: PlanStats, start_ns: int,
-                  error: BaseException | None) -> None:  # fmt: skip
+    def run_whole(
+        self, plan: Plan, stats: PlanStats, start_ns: int, error: BaseException | None
+    ) -> None:
         """A run watched whole ended: one tuple, in the ring (a failed one is recorded).
 
         No lock and nothing else allocated: ``seq`` moves last (a flush that sees it

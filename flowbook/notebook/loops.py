@@ -250,8 +250,9 @@ class _LoopRun(Observer):
         self.hub.run_finished(self.rec, error)
 
 
-def follow(hub: Any, stats: Any, mode: str | None, start_ns: int,
-           watch: Callable[[str], Any]) -> Observer:  # fmt: skip
+def follow(
+    hub: Any, stats: Any, mode: str | None, start_ns: int, watch: Callable[[str], Any]
+) -> Observer:
     """The observer of a run of a plan with branches or loops (``Watcher.for_run``'s answer).
 
     ``mode``: what ``PlanStats.mode`` asks for; ``watch(mode)`` makes the

@@ -1,7 +1,7 @@
 """The JupyterLab side panel's end in the kernel: a comm that shows the default graph.
 
 The labextension (``labextension/src/connection.ts``) opens a comm with target
-``flowbook.framework.graph`` on the current notebook's kernel.  The extension registers
+``flowbook.graph`` on the current notebook's kernel.  The extension registers
 that target when it loads; each opened comm becomes a :class:`PanelView` of
 the default graph's :class:`~flowbook.notebook.live.LiveGraph`: it is sent
 the whole state at once, then whatever changes (graph after each cell, runs
@@ -13,7 +13,7 @@ panels move to the new one.  Messages from the panel are stepper actions,
 answered with ``{"history_run": state}``).
 
     >>> TARGET
-    'flowbook.framework.graph'
+    'flowbook.graph'
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from flowbook.framework.graph import get_default_graph
 from flowbook.notebook import live, rewrites
 from flowbook.notebook.history import answer_run
 
-TARGET = "flowbook.framework.graph"
+TARGET = "flowbook.graph"
 _panels: list[PanelView] = []  # open panel comms in this kernel
 
 

@@ -217,8 +217,9 @@ class _WaitRun(Observer):
         self.hub.run_finished(self.rec, error)
 
 
-def follow_waits(hub: Any, stats: Any, mode: str | None, start_ns: int,
-                 watch: Callable[[str], Any]) -> Observer:  # fmt: skip
+def follow_waits(
+    hub: Any, stats: Any, mode: str | None, start_ns: int, watch: Callable[[str], Any]
+) -> Observer:
     """The observer of a run of a plan whose ops may wait (``Watcher.for_run``'s answer).
 
     ``mode``: what ``PlanStats.mode`` asks for; ``watch(mode)`` makes the

@@ -98,7 +98,7 @@ class PlanStats:
         "values",
         "values_seq",
         "whole_until",
-    )  # fmt: skip
+    )
 
     def __init__(self, plan: Plan, hub: Any = None) -> None:
         self.hub = hub  # the LiveGraph showing the plan's graph

@@ -151,5 +151,5 @@ __all__ = [
     "mark_flags_as_required",
     "parse",
     "register_validator",
-    "validator"
-]  # fmt: skip
+    "validator",
+]

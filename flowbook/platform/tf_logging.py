@@ -155,7 +155,24 @@ def flush() -> None:
 
 
 __all__ = [
-    "DEBUG", "ERROR", "FATAL", "INFO", "WARN", "debug", "error", "fatal", "flush",
-    "get_logger", "get_verbosity", "info", "log", "log_every_n", "log_first_n", "log_if",
-    "set_verbosity", "vlog", "warn", "warning",
-]  # fmt: skip
+    "DEBUG",
+    "ERROR",
+    "FATAL",
+    "INFO",
+    "WARN",
+    "debug",
+    "error",
+    "fatal",
+    "flush",
+    "get_logger",
+    "get_verbosity",
+    "info",
+    "log",
+    "log_every_n",
+    "log_first_n",
+    "log_if",
+    "set_verbosity",
+    "vlog",
+    "warn",
+    "warning",
+]

@@ -98,8 +98,15 @@ class _Recorder:
     """The raw facts of one observed run, as the hooks left them."""
 
     __slots__ = (
-        "_devices", "_offset", "_outputs", "_raw", "_stream", "_timings", "end_ns", "start_ns",
-    )  # fmt: skip
+        "_devices",
+        "_offset",
+        "_outputs",
+        "_raw",
+        "_stream",
+        "_timings",
+        "end_ns",
+        "start_ns",
+    )
 
     def __init__(self) -> None:
         self._raw: tuple[Any, RunTimings] | None = None  # (plan, timings) from on_timings

@@ -71,11 +71,22 @@ def run_frames(
             path.layout.loops = compile_loops(plan)
         loops = path.layout.loops
     run = FrameRun(
-        plan, path.layout, feeds, timer.fns if timer is not None else None, order,
-        before, after, deadline, iteration, bool(counted), timer is not None, loops,
-        hooks_of(observers, "on_loop"), threads,
+        plan,
+        path.layout,
+        feeds,
+        timer.fns if timer is not None else None,
+        order,
+        before,
+        after,
+        deadline,
+        iteration,
+        bool(counted),
+        timer is not None,
+        loops,
+        hooks_of(observers, "on_loop"),
+        threads,
         (hooks_of(observers, "on_wait"), hooks_of(observers, "on_wait_end")),
-    )  # fmt: skip
+    )
     error: BaseException | None = None
     try:
         with parking():

@@ -38,14 +38,25 @@ class Layout:
     before it can be dead (1 for a loop's Merge).
     """
 
-    __slots__ = ("constant", "edges", "expect", "fed_args", "frame_of", "kinds", "loops",
-                 "n_inputs", "parallel", "producer_of")  # fmt: skip
+    __slots__ = (
+        "constant",
+        "edges",
+        "expect",
+        "fed_args",
+        "frame_of",
+        "kinds",
+        "loops",
+        "n_inputs",
+        "parallel",
+        "producer_of",
+    )
 
     def __init__(self, plan: Plan) -> None:
         ops = plan.ops
         self.kinds = [CONTROL_FLOW_TYPES.get(op.type, 0) for op in ops]
-        self.frame_of = [op.attrs.get("frame_name", "") if k == ENTER else "" for op, k in
-                         zip(ops, self.kinds)]  # fmt: skip
+        self.frame_of = [
+            op.attrs.get("frame_name", "") if k == ENTER else "" for op, k in zip(ops, self.kinds)
+        ]
         self.constant = [bool(op.attrs.get("is_constant")) for op in ops]
         # an Enter's while_loop's parallel_iterations: its frame's bound on pool kernels
         self.parallel = [int(op.attrs.get("parallel_iterations", 10) or 10) for op in ops]

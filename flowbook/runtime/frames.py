@@ -309,9 +309,11 @@ class FrameRun:
                 p, k = self.layout.producer_of[s]
                 t = self.plan.ops[p].outputs[k]
                 raise errors.InvalidArgumentError(
-                    None, t.op, f"Retval of '{t.name}' does not have a value: it is on a branch "
-                    f"the run did not take (a dead tensor of a cond or a loop), {t.op.describe()}"
-                )  # fmt: skip
+                    None,
+                    t.op,
+                    f"Retval of '{t.name}' does not have a value: it is on a branch "
+                    f"the run did not take (a dead tensor of a cond or a loop), {t.op.describe()}",
+                )
             out.append(v)
         return out
 
@@ -321,8 +323,9 @@ class FrameRun:
             args[k] = self.feeds[pos]
         return args
 
-    def _deliver(self, i: int, tag: tuple[Any, int], outs: tuple[Any, ...] | None,
-                 dead: bool) -> None:  # fmt: skip
+    def _deliver(
+        self, i: int, tag: tuple[Any, int], outs: tuple[Any, ...] | None, dead: bool
+    ) -> None:
         """Op ``i`` ran (or was dead) in ``tag``: pass its outputs to the ops it releases."""
         layout = self.layout
         kind = layout.kinds[i]
@@ -366,8 +369,9 @@ class FrameRun:
             target = tag
         self._release(i, target, outs, dead)
 
-    def _enter_compiled(self, loop: CompiledLoop, i: int, tag: tuple[Any, int], value: Any,
-                        dead: bool) -> None:  # fmt: skip
+    def _enter_compiled(
+        self, loop: CompiledLoop, i: int, tag: tuple[Any, int], value: Any, dead: bool
+    ) -> None:
         """Enter ``i`` of a compiled frame delivered: once all have, run the loop in one go."""
         key = (tag, loop.name)
         got = self.pending.get(key)
@@ -441,8 +445,14 @@ class FrameRun:
                 else:
                     self.ready.append((c, tag, rec[2]))
 
-    def _merge_arrival(self, c: int, tag: tuple[Any, int], rec: list[Any],
-                       pairs: tuple[tuple[int, int], ...], dead: bool) -> None:  # fmt: skip
+    def _merge_arrival(
+        self,
+        c: int,
+        tag: tuple[Any, int],
+        rec: list[Any],
+        pairs: tuple[tuple[int, int], ...],
+        dead: bool,
+    ) -> None:
         """A producer of Merge ``c`` arrived: the first live data input fires it."""
         if len(rec) == 3:
             rec.append(0)  # arrivals so far

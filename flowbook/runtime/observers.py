@@ -134,9 +134,17 @@ def hooks_of(observers: Sequence[Observer], name: str) -> list[Callable[..., Any
 
 
 _HOOKS = (
-    "on_start", "before_op", "after_op", "on_timings", "on_iteration", "on_loop",
-    "on_control_flow", "on_wait", "on_wait_end", "on_finish",
-)  # fmt: skip
+    "on_start",
+    "before_op",
+    "after_op",
+    "on_timings",
+    "on_iteration",
+    "on_loop",
+    "on_control_flow",
+    "on_wait",
+    "on_wait_end",
+    "on_finish",
+)
 
 
 @cache

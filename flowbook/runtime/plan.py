@@ -74,11 +74,30 @@ class Plan:
 
     # fixed fields; __weakref__: the live views key their stats by plan, weakly
     __slots__ = (
-        "__weakref__", "any_heavy", "blocking", "constants", "consumers", "control_flow", "copies",
-        "devices", "dynamic",
-        "feed_slots", "fetch_slots", "fns", "frees", "heavy", "inputs", "n_slots", "off_host", "ops",
-        "outputs", "pending", "producers", "ready", "uses",
-    )  # fmt: skip
+        "__weakref__",
+        "any_heavy",
+        "blocking",
+        "constants",
+        "consumers",
+        "control_flow",
+        "copies",
+        "devices",
+        "dynamic",
+        "feed_slots",
+        "fetch_slots",
+        "fns",
+        "frees",
+        "heavy",
+        "inputs",
+        "n_slots",
+        "off_host",
+        "ops",
+        "outputs",
+        "pending",
+        "producers",
+        "ready",
+        "uses",
+    )
 
     def __init__(self) -> None:
         self.ops: list[Operation] = []  # needed ops, in a topological order

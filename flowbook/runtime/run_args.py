@@ -109,13 +109,31 @@ def feeds(graph: Graph, feed_dict: dict) -> tuple[tuple[Tensor, ...], tuple[Any,
 class LastRun:
     """One session's last run signature and what the general path made of it (module doc)."""
 
-    __slots__ = ("elements", "fetches", "items", "key", "keys", "ok", "path", "plan", "static",
-                 "structure", "targets")  # fmt: skip
+    __slots__ = (
+        "elements",
+        "fetches",
+        "items",
+        "key",
+        "keys",
+        "ok",
+        "path",
+        "plan",
+        "static",
+        "structure",
+        "targets",
+    )
 
     def __init__(
-        self, fetches: Any, items: tuple | None, elements: list, structure: Any,
-        tensors: tuple[Tensor, ...], key: tuple, plan: Any, path: Any,
-    ) -> None:  # fmt: skip
+        self,
+        fetches: Any,
+        items: tuple | None,
+        elements: list,
+        structure: Any,
+        tensors: tuple[Tensor, ...],
+        key: tuple,
+        plan: Any,
+        path: Any,
+    ) -> None:
         self.fetches = fetches  # the fetched tensor or op; for a list or tuple, its type
         self.items = items  # a list's or tuple's items (compared by identity), else None
         self.elements = elements  # as fetch_elements gave them
@@ -130,9 +148,17 @@ class LastRun:
 
     @classmethod
     def of(
-        cls, graph: Graph, fetches: Any, feed_dict: dict | None, elements: list,
-        structure: Any, tensors: tuple, key: tuple, plan: Any, path: Any,
-    ) -> LastRun | None:  # fmt: skip
+        cls,
+        graph: Graph,
+        fetches: Any,
+        feed_dict: dict | None,
+        elements: list,
+        structure: Any,
+        tensors: tuple,
+        key: tuple,
+        plan: Any,
+        path: Any,
+    ) -> LastRun | None:
         """A LastRun for this run, or None when its signature is not one remembered."""
         t = type(fetches)
         if t is Tensor or t is Operation:

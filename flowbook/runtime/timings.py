@@ -64,9 +64,16 @@ class RunTimings:
     """
 
     __slots__ = (
-        "_lists", "_log", "_shapes", "_shapes_of", "device_ns", "runs", "waited_ns",
-        "waited_runs", "where",
-    )  # fmt: skip
+        "_lists",
+        "_log",
+        "_shapes",
+        "_shapes_of",
+        "device_ns",
+        "runs",
+        "waited_ns",
+        "waited_runs",
+        "where",
+    )
 
     def __init__(
         self,
@@ -79,8 +86,12 @@ class RunTimings:
         device_ns: dict[int, tuple[int, int]] | None = None,
     ) -> None:
         self._lists: tuple[list[int], ...] | None = (
-            order, scheduled_ns, start_ns, end_ns, thread_id,
-        )  # fmt: skip
+            order,
+            scheduled_ns,
+            start_ns,
+            end_ns,
+            thread_id,
+        )
         self._log: tuple[Plan, list[Any], int, int | None] | None = None
         self._shapes = shapes
         self._shapes_of: Plan | None = None  # set: _shapes hold bare shapes (from_stamps)

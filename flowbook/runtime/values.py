@@ -225,8 +225,9 @@ def _converted(t: Tensor, arr: np.ndarray) -> np.ndarray:
     dt, kind, target = t.dtype, arr.dtype.kind, t.dtype.np
     if dt.name == "string":
         if kind not in "USO":
-            raise TypeError(f"Cannot feed {arr.dtype} values to '{t.name}', which is string "
-                            f"({_made_at(t)})")  # fmt: skip
+            raise TypeError(
+                f"Cannot feed {arr.dtype} values to '{t.name}', which is string ({_made_at(t)})"
+            )
         return arr.astype(target)
     if kind in "USO" and not (kind == "O" and _all_numbers(arr)):
         raise TypeError(

@@ -60,9 +60,18 @@ class Pending:
     """
 
     __slots__ = (
-        "_callback", "_event", "_lock", "done", "error", "on_cancel", "result", "settled_by",
-        "settled_ns", "what", "woke_ns",
-    )  # fmt: skip
+        "_callback",
+        "_event",
+        "_lock",
+        "done",
+        "error",
+        "on_cancel",
+        "result",
+        "settled_by",
+        "settled_ns",
+        "what",
+        "woke_ns",
+    )
 
     def __init__(self, what: str = "") -> None:
         self.what = what  # what it waits for, for messages: "an element of queue 'q'"

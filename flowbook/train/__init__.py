@@ -245,8 +245,17 @@ __all__ = [
 ]
 
 # tf.train.Example and its parts: protobuf classes from the tfrecord package, loaded on first use
-_EXAMPLE_PROTOS = ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List",
-                   "FeatureList", "FeatureLists", "SequenceExample")  # fmt: skip
+_EXAMPLE_PROTOS = (
+    "Example",
+    "Features",
+    "Feature",
+    "BytesList",
+    "FloatList",
+    "Int64List",
+    "FeatureList",
+    "FeatureLists",
+    "SequenceExample",
+)
 
 
 def __getattr__(name: str) -> Any:

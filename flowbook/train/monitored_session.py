@@ -213,9 +213,11 @@ class WorkerSessionCreator:
             while len(missing := sess.run(s.ready_for_local_init_op)):
                 if time.monotonic() + WORKER_POLL_S > deadline:
                     raise DeadlineExceededError(
-                        None, None, f"Session was not ready after waiting {self._max_wait_secs} "
+                        None,
+                        None,
+                        f"Session was not ready after waiting {self._max_wait_secs} "
                         f"secs: the chief has not initialised {_names(missing)}",
-                    )  # fmt: skip
+                    )
                 time.sleep(WORKER_POLL_S)
             sess.run(s.local_init_op)
             missing = sess.run(s.ready_op)
@@ -294,8 +296,12 @@ class MonitoredSession:
                 if t in feeds:
                     raise RuntimeError(f"Same tensor is fed by a SessionRunHook and user: {t}")
                 feeds[t] = v
-        out = self._sess.run({"caller": fetches, "hooks": extra}, feed_dict=feeds or None,
-                             options=options, run_metadata=run_metadata)  # fmt: skip
+        out = self._sess.run(
+            {"caller": fetches, "hooks": extra},
+            feed_dict=feeds or None,
+            options=options,
+            run_metadata=run_metadata,
+        )
         for i, hook in enumerate(self._hooks):
             values = SessionRunValues(out["hooks"].get(i), options, run_metadata)
             hook.after_run(ctx, values)
@@ -316,8 +322,9 @@ class MonitoredSession:
         finally:
             self._coord.request_stop()
             try:  # the threads between runs see the stop; the ones inside a run are cancelled
-                self._coord.join(stop_grace_period_secs=min(self._grace, 0.5),
-                                 ignore_live_threads=True)  # fmt: skip
+                self._coord.join(
+                    stop_grace_period_secs=min(self._grace, 0.5), ignore_live_threads=True
+                )
             finally:
                 self._sess.close()
                 self._sess = None

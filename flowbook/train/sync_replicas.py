@@ -85,8 +85,10 @@ class SyncReplicasOptimizer(Optimizer):
         super().__init__(use_locking, name)
         if total_num_replicas is None:
             total_num_replicas = replicas_to_aggregate
-        info(f"SyncReplicasV2: replicas_to_aggregate={replicas_to_aggregate}; "
-             f"total_num_replicas={total_num_replicas}")  # fmt: skip
+        info(
+            f"SyncReplicasV2: replicas_to_aggregate={replicas_to_aggregate}; "
+            f"total_num_replicas={total_num_replicas}"
+        )
         self._opt = opt  # the optimizer that applies the averaged gradients
         self._replicas_to_aggregate = int(replicas_to_aggregate)  # gradients per update
         self._total_num_replicas = int(total_num_replicas)  # replicas training
@@ -124,9 +126,12 @@ class SyncReplicasOptimizer(Optimizer):
         local_anchor = no_op()  # placed on this worker by the device scope in force
         with graph.device(local_anchor.device):  # keeps the local step off the ps
             self._local_step = Variable(
-                0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
-                dtype=global_step.dtype.base_dtype, name="sync_rep_local_step",
-            )  # fmt: skip
+                0,
+                trainable=False,
+                collections=[GraphKeys.LOCAL_VARIABLES],
+                dtype=global_step.dtype.base_dtype,
+                name="sync_rep_local_step",
+            )
         self.local_step_init_op = state_ops.assign(self._local_step, global_step)
         chief_init_ops = [self.local_step_init_op]
         self.ready_for_local_init_op = report_uninitialized_variables(global_variables())
@@ -146,10 +151,16 @@ class SyncReplicasOptimizer(Optimizer):
                     self._accumulator_list.append((accum, var.device))
             with graph.device(global_step.device), graph.name_scope(None):
                 update_op = self._opt.apply_gradients(zip(aggregated, var_list), global_step)
-                self._sync_token_queue = FIFOQueue(-1, global_step.dtype.base_dtype, shapes=(),
-                                                   name="sync_token_q", shared_name="sync_token_q")  # fmt: skip
-                dummy_queue = FIFOQueue(1, dtypes.int32, shapes=(), name="dummy_queue",
-                                        shared_name="dummy_queue")  # fmt: skip
+                self._sync_token_queue = FIFOQueue(
+                    -1,
+                    global_step.dtype.base_dtype,
+                    shapes=(),
+                    name="sync_token_q",
+                    shared_name="sync_token_q",
+                )
+                dummy_queue = FIFOQueue(
+                    1, dtypes.int32, shapes=(), name="dummy_queue", shared_name="dummy_queue"
+                )
                 with graph.control_dependencies(train_ops):
                     token = self._sync_token_queue.dequeue()
                 train_op = state_ops.assign(self._local_step, token)

@@ -52,9 +52,14 @@ from flowbook.train.monitored_session import ChiefSessionCreator
 from flowbook.train.session_run_hook import SessionRunHook
 
 __all__ = [
-    "GlobalStepWaiterHook", "SessionCreator", "VocabInfo", "generate_checkpoint_state_proto",
-    "init_from_checkpoint", "summary_iterator", "warm_start",
-]  # fmt: skip
+    "GlobalStepWaiterHook",
+    "SessionCreator",
+    "VocabInfo",
+    "generate_checkpoint_state_proto",
+    "init_from_checkpoint",
+    "summary_iterator",
+    "warm_start",
+]
 
 
 def _override(var: Any, value: Any, source: str) -> None:
@@ -159,8 +164,11 @@ def warm_start(
     """Initialise the chosen variables from a checkpoint (renamed, vocabularies remapped)."""
     if isinstance(vars_to_warm_start, str) or vars_to_warm_start is None:
         pattern = vars_to_warm_start or ".*"
-        chosen = [v for n, v in _graph_variables(GraphKeys.TRAINABLE_VARIABLES).items()
-                  if re.match(pattern, n)]  # fmt: skip
+        chosen = [
+            v
+            for n, v in _graph_variables(GraphKeys.TRAINABLE_VARIABLES).items()
+            if re.match(pattern, n)
+        ]
     else:
         graph_vars = _graph_variables()
         chosen = []

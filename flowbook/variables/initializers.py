@@ -195,8 +195,12 @@ class RandomUniform(Initializer):
         return random_ops.random_uniform(shape, self.minval, self.maxval, dt, seed=self.seed)
 
     def get_config(self) -> dict[str, Any]:
-        return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed,
-                "dtype": self.dtype.name}  # fmt: skip
+        return {
+            "minval": self.minval,
+            "maxval": self.maxval,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 class RandomNormal(Initializer):
@@ -225,8 +229,12 @@ class RandomNormal(Initializer):
         return self._sample(shape, self.mean, self.stddev, dt, seed=self.seed)
 
     def get_config(self) -> dict[str, Any]:
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed,
-                "dtype": self.dtype.name}  # fmt: skip
+        return {
+            "mean": self.mean,
+            "stddev": self.stddev,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 class TruncatedNormal(RandomNormal):
@@ -290,8 +298,13 @@ class VarianceScaling(Initializer):
         return random_ops.random_uniform(shape, -limit, limit, dt, seed=self.seed)
 
     def get_config(self) -> dict[str, Any]:
-        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
-                "seed": self.seed, "dtype": self.dtype.name}  # fmt: skip
+        return {
+            "scale": self.scale,
+            "mode": self.mode,
+            "distribution": self.distribution,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 class _Preset(VarianceScaling):
@@ -444,8 +457,9 @@ class Identity(Initializer):
         dt = _float_dtype(dtype or self.dtype)
         dims = _dims(shape)
         if len(dims) != 2:
-            raise ValueError(f"Identity matrix initializer can only be used for 2D matrices, "
-                             f"got shape {dims}")  # fmt: skip
+            raise ValueError(
+                f"Identity matrix initializer can only be used for 2D matrices, got shape {dims}"
+            )
         return constant_op.constant(self.gain * np.eye(*dims), dt)
 
     def get_config(self) -> dict[str, Any]:

@@ -316,10 +316,18 @@ class variable_scope:  # TF's name: a class, so `as scope` gives the VariableSco
                 obj = _unique_name(state.counts, old.name, self._default_name or "")
             self._new_name = f"{old.name}/{obj}" if old.name else obj
             new = VariableScope(
-                self._reuse or old.reuse, self._new_name, old.initializer, old.regularizer,
-                old.caching_device, old.partitioner, old.custom_getter, name_scope, old.dtype,
-                old.use_resource, old.constraint,
-            )  # fmt: skip
+                self._reuse or old.reuse,
+                self._new_name,
+                old.initializer,
+                old.regularizer,
+                old.caching_device,
+                old.partitioner,
+                old.custom_getter,
+                name_scope,
+                old.dtype,
+                old.use_resource,
+                old.constraint,
+            )
             self._apply_given(new)
         state.counts[self._new_name] = state.counts.get(self._new_name, 0) + 1
         self._saved_counts = (
@@ -331,10 +339,18 @@ class variable_scope:  # TF's name: a class, so `as scope` gives the VariableSco
     def _from_object(self, obj: VariableScope) -> VariableScope:
         self._new_name = obj.name
         new = VariableScope(
-            self._reuse or obj.reuse, obj.name, obj.initializer, obj.regularizer,
-            obj.caching_device, obj.partitioner, obj.custom_getter, obj.original_name_scope,
-            obj.dtype, obj.use_resource, obj.constraint,
-        )  # fmt: skip
+            self._reuse or obj.reuse,
+            obj.name,
+            obj.initializer,
+            obj.regularizer,
+            obj.caching_device,
+            obj.partitioner,
+            obj.custom_getter,
+            obj.original_name_scope,
+            obj.dtype,
+            obj.use_resource,
+            obj.constraint,
+        )
         self._apply_given(new)
         return new
 
@@ -399,10 +415,23 @@ def get_variable(
     'b:0'
     """
     return get_variable_scope().get_variable(
-        _store(), name, shape, dtype, initializer, regularizer, None, trainable, collections,
-        caching_device, partitioner, validate_shape, use_resource, custom_getter, constraint,
+        _store(),
+        name,
+        shape,
+        dtype,
+        initializer,
+        regularizer,
+        None,
+        trainable,
+        collections,
+        caching_device,
+        partitioner,
+        validate_shape,
+        use_resource,
+        custom_getter,
+        constraint,
         **kwargs,
-    )  # fmt: skip
+    )
 
 
 def get_local_variable(name: str, shape: Any = None, dtype: Any = None, **kwargs: Any) -> Variable:

@@ -195,8 +195,9 @@ def _takes_no_arguments(fn: Any) -> bool:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return False
-    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-               for p in params)  # fmt: skip
+    return all(
+        p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params
+    )
 
 
 def _regularize(graph: Graph, name: str, v: Variable, regularizer: Any) -> None:

@@ -42,10 +42,16 @@ CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "test-output" / "browser"
 STARTUP_S = 120  # the longest wait for JupyterLab to answer
 CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--disable-dev-shm-usage",
-]  # fmt: skip
+]
 
 
 def _missing() -> str | None:
@@ -97,15 +103,24 @@ class Lab:
         self.log = open(self.root / "lab.log", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [
-                python or sys.executable, "-m", "jupyterlab", "--no-browser",
-                f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1",
-                f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-                f"--ServerApp.root_dir={self.root}", "--LabApp.expose_app_in_browser=True",
+                python or sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                f"--ServerApp.token={self.token}",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--ServerApp.root_dir={self.root}",
+                "--LabApp.expose_app_in_browser=True",
                 "--ServerApp.disable_check_xsrf=False",
                 "--ServerApp.allow_root=True",  # CI machines run as root
             ],
-            cwd=self.root, env=env, stdout=self.log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            cwd=self.root,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         self._wait()
 
     def _wait(self) -> None:

@@ -41,8 +41,11 @@ def set_trait(page, key: str, value) -> None:
 
 def layouts(page) -> int:
     """How many layouts the widget on the page has done."""
-    return int(page.evaluate("() => document.querySelector('[data-flowbook-nodes]')"
-                             ".dataset.flowbookLayouts || '0'"))  # fmt: skip
+    return int(
+        page.evaluate(
+            "() => document.querySelector('[data-flowbook-nodes]').dataset.flowbookLayouts || '0'"
+        )
+    )
 
 
 def show(page, state: dict) -> None:

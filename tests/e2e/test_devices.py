@@ -95,8 +95,10 @@ def test_copy_nodes_sit_on_the_edges_they_split_and_ops_show_their_device(
     page.wait_for_timeout(300)
     assert layouts(page) == before and len(_copy_names(page)) == 3
     set_trait(page, "run", {**state["run"], "seq": 99, "placement": {}, "copies": []})
-    page.wait_for_function("n => Number(document.querySelector('[data-flowbook-nodes]')"
-                           ".dataset.flowbookLayouts) > n", arg=before)  # fmt: skip
+    page.wait_for_function(
+        "n => Number(document.querySelector('[data-flowbook-nodes]').dataset.flowbookLayouts) > n",
+        arg=before,
+    )
     assert _copy_names(page) == []
     assert page.locator(".fb-device-badge").count() == 0
 

@@ -33,8 +33,9 @@ class _View:
 
 def _cluster_states() -> dict:
     """Graph and run states of an MLP step split over ps-0, worker-0 and worker-1."""
-    cluster = distributed.LocalCluster(n_workers=0, processes=False, threads_per_worker=1,
-                                       dashboard_address=None)  # fmt: skip
+    cluster = distributed.LocalCluster(
+        n_workers=0, processes=False, threads_per_worker=1, dashboard_address=None
+    )
     for name in ("ps-0", "worker-0", "worker-1"):
         cluster.worker_spec[name] = cluster.new_spec
     cluster.scale(3)

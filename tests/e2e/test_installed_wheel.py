@@ -109,8 +109,12 @@ def jupyter(venv: Path, env: dict[str, str], *args: str) -> subprocess.Completed
     """Run the wheel environment's ``jupyter`` command."""
     return subprocess.run(
         [str(venv / "bin" / "jupyter"), *args],
-        env=env, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
 
 
 def served_kernelspecs(lab: Lab) -> dict:

@@ -108,8 +108,10 @@ def test_drag_pans_without_selecting_click_selects_and_the_wheel_zooms_about_the
     px, py = before["x"] + 5, before["y"] + 5  # a point on the node stays under the pointer
     page.mouse.move(px, py)
     page.mouse.wheel(0, -200)  # wheel up: zoom in
-    page.wait_for_function(f"() => !document.querySelector('.fb-scene')"
-                           f".getAttribute('transform').endsWith('scale({k2:.4f})')")  # fmt: skip
+    page.wait_for_function(
+        f"() => !document.querySelector('.fb-scene')"
+        f".getAttribute('transform').endsWith('scale({k2:.4f})')"
+    )
     after = node.bounding_box()
     assert after["width"] > before["width"] * 1.2
     scale = after["width"] / before["width"]

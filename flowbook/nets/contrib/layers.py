@@ -77,9 +77,14 @@ def _outputs(outputs: Tensor, collections: Any) -> Tensor:
 
 
 def _finish(
-    layer: Any, outputs: Tensor, activation_fn: Any, normalizer_fn: Any, normalizer_params: Any,
-    variables_collections: Any, outputs_collections: Any,
-) -> Tensor:  # fmt: skip
+    layer: Any,
+    outputs: Tensor,
+    activation_fn: Any,
+    normalizer_fn: Any,
+    normalizer_params: Any,
+    variables_collections: Any,
+    outputs_collections: Any,
+) -> Tensor:
     _collect(layer.kernel, variables_collections, "weights")
     _collect(layer.bias, variables_collections, "biases")
     if normalizer_fn is not None:
@@ -112,17 +117,32 @@ def fully_connected(
     ...     tf.contrib.layers.fully_connected(tf.zeros([1, 2]), 3, None, scope="fc").name
     'fc/BiasAdd:0'
     """
-    with variable_scope(scope, "fully_connected", [inputs], reuse=reuse,
-                        custom_getter=_model_variable_getter) as sc:  # fmt: skip
+    with variable_scope(
+        scope, "fully_connected", [inputs], reuse=reuse, custom_getter=_model_variable_getter
+    ) as sc:
         layer = Dense(
-            num_outputs, None, normalizer_fn is None and biases_initializer is not None,
-            weights_initializer or xavier_initializer(), biases_initializer,
-            weights_regularizer, biases_regularizer, trainable=trainable, name=sc.name,
-            _scope=sc, _reuse=reuse,
-        )  # fmt: skip
+            num_outputs,
+            None,
+            normalizer_fn is None and biases_initializer is not None,
+            weights_initializer or xavier_initializer(),
+            biases_initializer,
+            weights_regularizer,
+            biases_regularizer,
+            trainable=trainable,
+            name=sc.name,
+            _scope=sc,
+            _reuse=reuse,
+        )
         outputs = layer.apply(inputs)
-        return _finish(layer, outputs, activation_fn, normalizer_fn, normalizer_params,
-                       variables_collections, outputs_collections)  # fmt: skip
+        return _finish(
+            layer,
+            outputs,
+            activation_fn,
+            normalizer_fn,
+            normalizer_params,
+            variables_collections,
+            outputs_collections,
+        )
 
 
 def conv2d(
@@ -155,18 +175,37 @@ def conv2d(
     """
     if data_format not in (None, "NHWC"):
         raise NotImplementedError("contrib.layers.conv2d: only data_format='NHWC' is supported")
-    with variable_scope(scope, "Conv", [inputs], reuse=reuse,
-                        custom_getter=_model_variable_getter) as sc:  # fmt: skip
+    with variable_scope(
+        scope, "Conv", [inputs], reuse=reuse, custom_getter=_model_variable_getter
+    ) as sc:
         layer = Conv2D(
-            num_outputs, kernel_size, stride, padding, "channels_last", rate, None,
+            num_outputs,
+            kernel_size,
+            stride,
+            padding,
+            "channels_last",
+            rate,
+            None,
             normalizer_fn is None and biases_initializer is not None,
-            weights_initializer or xavier_initializer(), biases_initializer,
-            weights_regularizer, biases_regularizer, trainable=trainable, name=sc.name,
-            _scope=sc, _reuse=reuse,
-        )  # fmt: skip
+            weights_initializer or xavier_initializer(),
+            biases_initializer,
+            weights_regularizer,
+            biases_regularizer,
+            trainable=trainable,
+            name=sc.name,
+            _scope=sc,
+            _reuse=reuse,
+        )
         outputs = layer.apply(inputs)
-        return _finish(layer, outputs, activation_fn, normalizer_fn, normalizer_params,
-                       variables_collections, outputs_collections)  # fmt: skip
+        return _finish(
+            layer,
+            outputs,
+            activation_fn,
+            normalizer_fn,
+            normalizer_params,
+            variables_collections,
+            outputs_collections,
+        )
 
 
 convolution2d = conv2d
@@ -214,14 +253,27 @@ def batch_norm(
     ['BatchNorm/beta:0', 'BatchNorm/moving_mean:0', 'BatchNorm/moving_variance:0']
     """
     inits, regs = param_initializers or {}, param_regularizers or {}
-    with variable_scope(scope, "BatchNorm", [inputs], reuse=reuse,
-                        custom_getter=_model_variable_getter) as sc:  # fmt: skip
+    with variable_scope(
+        scope, "BatchNorm", [inputs], reuse=reuse, custom_getter=_model_variable_getter
+    ) as sc:
         layer = BatchNormalization(
-            -1, decay, epsilon, center, scale, inits.get("beta"), inits.get("gamma"),
-            inits.get("moving_mean"), inits.get("moving_variance"), regs.get("beta"),
-            regs.get("gamma"), fused=fused, trainable=trainable, name=sc.name, _scope=sc,
+            -1,
+            decay,
+            epsilon,
+            center,
+            scale,
+            inits.get("beta"),
+            inits.get("gamma"),
+            inits.get("moving_mean"),
+            inits.get("moving_variance"),
+            regs.get("beta"),
+            regs.get("gamma"),
+            fused=fused,
+            trainable=trainable,
+            name=sc.name,
+            _scope=sc,
             _reuse=reuse,
-        )  # fmt: skip
+        )
         outputs = layer.apply(inputs, training=is_training)
         for key in ("beta", "gamma", "moving_mean", "moving_variance"):
             _collect(getattr(layer, key), variables_collections, key)
@@ -360,8 +412,10 @@ def apply_regularization(regularizer: Any, weights_list: list | None = None) -> 
         penalties = [p if p is not None else convert_to_tensor(0.0) for p in penalties]
         for p in penalties:
             if p.get_shape().ndims != 0:
-                raise ValueError("regularizer must return a scalar Tensor instead of a Tensor "
-                                 f"with rank {p.get_shape().ndims}.")  # fmt: skip
+                raise ValueError(
+                    "regularizer must return a scalar Tensor instead of a Tensor "
+                    f"with rank {p.get_shape().ndims}."
+                )
         total = math_ops.add_n(penalties, name=scope)
     add_to_collection(GraphKeys.REGULARIZATION_LOSSES, total)
     return total

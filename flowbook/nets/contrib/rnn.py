@@ -20,7 +20,18 @@ from flowbook.nets.rnn.static import static_bidirectional_rnn, static_rnn, stati
 from flowbook.nets.rnn.wrappers import DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper
 
 __all__ = [
-    "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell", "LSTMCell",
-    "LSTMStateTuple", "LayerRNNCell", "MultiRNNCell", "RNNCell", "ResidualWrapper",
-    "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn",
-]  # fmt: skip
+    "BasicLSTMCell",
+    "BasicRNNCell",
+    "DeviceWrapper",
+    "DropoutWrapper",
+    "GRUCell",
+    "LSTMCell",
+    "LSTMStateTuple",
+    "LayerRNNCell",
+    "MultiRNNCell",
+    "RNNCell",
+    "ResidualWrapper",
+    "static_bidirectional_rnn",
+    "static_rnn",
+    "static_state_saving_rnn",
+]

@@ -114,8 +114,10 @@ class Layer:
     @property
     def scope_name(self) -> str:
         if self._scope is None:
-            raise ValueError(f"No name available for layer scope because the layer "
-                             f"{self.name!r} has not been used yet.")  # fmt: skip
+            raise ValueError(
+                f"No name available for layer scope because the layer "
+                f"{self.name!r} has not been used yet."
+            )
         return self._scope.name
 
     @property
@@ -163,9 +165,14 @@ class Layer:
     ) -> Variable:
         """A variable of this layer: ``get_variable`` inside its scope (shared when reusing)."""
         v = get_variable(
-            name, shape, dtype or self.dtype, initializer, regularizer,
-            trainable=trainable and self.trainable, constraint=constraint,
-        )  # fmt: skip
+            name,
+            shape,
+            dtype or self.dtype,
+            initializer,
+            regularizer,
+            trainable=trainable and self.trainable,
+            constraint=constraint,
+        )
         if trainable and self.trainable:
             self._trainable_weights.append(v)
         else:
@@ -267,8 +274,11 @@ class InputSpec:
         if shape is None:
             return
         rank = len(shape)
-        bounds = ((self.ndim, rank != self.ndim, "ndim"), (self.min_ndim, rank < (self.min_ndim or 0), "min_ndim"),
-                  (self.max_ndim, self.max_ndim is not None and rank > self.max_ndim, "max_ndim"))  # fmt: skip
+        bounds = (
+            (self.ndim, rank != self.ndim, "ndim"),
+            (self.min_ndim, rank < (self.min_ndim or 0), "min_ndim"),
+            (self.max_ndim, self.max_ndim is not None and rank > self.max_ndim, "max_ndim"),
+        )
         for value, bad, what in bounds:
             if value is not None and bad:
                 raise ValueError(f"{where}: expected {what}={value}, found ndim={rank}")

@@ -73,18 +73,30 @@ class _Conv(Layer):
 
     def build(self, input_shape: Any) -> None:
         if not input_shape or len(input_shape) != self.rank + 2:
-            raise ValueError(f"Input to {type(self).__name__} should have rank {self.rank + 2}, "
-                             f"got shape {input_shape}")  # fmt: skip
+            raise ValueError(
+                f"Input to {type(self).__name__} should have rank {self.rank + 2}, "
+                f"got shape {input_shape}"
+            )
         if input_shape[-1] is None:
             raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
-        self.kernel = self.add_weight("kernel", self._kernel_shape(input_shape[-1]), None,
-                                      self.kernel_initializer, self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)  # fmt: skip
+        self.kernel = self.add_weight(
+            "kernel",
+            self._kernel_shape(input_shape[-1]),
+            None,
+            self.kernel_initializer,
+            self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
         self.bias = None
         if self.use_bias:
-            self.bias = self.add_weight("bias", [self.filters], None, self.bias_initializer,
-                                        self.bias_regularizer,
-                                        constraint=self.bias_constraint)  # fmt: skip
+            self.bias = self.add_weight(
+                "bias",
+                [self.filters],
+                None,
+                self.bias_initializer,
+                self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
 
     def _finish(self, out: Tensor) -> Tensor:
         if self.bias is not None:
@@ -102,8 +114,13 @@ class Conv2D(_Conv):
     """
 
     def call(self, inputs: Tensor) -> Tensor:
-        out = conv2d(inputs, self.kernel, [1, *self.strides, 1], self.padding,
-                     dilations=[1, *self.dilation_rate, 1])  # fmt: skip
+        out = conv2d(
+            inputs,
+            self.kernel,
+            [1, *self.strides, 1],
+            self.padding,
+            dilations=[1, *self.dilation_rate, 1],
+        )
         return self._finish(out)
 
 
@@ -122,8 +139,13 @@ class Conv1D(_Conv):
         with name_scope("conv1d"):
             x = array_ops.expand_dims(inputs, 1)
             k = array_ops.expand_dims(self.kernel, 0)
-            out = conv2d(x, k, [1, 1, self.strides[0], 1], self.padding,
-                         dilations=[1, 1, self.dilation_rate[0], 1])  # fmt: skip
+            out = conv2d(
+                x,
+                k,
+                [1, 1, self.strides[0], 1],
+                self.padding,
+                dilations=[1, 1, self.dilation_rate[0], 1],
+            )
             out = array_ops.squeeze(out, [1])
         return self._finish(out)
 
@@ -187,11 +209,26 @@ def _conv_fn(cls: type[_Conv], summary: str, example: str, value: str) -> Any:
         reuse: Any = None,
     ) -> Tensor:
         layer = cls(
-            filters, kernel_size, strides, padding, data_format, dilation_rate, activation,
-            use_bias, kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
-            activity_regularizer, kernel_constraint, bias_constraint, trainable, name,
-            _scope=name, _reuse=reuse,
-        )  # fmt: skip
+            filters,
+            kernel_size,
+            strides,
+            padding,
+            data_format,
+            dilation_rate,
+            activation,
+            use_bias,
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+            activity_regularizer,
+            kernel_constraint,
+            bias_constraint,
+            trainable,
+            name,
+            _scope=name,
+            _reuse=reuse,
+        )
         return layer(inputs)
 
     fn.__name__ = fn.__qualname__ = example.split("(")[0]
@@ -218,9 +255,11 @@ conv2d_layer = _conv_fn(
     "'conv2d/BiasAdd:0'",
 )
 conv2d_transpose_layer = _conv_fn(
-    Conv2DTranspose, "Functional ``Conv2DTranspose``.",
-    "conv2d_transpose(tf.zeros([1, 4, 4, 2]), 3, 3, 2).shape.as_list()", "[1, 9, 9, 3]",
-)  # fmt: skip
+    Conv2DTranspose,
+    "Functional ``Conv2DTranspose``.",
+    "conv2d_transpose(tf.zeros([1, 4, 4, 2]), 3, 3, 2).shape.as_list()",
+    "[1, 9, 9, 3]",
+)
 
 
 class _Pooling(Layer):

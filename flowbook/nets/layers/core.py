@@ -69,14 +69,24 @@ class Dense(Layer):
             raise ValueError(
                 "The last dimension of the inputs to `Dense` should be defined. Found `None`."
             )
-        self.kernel = self.add_weight("kernel", [input_shape[-1], self.units], None,
-                                      self.kernel_initializer, self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)  # fmt: skip
+        self.kernel = self.add_weight(
+            "kernel",
+            [input_shape[-1], self.units],
+            None,
+            self.kernel_initializer,
+            self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
         self.bias = None
         if self.use_bias:
-            self.bias = self.add_weight("bias", [self.units], None, self.bias_initializer,
-                                        self.bias_regularizer,
-                                        constraint=self.bias_constraint)  # fmt: skip
+            self.bias = self.add_weight(
+                "bias",
+                [self.units],
+                None,
+                self.bias_initializer,
+                self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
 
     def call(self, inputs: Tensor) -> Tensor:
         shape = inputs.get_shape().as_list()
@@ -117,10 +127,21 @@ def dense(
     'dense/BiasAdd:0'
     """
     layer = Dense(
-        units, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
-        bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint, trainable,
-        name, _scope=name, _reuse=reuse,
-    )  # fmt: skip
+        units,
+        activation,
+        use_bias,
+        kernel_initializer,
+        bias_initializer,
+        kernel_regularizer,
+        bias_regularizer,
+        activity_regularizer,
+        kernel_constraint,
+        bias_constraint,
+        trainable,
+        name,
+        _scope=name,
+        _reuse=reuse,
+    )
     return layer(inputs)
 
 

@@ -101,15 +101,29 @@ class BatchNormalization(Layer):
         shape = [input_shape[axis]]
         self.gamma = self.beta = None
         if self.scale:
-            self.gamma = self.add_weight("gamma", shape, None, self.gamma_initializer,
-                                         self.gamma_regularizer, constraint=self.gamma_constraint)  # fmt: skip
+            self.gamma = self.add_weight(
+                "gamma",
+                shape,
+                None,
+                self.gamma_initializer,
+                self.gamma_regularizer,
+                constraint=self.gamma_constraint,
+            )
         if self.center:
-            self.beta = self.add_weight("beta", shape, None, self.beta_initializer,
-                                        self.beta_regularizer, constraint=self.beta_constraint)  # fmt: skip
-        self.moving_mean = self.add_weight("moving_mean", shape, None,
-                                           self.moving_mean_initializer, trainable=False)  # fmt: skip
-        self.moving_variance = self.add_weight("moving_variance", shape, None,
-                                               self.moving_variance_initializer, trainable=False)  # fmt: skip
+            self.beta = self.add_weight(
+                "beta",
+                shape,
+                None,
+                self.beta_initializer,
+                self.beta_regularizer,
+                constraint=self.beta_constraint,
+            )
+        self.moving_mean = self.add_weight(
+            "moving_mean", shape, None, self.moving_mean_initializer, trainable=False
+        )
+        self.moving_variance = self.add_weight(
+            "moving_variance", shape, None, self.moving_variance_initializer, trainable=False
+        )
 
     def _fused(self) -> bool:
         can = self._ndims == 4 and self._axis in (1, 3)
@@ -135,8 +149,9 @@ class BatchNormalization(Layer):
                 mean, var = select(training, mean, moving_mean), select(training, var, moving_var)
         gamma = self.gamma.value() if self.gamma is not None else None
         beta = self.beta.value() if self.beta is not None else None
-        return nn_batch_normalization(inputs, shaped(mean), shaped(var), shaped(beta),
-                                      shaped(gamma), self.epsilon)  # fmt: skip
+        return nn_batch_normalization(
+            inputs, shaped(mean), shaped(var), shaped(beta), shaped(gamma), self.epsilon
+        )
 
     def _add_updates(self, inputs: Tensor, mean: Tensor, var: Tensor, training: Any) -> None:
         decay: Any = 1.0 - self.momentum
@@ -182,9 +197,24 @@ def batch_normalization(
     [-0.9995, 0.9995]
     """
     layer = BatchNormalization(
-        axis, momentum, epsilon, center, scale, beta_initializer, gamma_initializer,
-        moving_mean_initializer, moving_variance_initializer, beta_regularizer,
-        gamma_regularizer, beta_constraint, gamma_constraint, renorm, fused, trainable, name,
-        _scope=name, _reuse=reuse,
-    )  # fmt: skip
+        axis,
+        momentum,
+        epsilon,
+        center,
+        scale,
+        beta_initializer,
+        gamma_initializer,
+        moving_mean_initializer,
+        moving_variance_initializer,
+        beta_regularizer,
+        gamma_regularizer,
+        beta_constraint,
+        gamma_constraint,
+        renorm,
+        fused,
+        trainable,
+        name,
+        _scope=name,
+        _reuse=reuse,
+    )
     return layer(inputs, training=training)

@@ -60,10 +60,25 @@ class SeparableConv2D(_Conv):
         **kwargs: Any,
     ) -> None:
         super().__init__(
-            filters, kernel_size, strides, padding, data_format, dilation_rate, activation,
-            use_bias, None, bias_initializer, None, bias_regularizer, activity_regularizer,
-            None, None, trainable, name, **kwargs,
-        )  # fmt: skip
+            filters,
+            kernel_size,
+            strides,
+            padding,
+            data_format,
+            dilation_rate,
+            activation,
+            use_bias,
+            None,
+            bias_initializer,
+            None,
+            bias_regularizer,
+            activity_regularizer,
+            None,
+            None,
+            trainable,
+            name,
+            **kwargs,
+        )
         self.depth_multiplier = int(depth_multiplier)
         self.depthwise_initializer, self.pointwise_initializer = (
             depthwise_initializer,
@@ -84,13 +99,19 @@ class SeparableConv2D(_Conv):
         dw_shape = [*self.kernel_size, channels, self.depth_multiplier]
         pw_shape = [1] * self.rank + [channels * self.depth_multiplier, self.filters]
         self.depthwise_kernel = self.add_weight(
-            "depthwise_kernel", dw_shape, None, self.depthwise_initializer,
+            "depthwise_kernel",
+            dw_shape,
+            None,
+            self.depthwise_initializer,
             self.depthwise_regularizer,
-        )  # fmt: skip
+        )
         self.pointwise_kernel = self.add_weight(
-            "pointwise_kernel", pw_shape, None, self.pointwise_initializer,
+            "pointwise_kernel",
+            pw_shape,
+            None,
+            self.pointwise_initializer,
             self.pointwise_regularizer,
-        )  # fmt: skip
+        )
         self.bias = None
         if self.use_bias:
             self.bias = self.add_weight(
@@ -99,9 +120,13 @@ class SeparableConv2D(_Conv):
 
     def call(self, inputs: Tensor) -> Tensor:
         out = nn_separable_conv2d(
-            inputs, self.depthwise_kernel, self.pointwise_kernel, [1, *self.strides, 1],
-            self.padding, rate=list(self.dilation_rate),
-        )  # fmt: skip
+            inputs,
+            self.depthwise_kernel,
+            self.pointwise_kernel,
+            [1, *self.strides, 1],
+            self.padding,
+            rate=list(self.dilation_rate),
+        )
         return self._finish(out)
 
 
@@ -122,9 +147,13 @@ class SeparableConv1D(SeparableConv2D):
             dw = array_ops.expand_dims(self.depthwise_kernel, 0)
             pw = array_ops.expand_dims(self.pointwise_kernel, 0)
             out = nn_separable_conv2d(
-                x, dw, pw, [1, 1, self.strides[0], 1], self.padding,
+                x,
+                dw,
+                pw,
+                [1, 1, self.strides[0], 1],
+                self.padding,
                 rate=[1, self.dilation_rate[0]],
-            )  # fmt: skip
+            )
             out = array_ops.squeeze(out, [1])
         return self._finish(out)
 
@@ -132,8 +161,15 @@ class SeparableConv1D(SeparableConv2D):
 def _separable_fn(cls: type[SeparableConv2D], name: str) -> Any:
     """The functional form of a separable layer class."""
 
-    def fn(inputs: Any, filters: int, kernel_size: Any, *args: Any, reuse: Any = None,
-           name: str | None = None, **kwargs: Any) -> Tensor:  # fmt: skip
+    def fn(
+        inputs: Any,
+        filters: int,
+        kernel_size: Any,
+        *args: Any,
+        reuse: Any = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> Tensor:
         layer = cls(filters, kernel_size, *args, name=name, _scope=name, _reuse=reuse, **kwargs)
         return layer(inputs)
 

@@ -19,9 +19,13 @@ from flowbook.nets.layers.convolutional import _Conv, _conv_fn, _pool_fn, _Pooli
 from flowbook.ops.nn.nn_3d import avg_pool3d, conv3d, max_pool3d
 
 __all__ = [
-    "AveragePooling3D", "Conv3D", "MaxPooling3D", "average_pooling3d", "conv3d_layer",
+    "AveragePooling3D",
+    "Conv3D",
+    "MaxPooling3D",
+    "average_pooling3d",
+    "conv3d_layer",
     "max_pooling3d",
-]  # fmt: skip
+]
 
 
 class Conv3D(_Conv):
@@ -36,8 +40,13 @@ class Conv3D(_Conv):
     rank = 3
 
     def call(self, inputs: Tensor) -> Tensor:
-        out = conv3d(inputs, self.kernel, [1, *self.strides, 1], self.padding,
-                     dilations=[1, *self.dilation_rate, 1])  # fmt: skip
+        out = conv3d(
+            inputs,
+            self.kernel,
+            [1, *self.strides, 1],
+            self.padding,
+            dilations=[1, *self.dilation_rate, 1],
+        )
         return self._finish(out)
 
 
@@ -70,8 +79,10 @@ class AveragePooling3D(_Pooling3D):
 
 
 conv3d_layer = _conv_fn(
-    Conv3D, "Functional ``Conv3D``: variables ``conv3d/kernel``, ``conv3d/bias``.",
-    "conv3d(tf.zeros([1, 3, 4, 4, 2]), 5, 2).shape.as_list()", "[1, 2, 3, 3, 5]",
-)  # fmt: skip
+    Conv3D,
+    "Functional ``Conv3D``: variables ``conv3d/kernel``, ``conv3d/bias``.",
+    "conv3d(tf.zeros([1, 3, 4, 4, 2]), 5, 2).shape.as_list()",
+    "[1, 2, 3, 3, 5]",
+)
 max_pooling3d = _pool_fn(MaxPooling3D)
 average_pooling3d = _pool_fn(AveragePooling3D)

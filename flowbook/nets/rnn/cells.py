@@ -95,8 +95,9 @@ def _zeros(batch_size: Any, size: Any, dtype: Any) -> Tensor:
 class RNNCell(Layer):
     """The abstract cell: ``state_size``, ``output_size``, ``zero_state``, ``cell(x, state)``."""
 
-    def __init__(self, trainable: bool = True, name: str | None = None, dtype: Any = None,
-                 **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self, trainable: bool = True, name: str | None = None, dtype: Any = None, **kwargs: Any
+    ) -> None:
         if "reuse" in kwargs:
             kwargs["_reuse"] = kwargs.pop("reuse")
         super().__init__(trainable=trainable, name=name, dtype=dtype, **kwargs)
@@ -172,8 +173,15 @@ class BasicRNNCell(RNNCell):
     [[6, 4], [4]]
     """
 
-    def __init__(self, num_units: int, activation: Any = None, reuse: Any = None,
-                 name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        num_units: int,
+        activation: Any = None,
+        reuse: Any = None,
+        name: str | None = None,
+        dtype: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
         self._num_units = int(num_units)
         self._activation = _activation(activation)
@@ -210,9 +218,17 @@ class BasicLSTMCell(RNNCell):
     (4, [1, 4])
     """
 
-    def __init__(self, num_units: int, forget_bias: float = 1.0, state_is_tuple: bool = True,
-                 activation: Any = None, reuse: Any = None, name: str | None = None,
-                 dtype: Any = None, **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        num_units: int,
+        forget_bias: float = 1.0,
+        state_is_tuple: bool = True,
+        activation: Any = None,
+        reuse: Any = None,
+        name: str | None = None,
+        dtype: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
         self._num_units = int(num_units)
         self._forget_bias = forget_bias
@@ -261,12 +277,24 @@ class LSTMCell(RNNCell):
     ([1, 2], ['lstm_cell/w_f_diag', 'lstm_cell/w_i_diag', 'lstm_cell/w_o_diag', 'lstm_cell/projection/kernel'])
     """
 
-    def __init__(self, num_units: int, use_peepholes: bool = False, cell_clip: Any = None,
-                 initializer: Any = None, num_proj: int | None = None, proj_clip: Any = None,
-                 num_unit_shards: Any = None, num_proj_shards: Any = None,
-                 forget_bias: float = 1.0, state_is_tuple: bool = True, activation: Any = None,
-                 reuse: Any = None, name: str | None = None, dtype: Any = None,
-                 **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        num_units: int,
+        use_peepholes: bool = False,
+        cell_clip: Any = None,
+        initializer: Any = None,
+        num_proj: int | None = None,
+        proj_clip: Any = None,
+        num_unit_shards: Any = None,
+        num_proj_shards: Any = None,
+        forget_bias: float = 1.0,
+        state_is_tuple: bool = True,
+        activation: Any = None,
+        reuse: Any = None,
+        name: str | None = None,
+        dtype: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
         if num_unit_shards is not None or num_proj_shards is not None:
             raise ValueError(
@@ -350,9 +378,17 @@ class GRUCell(RNNCell):
     ['gru_cell/gates/kernel', 'gru_cell/gates/bias', 'gru_cell/candidate/kernel', 'gru_cell/candidate/bias']
     """
 
-    def __init__(self, num_units: int, activation: Any = None, reuse: Any = None,
-                 kernel_initializer: Any = None, bias_initializer: Any = None,
-                 name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        num_units: int,
+        activation: Any = None,
+        reuse: Any = None,
+        kernel_initializer: Any = None,
+        bias_initializer: Any = None,
+        name: str | None = None,
+        dtype: Any = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
         self._num_units = int(num_units)
         self._activation = _activation(activation)

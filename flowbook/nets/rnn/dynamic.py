@@ -97,13 +97,25 @@ def dynamic_rnn(
         zero_out = nest.map_structure(lambda n: _zeros(batch, n, out_dtype), cell.output_size)
         batch_static = batch if isinstance(batch, int) else None
         in_tas = [
-            TensorArray(x.dtype, size=steps, element_shape=x.get_shape()[1:].as_list()
-                        if x.get_shape().ndims is not None else None,
-                        tensor_array_name="input_ta").unstack(x)
+            TensorArray(
+                x.dtype,
+                size=steps,
+                element_shape=x.get_shape()[1:].as_list()
+                if x.get_shape().ndims is not None
+                else None,
+                tensor_array_name="input_ta",
+            ).unstack(x)
             for x in flat
-        ]  # fmt: skip
-        accs = [TensorArray(out_dtype, size=steps, element_shape=[batch_static, n],
-                            tensor_array_name="output_ta") for n in sizes]  # fmt: skip
+        ]
+        accs = [
+            TensorArray(
+                out_dtype,
+                size=steps,
+                element_shape=[batch_static, n],
+                tensor_array_name="output_ta",
+            )
+            for n in sizes
+        ]
         state_shapes = [s.get_shape() for s in nest.flatten(state)]
 
         def body(time: Tensor, state: Any, outs: list[TensorArray]) -> Any:
@@ -118,10 +130,13 @@ def dynamic_rnn(
 
         invariants = [(), nest.pack_sequence_as(state, state_shapes), [() for _ in sizes]]
         _, final_state, outs = while_loop(
-            lambda time, state, outs: time < steps, body, [tensor(0), state, accs],
-            shape_invariants=invariants, parallel_iterations=parallel_iterations or 32,
+            lambda time, state, outs: time < steps,
+            body,
+            [tensor(0), state, accs],
+            shape_invariants=invariants,
+            parallel_iterations=parallel_iterations or 32,
             swap_memory=swap_memory,
-        )  # fmt: skip
+        )
         outs = [ta.stack() for ta in outs]
         for o, n in zip(outs, sizes):
             o.set_shape([steps if isinstance(steps, int) else None, batch_static, n])
@@ -165,14 +180,28 @@ def bidirectional_dynamic_rnn(
     with variable_scope(scope or "bidirectional_rnn"):
         with variable_scope("fw") as fw_scope:
             out_fw, state_fw = dynamic_rnn(
-                cell_fw, inputs, sequence_length, initial_state_fw, dtype, parallel_iterations,
-                swap_memory, time_major, scope=fw_scope,
-            )  # fmt: skip
+                cell_fw,
+                inputs,
+                sequence_length,
+                initial_state_fw,
+                dtype,
+                parallel_iterations,
+                swap_memory,
+                time_major,
+                scope=fw_scope,
+            )
         with variable_scope("bw") as bw_scope:
             rev_in = nest.map_structure(lambda x: reverse(tensor(x)), inputs)
             rev_out, state_bw = dynamic_rnn(
-                cell_bw, rev_in, sequence_length, initial_state_bw, dtype, parallel_iterations,
-                swap_memory, time_major, scope=bw_scope,
-            )  # fmt: skip
+                cell_bw,
+                rev_in,
+                sequence_length,
+                initial_state_bw,
+                dtype,
+                parallel_iterations,
+                swap_memory,
+                time_major,
+                scope=bw_scope,
+            )
         out_bw = nest.map_structure(reverse, rev_out)
     return (out_fw, out_bw), (state_fw, state_bw)

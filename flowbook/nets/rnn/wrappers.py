@@ -147,17 +147,31 @@ class DropoutWrapper(_Wrapper):
     'Mul'
     """
 
-    def __init__(self, cell: RNNCell, input_keep_prob: Any = 1.0, output_keep_prob: Any = 1.0,
-                 state_keep_prob: Any = 1.0, variational_recurrent: bool = False,
-                 input_size: Any = None, dtype: Any = None, seed: int | None = None,
-                 dropout_state_filter_visitor: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        cell: RNNCell,
+        input_keep_prob: Any = 1.0,
+        output_keep_prob: Any = 1.0,
+        state_keep_prob: Any = 1.0,
+        variational_recurrent: bool = False,
+        input_size: Any = None,
+        dtype: Any = None,
+        seed: int | None = None,
+        dropout_state_filter_visitor: Any = None,
+    ) -> None:
         super().__init__(cell)
-        for p, what in ((input_keep_prob, "input"), (output_keep_prob, "output"),
-                        (state_keep_prob, "state")):  # fmt: skip
+        for p, what in (
+            (input_keep_prob, "input"),
+            (output_keep_prob, "output"),
+            (state_keep_prob, "state"),
+        ):
             if isinstance(p, numbers.Real) and not 0 < p <= 1:
                 raise ValueError(f"Parameter {what}_keep_prob must be between 0 and 1: {p}")
-        self._keep = {"input": input_keep_prob, "output": output_keep_prob,
-                      "state": state_keep_prob}  # fmt: skip
+        self._keep = {
+            "input": input_keep_prob,
+            "output": output_keep_prob,
+            "state": state_keep_prob,
+        }
         self._variational = variational_recurrent
         self._seed = seed
         self._state_filter = dropout_state_filter_visitor or _default_state_filter
@@ -186,8 +200,10 @@ class DropoutWrapper(_Wrapper):
         flat, mask = nest.flatten(values), nest.flatten(keep_mask)
         if len(mask) != len(flat):
             mask = [True] * len(flat)
-        out = [self._drop_one(tensor(v), what, i) if m else v
-               for i, (v, m) in enumerate(zip(flat, mask, strict=True))]  # fmt: skip
+        out = [
+            self._drop_one(tensor(v), what, i) if m else v
+            for i, (v, m) in enumerate(zip(flat, mask, strict=True))
+        ]
         return nest.pack_sequence_as(values, out)
 
     def __call__(self, inputs: Any, state: Any, scope: Any = None) -> Any:
@@ -221,10 +237,13 @@ def _state_mask(state: Any, visitor: Any) -> Any:
     answers = [True] * len(children) if decision is True else list(decision)
     return nest.sequence_like(
         state,
-        [_state_mask(c, visitor) if a is True and nest.is_sequence(c)
-         else nest.map_structure(lambda _, a=a: bool(a), c)
-         for c, a in zip(children, answers, strict=True)],
-    )  # fmt: skip
+        [
+            _state_mask(c, visitor)
+            if a is True and nest.is_sequence(c)
+            else nest.map_structure(lambda _, a=a: bool(a), c)
+            for c, a in zip(children, answers, strict=True)
+        ],
+    )
 
 
 class ResidualWrapper(_Wrapper):

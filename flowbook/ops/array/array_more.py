@@ -46,10 +46,21 @@ from flowbook.ops.math.reduction_ops import reduce_max, reduce_sum
 from flowbook.ops.nn.nn_ops import softplus
 
 __all__ = [
-    "broadcast_dynamic_shape", "broadcast_static_shape", "broadcast_to", "count_nonzero",
-    "dimension_at_index", "dimension_value", "is_numeric_tensor", "is_tensor", "lin_space",
-    "linspace", "log_sigmoid", "reduce_logsumexp", "roll", "shape_n",
-]  # fmt: skip
+    "broadcast_dynamic_shape",
+    "broadcast_static_shape",
+    "broadcast_to",
+    "count_nonzero",
+    "dimension_at_index",
+    "dimension_value",
+    "is_numeric_tensor",
+    "is_tensor",
+    "lin_space",
+    "linspace",
+    "log_sigmoid",
+    "reduce_logsumexp",
+    "roll",
+    "shape_n",
+]
 
 
 def _known(t: Tensor) -> list[int] | None:
@@ -112,8 +123,11 @@ def _broadcast_to(xp: Any, input: Any, shape: Any) -> Any:
         raise ValueError(f"input{fmt(input.shape)} does not broadcast to {list(shape)}") from None
 
 
-register(OpDef("BroadcastTo", ("input", "shape"), (), _broadcast_to_infer, _broadcast_to,
-               host_inputs=(1,)))  # fmt: skip
+register(
+    OpDef(
+        "BroadcastTo", ("input", "shape"), (), _broadcast_to_infer, _broadcast_to, host_inputs=(1,)
+    )
+)
 
 
 @register_gradient("BroadcastTo")
@@ -143,8 +157,16 @@ def _broadcast_args_infer(s0: Tensor, s1: Tensor) -> Out:
     return Out(dt, (None if n0 is None or n1 is None else max(n0, n1),))
 
 
-register(OpDef("BroadcastArgs", ("s0", "s1"), (), _broadcast_args_infer, _broadcast_args,
-               grad=NOT_DIFFERENTIABLE))  # fmt: skip
+register(
+    OpDef(
+        "BroadcastArgs",
+        ("s0", "s1"),
+        (),
+        _broadcast_args_infer,
+        _broadcast_args,
+        grad=NOT_DIFFERENTIABLE,
+    )
+)
 
 
 # --------------------------------------------------------------------- Roll

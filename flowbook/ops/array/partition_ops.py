@@ -83,8 +83,16 @@ def _partition_grad(op: Operation, *grads: Tensor) -> list[Tensor | None]:
     return [reshape(stitched, shape(data)), None]
 
 
-register(OpDef("DynamicPartition", ("data", "partitions"), ("num_partitions",),
-               _partition_infer, _partition_kernel, grad=_partition_grad))  # fmt: skip
+register(
+    OpDef(
+        "DynamicPartition",
+        ("data", "partitions"),
+        ("num_partitions",),
+        _partition_infer,
+        _partition_kernel,
+        grad=_partition_grad,
+    )
+)
 
 
 def dynamic_partition(
@@ -140,9 +148,11 @@ def _stitch_kernel(xp: Any, *inputs: Any, N: int | None = None) -> Any:
     for m, (f, d) in enumerate(zip(flat, data)):
         if d.shape != (*indices[m].shape, *inner):
             raise InvalidArgumentError(
-                None, None, f"data[{m}] has shape {list(d.shape)}, expected "
-                f"{list((*indices[m].shape, *inner))}"
-            )  # fmt: skip
+                None,
+                None,
+                f"data[{m}] has shape {list(d.shape)}, expected "
+                f"{list((*indices[m].shape, *inner))}",
+            )
         out[f] = d.reshape((f.size, *inner))
     return out
 
@@ -154,8 +164,16 @@ def _stitch_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [None] * n + [gather(g, cast(i, dtypes.int32)) for i in indices]
 
 
-register(OpDef("DynamicStitch", ("*indices", "*data"), ("N",), _stitch_infer, _stitch_kernel,
-               grad=_stitch_grad))  # fmt: skip
+register(
+    OpDef(
+        "DynamicStitch",
+        ("*indices", "*data"),
+        ("N",),
+        _stitch_infer,
+        _stitch_kernel,
+        grad=_stitch_grad,
+    )
+)
 
 
 def dynamic_stitch(indices: Any, data: Any, name: str | None = None) -> Tensor:

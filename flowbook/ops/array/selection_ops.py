@@ -270,10 +270,14 @@ def _flatten_mask_dims(t: Tensor, axis: int, k: int) -> Tensor:
         dyn = make1("Shape", [t], {"out_type": dtypes.int32})
         target = make1(
             "ConcatV2",
-            [slice_helper(dyn, builtins.slice(None, axis)), int_input([-1], "minus_one"),
-             slice_helper(dyn, builtins.slice(axis + k, None)), int_input(0, "axis")],
+            [
+                slice_helper(dyn, builtins.slice(None, axis)),
+                int_input([-1], "minus_one"),
+                slice_helper(dyn, builtins.slice(axis + k, None)),
+                int_input(0, "axis"),
+            ],
             {"N": 3},
-        )  # fmt: skip
+        )
     return make1("Reshape", [t, target])
 
 

@@ -92,9 +92,16 @@ def _reverse_sequence_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [make1("ReverseSequence", [g, op.inputs[1]], dict(op.attrs)), None]
 
 
-register(OpDef("ReverseSequence", ("input", "seq_lengths"), ("seq_dim", "batch_dim"),
-               _reverse_sequence_infer, _reverse_sequence_kernel,
-               grad=_reverse_sequence_grad))  # fmt: skip
+register(
+    OpDef(
+        "ReverseSequence",
+        ("input", "seq_lengths"),
+        ("seq_dim", "batch_dim"),
+        _reverse_sequence_infer,
+        _reverse_sequence_kernel,
+        grad=_reverse_sequence_grad,
+    )
+)
 
 
 def reverse_sequence(

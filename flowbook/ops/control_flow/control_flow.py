@@ -262,8 +262,10 @@ def _flows(structure: Any) -> Any:
 
 def _arrays_back(arrays: Any, values: Any) -> Any:
     """``values`` with the flow of each TensorArray of ``arrays`` made a TensorArray again."""
-    flat = [a._with_flow(v) if isinstance(a, TensorArray) else v
-            for a, v in zip(nest.flatten(arrays), nest.flatten(values))]  # fmt: skip
+    flat = [
+        a._with_flow(v) if isinstance(a, TensorArray) else v
+        for a, v in zip(nest.flatten(arrays), nest.flatten(values))
+    ]
     return nest.pack_sequence_as(values, flat)
 
 
@@ -292,8 +294,14 @@ class _Loop:
     def error(self, message: str) -> ValueError:
         return ValueError(f"while_loop '{self.scope}' at {self.site.describe()}: {message}")
 
-    def counted(self, maximum_iterations: Any, cond: Callable, body: Callable, structure: Any,
-                shape_invariants: Any) -> tuple[Any, Any, Any, Any]:  # fmt: skip
+    def counted(
+        self,
+        maximum_iterations: Any,
+        cond: Callable,
+        body: Callable,
+        structure: Any,
+        shape_invariants: Any,
+    ) -> tuple[Any, Any, Any, Any]:
         """cond, body and loop variables with TensorFlow's iteration counter in front."""
         m = tensor(maximum_iterations)
         if not m.dtype.is_integer or (m._shape is not None and len(m._shape) != 0):
@@ -344,10 +352,13 @@ class _Loop:
                 loop_cond = _op(graph, "LoopCond", (c,), "LoopCond").outputs[0]
                 switches = [_op(graph, "Switch", (m, loop_cond), "Switch") for m in merges]
                 with ctx.in_outer():
-                    exits = [_op(graph, "Exit", (sw.outputs[0],), "Exit").outputs[0]
-                             for sw in switches]  # fmt: skip
-                idents = [_op(graph, "Identity", (sw.outputs[1],), "Identity").outputs[0]
-                          for sw in switches]  # fmt: skip
+                    exits = [
+                        _op(graph, "Exit", (sw.outputs[0],), "Exit").outputs[0] for sw in switches
+                    ]
+                idents = [
+                    _op(graph, "Identity", (sw.outputs[1],), "Identity").outputs[0]
+                    for sw in switches
+                ]
                 ctx.pivot = idents[0]
                 ctx.body, ctx.structure, ctx.idents, ctx.loop_cond = (
                     body,
@@ -366,7 +377,7 @@ class _Loop:
                 try:
                     nest.assert_same_structure(list(structure), list(out))
                 except (ValueError, TypeError) as e:
-                    raise self.error(str(e)) from None  # fmt: skip
+                    raise self.error(str(e)) from None
                 nexts = []
                 for k, (v, m, shape) in enumerate(zip(nest.flatten(out), merges, shapes)):
                     t = tensor(v, dtype=m.dtype) if not isinstance(v, Tensor) else v
@@ -431,8 +442,11 @@ def _flatten_shapes(invariants: Any, structure: Any, loop: _Loop) -> list[Any]:
             for a, b in zip(inv, st):
                 walk(a, b)
         else:
-            out.append(inv.as_list() if hasattr(inv, "as_list") and inv.ndims is not None
-                       else (None if hasattr(inv, "ndims") else inv))  # fmt: skip
+            out.append(
+                inv.as_list()
+                if hasattr(inv, "as_list") and inv.ndims is not None
+                else (None if hasattr(inv, "ndims") else inv)
+            )
 
     walk(invariants, structure)
     return out

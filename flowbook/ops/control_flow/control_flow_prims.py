@@ -122,8 +122,9 @@ def _merge(xp: Any, *inputs: Any) -> tuple[Any, int]:
     return DEAD, DEAD
 
 
-def _enter_infer(data: Tensor, frame_name: str = "", is_constant: bool = False,
-                 parallel_iterations: int = 10) -> Out:  # fmt: skip
+def _enter_infer(
+    data: Tensor, frame_name: str = "", is_constant: bool = False, parallel_iterations: int = 10
+) -> Out:
     if not frame_name:
         raise ValueError("Enter needs a frame_name")
     return Out(data.dtype, data._shape)
@@ -136,15 +137,23 @@ def _register(name: str, kind: int, opdef: OpDef) -> None:
 
 for _ref in ("", "Ref"):
     # the predicate is read on the host (TF's HostMemory("pred"))
-    _register(f"{_ref}Switch", 1, OpDef(f"{_ref}Switch", ("data", "pred"), (), _switch_infer,
-                                        _switch, host_inputs=(1,)))  # fmt: skip
+    _register(
+        f"{_ref}Switch",
+        1,
+        OpDef(f"{_ref}Switch", ("data", "pred"), (), _switch_infer, _switch, host_inputs=(1,)),
+    )
     _register(f"{_ref}Merge", 2, OpDef(f"{_ref}Merge", ("*inputs",), (), _merge_infer, _merge))
     _register(
         f"{_ref}Enter",
         3,
-        OpDef(f"{_ref}Enter", ("data",), ("frame_name", "is_constant", "parallel_iterations"),
-              _enter_infer, _identity_kernel),
-    )  # fmt: skip
+        OpDef(
+            f"{_ref}Enter",
+            ("data",),
+            ("frame_name", "is_constant", "parallel_iterations"),
+            _enter_infer,
+            _identity_kernel,
+        ),
+    )
     _register(f"{_ref}Exit", 4, OpDef(f"{_ref}Exit", ("data",), (), _same, _identity_kernel))
     _register(
         f"{_ref}NextIteration",
@@ -159,8 +168,9 @@ def _loop_cond_infer(x: Tensor) -> Out:
     return Out(dtypes.bool, ())
 
 
-register(OpDef("LoopCond", ("input",), (), _loop_cond_infer, _identity_kernel,
-               grad=NOT_DIFFERENTIABLE))  # fmt: skip
+register(
+    OpDef("LoopCond", ("input",), (), _loop_cond_infer, _identity_kernel, grad=NOT_DIFFERENTIABLE)
+)
 _register(
     "ControlTrigger",
     6,
@@ -180,8 +190,9 @@ def _merge_grad(op: Any, grad: Tensor, _index_grad: Tensor) -> list[Tensor]:
     g = op.graph
     out = []
     for k in range(len(op.inputs)):
-        k_t = g.create_op("Const", (), {"value": np.array(k, np.int32), "dtype": dtypes.int32},
-                          name="index").outputs[0]  # fmt: skip
+        k_t = g.create_op(
+            "Const", (), {"value": np.array(k, np.int32), "dtype": dtypes.int32}, name="index"
+        ).outputs[0]
         taken = g.create_op("Equal", (op.outputs[1], k_t), name="taken").outputs[0]
         out.append(g.create_op("Switch", (grad, taken), name="Switch").outputs[1])
     return out

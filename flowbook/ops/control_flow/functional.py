@@ -44,13 +44,15 @@ def _flat_elems(elems: Any, what: str) -> tuple[list[Tensor], Any]:
     for e in flat:
         if e._shape is not None and len(e._shape) < 1:
             raise ValueError(
-                "elems must be a 1+ dimensional Tensor, not a scalar" if len(flat) == 1
+                "elems must be a 1+ dimensional Tensor, not a scalar"
+                if len(flat) == 1
                 else "elements in elems must be 1+ dimensional Tensors, not scalars"
-            )  # fmt: skip
+            )
     statics = {e._shape[0] for e in flat if e._shape is not None and e._shape[0] is not None}
     if len(statics) > 1:
-        raise ValueError(f"{what}: the elements of elems differ in their first dimension: "
-                         f"{sorted(statics)}")  # fmt: skip
+        raise ValueError(
+            f"{what}: the elements of elems differ in their first dimension: {sorted(statics)}"
+        )
     n = statics.pop() if statics else shape(flat[0])[0]
     return flat, n
 
@@ -109,8 +111,10 @@ def map_fn(
         flat, n = _flat_elems(elems, "map_fn")
         dtype_flat = [e.dtype for e in flat] if dtype is None else nest.flatten(dtype)
         elems_ta = _unstacked(flat, n)
-        accs = [TensorArray(dt, size=n, dynamic_size=False, infer_shape=infer_shape)
-                for dt in dtype_flat]  # fmt: skip
+        accs = [
+            TensorArray(dt, size=n, dynamic_size=False, infer_shape=infer_shape)
+            for dt in dtype_flat
+        ]
 
         def compute(i: Tensor, tas: list[TensorArray]) -> Any:
             out = fn(pack_in([ta.read(i) for ta in elems_ta]))
@@ -119,10 +123,14 @@ def map_fn(
             return i + 1, [ta.write(i, v) for ta, v in zip(tas, values)]
 
         _, results = while_loop(
-            lambda i, _: i < n, compute, (tensor(0), accs), maximum_iterations=n,
-            parallel_iterations=parallel_iterations or 10, back_prop=back_prop,
+            lambda i, _: i < n,
+            compute,
+            (tensor(0), accs),
+            maximum_iterations=n,
+            parallel_iterations=parallel_iterations or 10,
+            back_prop=back_prop,
             swap_memory=swap_memory,
-        )  # fmt: skip
+        )
         out = _stacked(results, n)
     return nest.pack_sequence_as(out_struct, out) if out_seq else out[0]
 
@@ -178,10 +186,15 @@ def scan(
             a_flat = [tensor(v) for v in nest.flatten(initializer)]
             start = 0
         accs = [
-            TensorArray(a.dtype, size=n, dynamic_size=False, infer_shape=infer_shape,
-                        element_shape=a._shape if infer_shape else None)
+            TensorArray(
+                a.dtype,
+                size=n,
+                dynamic_size=False,
+                infer_shape=infer_shape,
+                element_shape=a._shape if infer_shape else None,
+            )
             for a in a_flat
-        ]  # fmt: skip
+        ]
         if initializer is None:
             accs = [ta.write(last if reverse else 0, a) for ta, a in zip(accs, a_flat)]
 
@@ -198,14 +211,27 @@ def scan(
         else:
             i0, cond = tensor(start), (lambda i, _a, _t: i < n)
         _, _, results = while_loop(
-            cond, compute, (i0, a_flat, accs), maximum_iterations=n,
-            parallel_iterations=parallel_iterations, back_prop=back_prop, swap_memory=swap_memory,
-        )  # fmt: skip
+            cond,
+            compute,
+            (i0, a_flat, accs),
+            maximum_iterations=n,
+            parallel_iterations=parallel_iterations,
+            back_prop=back_prop,
+            swap_memory=swap_memory,
+        )
         return pack_out(_stacked(results, n))
 
 
-def _fold(fn: Callable, elems: Any, initializer: Any, parallel_iterations: int, back_prop: bool,
-          swap_memory: bool, name: str, right: bool) -> Any:  # fmt: skip
+def _fold(
+    fn: Callable,
+    elems: Any,
+    initializer: Any,
+    parallel_iterations: int,
+    back_prop: bool,
+    swap_memory: bool,
+    name: str,
+    right: bool,
+) -> Any:
     graph = get_default_graph()
     with graph.name_scope(name):
         flat, n = _flat_elems(elems, name)
@@ -224,9 +250,14 @@ def _fold(fn: Callable, elems: Any, initializer: Any, parallel_iterations: int, 
 
         cond = (lambda i, _: i >= 0) if right else (lambda i, _: i < n)
         _, result = while_loop(
-            cond, compute, [i0, a], maximum_iterations=n,
-            parallel_iterations=parallel_iterations, back_prop=back_prop, swap_memory=swap_memory,
-        )  # fmt: skip
+            cond,
+            compute,
+            [i0, a],
+            maximum_iterations=n,
+            parallel_iterations=parallel_iterations,
+            back_prop=back_prop,
+            swap_memory=swap_memory,
+        )
         return result
 
 
@@ -246,8 +277,16 @@ def foldl(
     ...     float(s.run(fb.foldl(lambda a, v: a * 10.0 + v, fb.constant([1.0, 2.0, 3.0]))))
     123.0
     """
-    return _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory,
-                 name or "foldl", right=False)  # fmt: skip
+    return _fold(
+        fn,
+        elems,
+        initializer,
+        parallel_iterations,
+        back_prop,
+        swap_memory,
+        name or "foldl",
+        right=False,
+    )
 
 
 def foldr(
@@ -266,5 +305,13 @@ def foldr(
     ...     float(s.run(fb.foldr(lambda a, v: a * 10.0 + v, fb.constant([1.0, 2.0, 3.0]))))
     321.0
     """
-    return _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory,
-                 name or "foldr", right=True)  # fmt: skip
+    return _fold(
+        fn,
+        elems,
+        initializer,
+        parallel_iterations,
+        back_prop,
+        swap_memory,
+        name or "foldr",
+        right=True,
+    )

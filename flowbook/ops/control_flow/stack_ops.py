@@ -64,10 +64,36 @@ def _pop(xp: Any, handle: RunStack, **_: Any) -> Any:
     return handle.pop()
 
 
-register(OpDef("Stack", (), ("elem_type", "stack_name"), _stack_infer,
-               lambda xp, elem_type=None, stack_name="": RunStack(stack_name),
-               stateful=True, grad=NOT_DIFFERENTIABLE))  # fmt: skip
-register(OpDef("StackPush", ("handle", "elem"), ("swap_memory",), _push_infer, _push,
-               stateful=True, grad=NOT_DIFFERENTIABLE))  # fmt: skip
-register(OpDef("StackPop", ("handle",), ("elem_type",), _pop_infer, _pop, stateful=True,
-               grad=NOT_DIFFERENTIABLE))  # fmt: skip
+register(
+    OpDef(
+        "Stack",
+        (),
+        ("elem_type", "stack_name"),
+        _stack_infer,
+        lambda xp, elem_type=None, stack_name="": RunStack(stack_name),
+        stateful=True,
+        grad=NOT_DIFFERENTIABLE,
+    )
+)
+register(
+    OpDef(
+        "StackPush",
+        ("handle", "elem"),
+        ("swap_memory",),
+        _push_infer,
+        _push,
+        stateful=True,
+        grad=NOT_DIFFERENTIABLE,
+    )
+)
+register(
+    OpDef(
+        "StackPop",
+        ("handle",),
+        ("elem_type",),
+        _pop_infer,
+        _pop,
+        stateful=True,
+        grad=NOT_DIFFERENTIABLE,
+    )
+)

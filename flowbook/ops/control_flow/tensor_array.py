@@ -161,31 +161,46 @@ class TensorArray:
     def grad(self, source: str, flow: Tensor | None = None, name: str | None = None) -> TensorArray:
         """The gradient array of this one for the gradient computation ``source``."""
         flow = self._flow if flow is None else flow
-        g_handle, g_flow = make("TensorArrayGradV3", (self._handle, flow), {"source": source},
-                                name=name or "TensorArrayGrad").outputs  # fmt: skip
+        g_handle, g_flow = make(
+            "TensorArrayGradV3",
+            (self._handle, flow),
+            {"source": source},
+            name=name or "TensorArrayGrad",
+        ).outputs
         g = TensorArray(self._dtype, handle=g_handle, flow=g_flow, infer_shape=self._infer_shape)
         g._element_shape = self._element_shape
         return g
 
     def read(self, index: Any, name: str | None = None) -> Tensor:
         """Element ``index`` (an error at run time if it was never written)."""
-        t = make1("TensorArrayReadV3", (self._handle, tensor(index, dtypes.int32), self._flow),
-                  {"dtype": self._dtype}, name=name or "TensorArrayReadV3")  # fmt: skip
+        t = make1(
+            "TensorArrayReadV3",
+            (self._handle, tensor(index, dtypes.int32), self._flow),
+            {"dtype": self._dtype},
+            name=name or "TensorArrayReadV3",
+        )
         return self._shaped(t)
 
     def write(self, index: Any, value: Any, name: str | None = None) -> TensorArray:
         """A TensorArray with element ``index`` set to ``value``."""
         value = self._value(value)
         self._merge_shape(value._shape)
-        flow = make1("TensorArrayWriteV3", (self._handle, tensor(index, dtypes.int32), value,
-                     self._flow), name=name or "TensorArrayWrite")  # fmt: skip
+        flow = make1(
+            "TensorArrayWriteV3",
+            (self._handle, tensor(index, dtypes.int32), value, self._flow),
+            name=name or "TensorArrayWrite",
+        )
         return self._with_flow(flow)
 
     def gather(self, indices: Any, name: str | None = None) -> Tensor:
         """The elements at ``indices``, stacked along a new first axis."""
         attrs = {"dtype": self._dtype, "element_shape": self._element_shape[0]}
-        t = make1("TensorArrayGatherV3", (self._handle, tensor(indices, dtypes.int32),
-                  self._flow), attrs, name=name or "TensorArrayGatherV3")  # fmt: skip
+        t = make1(
+            "TensorArrayGatherV3",
+            (self._handle, tensor(indices, dtypes.int32), self._flow),
+            attrs,
+            name=name or "TensorArrayGatherV3",
+        )
         return self._shaped(t, (t._shape[0] if t._shape else None,))
 
     def stack(self, name: str | None = None) -> Tensor:
@@ -198,9 +213,12 @@ class TensorArray:
         """Every element, concatenated along their first axis."""
         known = self._element_shape[0]
         rest = None if known is None or not known else tuple(known[1:])
-        t = make("TensorArrayConcatV3", (self._handle, self._flow),
-                 {"dtype": self._dtype, "element_shape_except0": rest},
-                 name=name or "TensorArrayConcatV3").outputs[0]  # fmt: skip
+        t = make(
+            "TensorArrayConcatV3",
+            (self._handle, self._flow),
+            {"dtype": self._dtype, "element_shape_except0": rest},
+            name=name or "TensorArrayConcatV3",
+        ).outputs[0]
         return t
 
     def unstack(self, value: Any, name: str | None = None) -> TensorArray:
@@ -216,8 +234,11 @@ class TensorArray:
         value = self._value(value)
         if value._shape is not None and value._shape:
             self._merge_shape(value._shape[1:])
-        flow = make1("TensorArrayScatterV3", (self._handle, tensor(indices, dtypes.int32), value,
-                     self._flow), name=name or "TensorArrayScatter")  # fmt: skip
+        flow = make1(
+            "TensorArrayScatterV3",
+            (self._handle, tensor(indices, dtypes.int32), value, self._flow),
+            name=name or "TensorArrayScatter",
+        )
         return self._with_flow(flow)
 
     def split(self, value: Any, lengths: Any, name: str | None = None) -> TensorArray:
@@ -226,8 +247,11 @@ class TensorArray:
         same = isinstance(lengths, list | tuple) and lengths and len(set(lengths)) == 1
         if same and value._shape is not None and value._shape:
             self._merge_shape((int(lengths[0]), *value._shape[1:]))
-        flow = make1("TensorArraySplitV3", (self._handle, value, tensor(lengths, dtypes.int64),
-                     self._flow), name=name or "TensorArraySplit")  # fmt: skip
+        flow = make1(
+            "TensorArraySplitV3",
+            (self._handle, value, tensor(lengths, dtypes.int64), self._flow),
+            name=name or "TensorArraySplit",
+        )
         return self._with_flow(flow)
 
     def size(self, name: str | None = None) -> Tensor:
@@ -241,8 +265,10 @@ class TensorArray:
         return make("TensorArrayCloseV3", (self._handle,), name=name or "TensorArrayCloseV3")
 
     def __repr__(self) -> str:
-        return (f"<flowbook.TensorArray '{self._handle.op.name}' dtype={self._dtype.name} "
-                f"element_shape={self.element_shape}>")  # fmt: skip
+        return (
+            f"<flowbook.TensorArray '{self._handle.op.name}' dtype={self._dtype.name} "
+            f"element_shape={self.element_shape}>"
+        )
 
 
 # ---------------------------------------------------------------- gradients

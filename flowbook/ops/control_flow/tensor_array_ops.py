@@ -55,11 +55,28 @@ __all__ = ["RunTensorArray"]
 class RunTensorArray:
     """One run's TensorArray: its elements and what its ``TensorArrayV3`` op declared."""
 
-    __slots__ = ("closed", "dtype", "dynamic", "element_shape", "forward", "grads", "identical",
-                 "name", "values")  # fmt: skip
+    __slots__ = (
+        "closed",
+        "dtype",
+        "dynamic",
+        "element_shape",
+        "forward",
+        "grads",
+        "identical",
+        "name",
+        "values",
+    )
 
-    def __init__(self, name: str, dtype: Any, size: int, dynamic: bool, element_shape: Shape,
-                 identical: bool, forward: RunTensorArray | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        dtype: Any,
+        size: int,
+        dynamic: bool,
+        element_shape: Shape,
+        identical: bool,
+        forward: RunTensorArray | None = None,
+    ) -> None:
         self.name = name  # tensor_array_name, for messages
         self.dtype = dtype  # the elements' numpy dtype
         self.values: list[Any] = [None] * size  # element k, or None while unwritten
@@ -161,23 +178,44 @@ def _flow(xp: Any) -> Any:
     return xp.asarray(_FLOW)
 
 
-def _ta_infer(size: Tensor, dtype: Any = None, element_shape: Any = None,
-              dynamic_size: bool = False, clear_after_read: bool = True,
-              identical_element_shapes: bool = False, tensor_array_name: str = "") -> list[Out]:  # fmt: skip
+def _ta_infer(
+    size: Tensor,
+    dtype: Any = None,
+    element_shape: Any = None,
+    dynamic_size: bool = False,
+    clear_after_read: bool = True,
+    identical_element_shapes: bool = False,
+    tensor_array_name: str = "",
+) -> list[Out]:
     if not size.dtype.is_integer or (size._shape is not None and len(size._shape) != 0):
-        raise TypeError(f"TensorArray size must be an integer scalar, got {size.dtype.name} "
-                        f"of shape {fmt(size._shape)}")  # fmt: skip
+        raise TypeError(
+            f"TensorArray size must be an integer scalar, got {size.dtype.name} "
+            f"of shape {fmt(size._shape)}"
+        )
     return [Out(dtypes.string, ()), Out(dtypes.float32, ())]
 
 
-def _ta_kernel(xp: Any, size: Any, dtype: Any = None, element_shape: Any = None,
-               dynamic_size: bool = False, clear_after_read: bool = True,
-               identical_element_shapes: bool = False, tensor_array_name: str = "") -> tuple:  # fmt: skip
+def _ta_kernel(
+    xp: Any,
+    size: Any,
+    dtype: Any = None,
+    element_shape: Any = None,
+    dynamic_size: bool = False,
+    clear_after_read: bool = True,
+    identical_element_shapes: bool = False,
+    tensor_array_name: str = "",
+) -> tuple:
     n = int(size)
     if n < 0:
         raise InvalidArgumentError(None, None, f"Size should be >= 0, got {n}")
-    ta = RunTensorArray(tensor_array_name, dtypes.as_dtype(dtype).np, n, bool(dynamic_size),
-                        as_shape(element_shape), bool(identical_element_shapes))  # fmt: skip
+    ta = RunTensorArray(
+        tensor_array_name,
+        dtypes.as_dtype(dtype).np,
+        n,
+        bool(dynamic_size),
+        as_shape(element_shape),
+        bool(identical_element_shapes),
+    )
     return ta, _flow(xp)
 
 
@@ -205,15 +243,22 @@ def _read(xp: Any, handle: RunTensorArray, index: Any, flow_in: Any, dtype: Any 
     return handle.read(xp, _index(handle, index))
 
 
-def _gather_infer(handle: Tensor, indices: Tensor, flow_in: Tensor, dtype: Any = None,
-                  element_shape: Any = None) -> Out:  # fmt: skip
+def _gather_infer(
+    handle: Tensor, indices: Tensor, flow_in: Tensor, dtype: Any = None, element_shape: Any = None
+) -> Out:
     n = indices._shape[0] if indices._shape is not None and len(indices._shape) == 1 else None
     elem = as_shape(element_shape)
     return Out(dtypes.as_dtype(dtype), None if elem is None else (n, *elem))
 
 
-def _gather(xp: Any, handle: RunTensorArray, indices: Any, flow_in: Any, dtype: Any = None,
-            element_shape: Any = None) -> Any:  # fmt: skip
+def _gather(
+    xp: Any,
+    handle: RunTensorArray,
+    indices: Any,
+    flow_in: Any,
+    dtype: Any = None,
+    element_shape: Any = None,
+) -> Any:
     handle.check_open()
     return handle.stacked(xp, indices)
 
@@ -230,15 +275,23 @@ def _scatter(xp: Any, handle: RunTensorArray, indices: Any, value: Any, flow_in:
     return _flow(xp)
 
 
-def _concat_infer(handle: Tensor, flow_in: Tensor, dtype: Any = None,
-                  element_shape_except0: Any = None) -> list[Out]:  # fmt: skip
+def _concat_infer(
+    handle: Tensor, flow_in: Tensor, dtype: Any = None, element_shape_except0: Any = None
+) -> list[Out]:
     rest = as_shape(element_shape_except0)
-    return [Out(dtypes.as_dtype(dtype), None if rest is None else (None, *rest)),
-            Out(dtypes.int64, (None,))]  # fmt: skip
+    return [
+        Out(dtypes.as_dtype(dtype), None if rest is None else (None, *rest)),
+        Out(dtypes.int64, (None,)),
+    ]
 
 
-def _concat(xp: Any, handle: RunTensorArray, flow_in: Any, dtype: Any = None,
-            element_shape_except0: Any = None) -> tuple:  # fmt: skip
+def _concat(
+    xp: Any,
+    handle: RunTensorArray,
+    flow_in: Any,
+    dtype: Any = None,
+    element_shape_except0: Any = None,
+) -> tuple:
     handle.check_open()
     items = [handle.read(xp, k) for k in range(len(handle.values))]
     lengths = np.array([v.shape[0] if v.ndim else 0 for v in items], dtype=np.int64)
@@ -247,8 +300,10 @@ def _concat(xp: Any, handle: RunTensorArray, flow_in: Any, dtype: Any = None,
     if not items:
         rest = as_shape(element_shape_except0)
         if rest is None or None in rest:
-            raise handle.error("Concat of an empty TensorArray needs a fully known "
-                               f"element_shape_except0, got {fmt(rest)}")  # fmt: skip
+            raise handle.error(
+                "Concat of an empty TensorArray needs a fully known "
+                f"element_shape_except0, got {fmt(rest)}"
+            )
         return xp.zeros((0, *rest), dtype=handle.dtype), lengths
     return xp.concatenate(items, axis=0), lengths
 
@@ -293,38 +348,75 @@ def _grad(xp: Any, handle: RunTensorArray, flow_in: Any, source: str = "") -> tu
     g = handle.grads.get(source)
     if g is None:
         g = handle.grads[source] = RunTensorArray(
-            f"{handle.name}@{source}", handle.dtype, len(handle.values), False,
-            handle.element_shape, False, forward=handle,
-        )  # fmt: skip
+            f"{handle.name}@{source}",
+            handle.dtype,
+            len(handle.values),
+            False,
+            handle.element_shape,
+            False,
+            forward=handle,
+        )
     return g, _flow(xp)
 
 
-_TA = ("dtype", "element_shape", "dynamic_size", "clear_after_read", "identical_element_shapes",
-       "tensor_array_name")  # fmt: skip
+_TA = (
+    "dtype",
+    "element_shape",
+    "dynamic_size",
+    "clear_after_read",
+    "identical_element_shapes",
+    "tensor_array_name",
+)
 for _name, _inputs, _attrs, _infer, _kernel in (
     ("TensorArrayV3", ("size",), _TA, _ta_infer, _ta_kernel),
     ("TensorArrayWriteV3", ("handle", "index", "value", "flow_in"), (), _flow_infer, _write),
     ("TensorArrayReadV3", ("handle", "index", "flow_in"), ("dtype",), _read_infer, _read),
-    ("TensorArrayGatherV3", ("handle", "indices", "flow_in"), ("dtype", "element_shape"),
-     _gather_infer, _gather),
-    ("TensorArrayScatterV3", ("handle", "indices", "value", "flow_in"), (), _flow_infer,
-     _scatter),
-    ("TensorArrayConcatV3", ("handle", "flow_in"), ("dtype", "element_shape_except0"),
-     _concat_infer, _concat),
+    (
+        "TensorArrayGatherV3",
+        ("handle", "indices", "flow_in"),
+        ("dtype", "element_shape"),
+        _gather_infer,
+        _gather,
+    ),
+    ("TensorArrayScatterV3", ("handle", "indices", "value", "flow_in"), (), _flow_infer, _scatter),
+    (
+        "TensorArrayConcatV3",
+        ("handle", "flow_in"),
+        ("dtype", "element_shape_except0"),
+        _concat_infer,
+        _concat,
+    ),
     ("TensorArraySplitV3", ("handle", "value", "lengths", "flow_in"), (), _flow_infer, _split),
     ("TensorArraySizeV3", ("handle", "flow_in"), (), lambda h, f: Out(dtypes.int32, ()), _size),
     ("TensorArrayCloseV3", ("handle",), (), lambda h: [], _close),
     ("TensorArrayGradV3", ("handle", "flow_in"), ("source",), _grad_infer, _grad),
-):  # fmt: skip
+):
     # gradients: flowbook.ops.control_flow.tensor_array declares those of the read and write ops
-    register(OpDef(_name, _inputs, _attrs, _infer, _kernel, stateful=True, host_only=True,
-                   grad=NOT_DIFFERENTIABLE))  # fmt: skip
+    register(
+        OpDef(
+            _name,
+            _inputs,
+            _attrs,
+            _infer,
+            _kernel,
+            stateful=True,
+            host_only=True,
+            grad=NOT_DIFFERENTIABLE,
+        )
+    )
 
 # how the ops look in a GraphDef: TF's output counts, the "T" of the value written, shape attrs
-_OUTPUTS = {"TensorArrayV3": 2, "TensorArrayGradV3": 2, "TensorArrayConcatV3": 2,
-            "TensorArrayCloseV3": 0}  # fmt: skip
-_T = {"TensorArrayWriteV3": {"T": 2}, "TensorArrayScatterV3": {"T": 2},
-      "TensorArraySplitV3": {"T": 1}}  # fmt: skip
+_OUTPUTS = {
+    "TensorArrayV3": 2,
+    "TensorArrayGradV3": 2,
+    "TensorArrayConcatV3": 2,
+    "TensorArrayCloseV3": 0,
+}
+_T = {
+    "TensorArrayWriteV3": {"T": 2},
+    "TensorArrayScatterV3": {"T": 2},
+    "TensorArraySplitV3": {"T": 1},
+}
 _KINDS = {("TensorArrayV3", "element_shape"): "shape",
           ("TensorArrayGatherV3", "element_shape"): "shape",
           ("TensorArrayConcatV3", "element_shape_except0"): "shape",
@@ -334,6 +426,7 @@ _KINDS = {("TensorArrayV3", "element_shape"): "shape",
           ("TensorArrayGradV3", "source"): "string"}  # fmt: skip
 graph_def.OUTPUT_COUNTS.update(_OUTPUTS)
 graph_def.TYPE_ATTRS.update({n: _T.get(n, {}) for n in _OUTPUTS.keys() | _T.keys()})
-graph_def.TYPE_ATTRS.update({n: {} for n in ("TensorArrayReadV3", "TensorArrayGatherV3",
-                                             "TensorArraySizeV3")})  # fmt: skip
+graph_def.TYPE_ATTRS.update(
+    {n: {} for n in ("TensorArrayReadV3", "TensorArrayGatherV3", "TensorArraySizeV3")}
+)
 graph_def.OP_ATTR_KINDS.update(_KINDS)

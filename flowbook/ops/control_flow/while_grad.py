@@ -169,9 +169,13 @@ def loop_gradients(
         return i_next, new_dvs, new_sums
 
     _, dvs, sums = while_loop(
-        lambda i, dvs, sums: i > 0, body, [n, dys, accs], shape_invariants=shapes,
-        parallel_iterations=ctx.parallel_iterations, name="while_grad",
-    )  # fmt: skip
+        lambda i, dvs, sums: i > 0,
+        body,
+        [n, dys, accs],
+        shape_invariants=shapes,
+        parallel_iterations=ctx.parallel_iterations,
+        name="while_grad",
+    )
     result: list[Tensor | None] = [None] * len(node.inputs)
     for j, d in zip(floats, dvs):
         result[j] = d

@@ -50,13 +50,30 @@ from flowbook.ops.math.elementwise_ops import (
 from flowbook.ops.math.reduction_ops import reduce_all, reduce_any
 
 __all__ = [
-    "Assert", "assert_equal", "assert_greater", "assert_greater_equal", "assert_integer",
-    "assert_less", "assert_less_equal", "assert_near", "assert_negative", "assert_non_negative",
-    "assert_non_positive", "assert_none_equal", "assert_positive", "assert_proper_iterable",
-    "assert_rank", "assert_rank_at_least", "assert_rank_in", "assert_same_float_dtype",
-    "assert_scalar", "assert_type", "is_non_decreasing", "is_strictly_increasing",
+    "Assert",
+    "assert_equal",
+    "assert_greater",
+    "assert_greater_equal",
+    "assert_integer",
+    "assert_less",
+    "assert_less_equal",
+    "assert_near",
+    "assert_negative",
+    "assert_non_negative",
+    "assert_non_positive",
+    "assert_none_equal",
+    "assert_positive",
+    "assert_proper_iterable",
+    "assert_rank",
+    "assert_rank_at_least",
+    "assert_rank_in",
+    "assert_same_float_dtype",
+    "assert_scalar",
+    "assert_type",
+    "is_non_decreasing",
+    "is_strictly_increasing",
     "verify_tensor_all_finite",
-]  # fmt: skip
+]
 
 
 def _text(value: Any, limit: int) -> str:

@@ -100,9 +100,14 @@ def _check_dtype(key: str, dtype: dtypes.DType) -> dtypes.DType:
 
 # ---------------------------------------------------------------------- the op
 def _infer(
-    serialized: Tensor, *dense_defaults: Tensor, sparse_keys: list, sparse_types: list,
-    dense_keys: list, dense_types: list, dense_shapes: list,
-) -> list[Out]:  # fmt: skip
+    serialized: Tensor,
+    *dense_defaults: Tensor,
+    sparse_keys: list,
+    sparse_types: list,
+    dense_keys: list,
+    dense_types: list,
+    dense_shapes: list,
+) -> list[Out]:
     if serialized.dtype is not dtypes.string:
         raise TypeError(f"ParseExample: serialized must be strings, got {serialized.dtype.name}")
     batch = None if serialized._shape is None or not serialized._shape else serialized._shape[0]
@@ -114,14 +119,23 @@ def _infer(
 
 
 @register_op(
-    "ParseExample", ("serialized", "*dense_defaults"), _infer,
+    "ParseExample",
+    ("serialized", "*dense_defaults"),
+    _infer,
     ("sparse_keys", "sparse_types", "dense_keys", "dense_types", "dense_shapes"),
-    host_only=True, grad=NOT_DIFFERENTIABLE,
-)  # fmt: skip
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+)
 def _parse_example(
-    xp: Any, serialized: Any, *dense_defaults: Any, sparse_keys: list, sparse_types: list,
-    dense_keys: list, dense_types: list, dense_shapes: list,
-) -> Any:  # fmt: skip
+    xp: Any,
+    serialized: Any,
+    *dense_defaults: Any,
+    sparse_keys: list,
+    sparse_types: list,
+    dense_keys: list,
+    dense_types: list,
+    dense_shapes: list,
+) -> Any:
     pb = example_pb2()
     records = np.asarray(serialized, dtype=object).reshape(-1)
     features = []
@@ -146,9 +160,11 @@ def _values(feature: Any, key: str, t: dtypes.DType, b: int) -> list[Any]:
         return []
     if kind != _KINDS[t]:
         raise InvalidArgumentError(
-            None, None, f"Name: <unknown>, Key: {key}, Index: {b}.  Data types don't match. "
-            f"Expected type: {t.name}, but the feature holds a {kind}"
-        )  # fmt: skip
+            None,
+            None,
+            f"Name: <unknown>, Key: {key}, Index: {b}.  Data types don't match. "
+            f"Expected type: {t.name}, but the feature holds a {kind}",
+        )
     return list(getattr(feature, kind).value)
 
 
@@ -179,15 +195,19 @@ def _dense(key: str, t: dtypes.DType, shape: tuple, default: Any, features: list
             found = _values(feature[key], key, t, b)
             if len(found) != size:
                 raise InvalidArgumentError(
-                    None, None, f"Name: <unknown>, Key: {key}, Index: {b}.  Number of {t.name} "
-                    f"values != expected.  Values size: {len(found)} but output shape: {list(shape)}"
-                )  # fmt: skip
+                    None,
+                    None,
+                    f"Name: <unknown>, Key: {key}, Index: {b}.  Number of {t.name} "
+                    f"values != expected.  Values size: {len(found)} but output shape: {list(shape)}",
+                )
             out.append(_array(found, t).reshape(shape))
         elif np.size(default) == 0:
             raise InvalidArgumentError(
-                None, None, f"Name: <unknown>, Feature: {key} (data type: {t.name}) is required "
-                "but could not be found."
-            )  # fmt: skip
+                None,
+                None,
+                f"Name: <unknown>, Feature: {key} (data type: {t.name}) is required "
+                "but could not be found.",
+            )
         else:
             out.append(
                 np.broadcast_to(

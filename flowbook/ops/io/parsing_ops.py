@@ -52,9 +52,14 @@ def _text(value: Any) -> str:
 
 # ------------------------------------------------------------------ DecodeCSV
 def _csv_infer(
-    records: Tensor, *defaults: Tensor, OUT_TYPE: list, field_delim: str,
-    use_quote_delim: bool, na_value: str, select_cols: list,
-) -> list[Out]:  # fmt: skip
+    records: Tensor,
+    *defaults: Tensor,
+    OUT_TYPE: list,
+    field_delim: str,
+    use_quote_delim: bool,
+    na_value: str,
+    select_cols: list,
+) -> list[Out]:
     if records.dtype is not dtypes.string:
         raise TypeError(f"DecodeCSV: records must be strings, got {records.dtype.name}")
     for k, d in enumerate(defaults):
@@ -76,13 +81,22 @@ def _split(record: str, delim: str, quotes: bool) -> list[str]:
 
 
 @register_op(
-    "DecodeCSV", ("records", "*record_defaults"), _csv_infer,
-    ("OUT_TYPE", "field_delim", "use_quote_delim", "na_value", "select_cols"), **_HOST,
-)  # fmt: skip
+    "DecodeCSV",
+    ("records", "*record_defaults"),
+    _csv_infer,
+    ("OUT_TYPE", "field_delim", "use_quote_delim", "na_value", "select_cols"),
+    **_HOST,
+)
 def _decode_csv(
-    xp: Any, records: Any, *defaults: Any, OUT_TYPE: list, field_delim: str,
-    use_quote_delim: bool, na_value: str, select_cols: list,
-) -> Any:  # fmt: skip
+    xp: Any,
+    records: Any,
+    *defaults: Any,
+    OUT_TYPE: list,
+    field_delim: str,
+    use_quote_delim: bool,
+    na_value: str,
+    select_cols: list,
+) -> Any:
     records = np.asarray(records, dtype=object)
     n = len(OUT_TYPE)
     want = max(select_cols) + 1 if select_cols else n
@@ -181,9 +195,11 @@ def _decode_raw(xp: Any, bytes: Any, out_type: dtypes.DType, little_endian: bool
     width = sizes.pop() if sizes else 0
     if width % dtype.itemsize:
         raise InvalidArgumentError(
-            None, None, f"Input to DecodeRaw has length {width} that is not a multiple of "
-            f"{dtype.itemsize}, the size of {out_type.name}"
-        )  # fmt: skip
+            None,
+            None,
+            f"Input to DecodeRaw has length {width} that is not a multiple of "
+            f"{dtype.itemsize}, the size of {out_type.name}",
+        )
     count = width // dtype.itemsize
     out = np.frombuffer(b"".join(flat), dtype=dtype) if flat.size else np.empty(0, dtype)
     return out.astype(out_type.np).reshape((*items.shape, count))

@@ -124,8 +124,11 @@ def _einsum_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return grads
 
 
-register(OpDef("Einsum", ("*inputs",), ("equation", "N"), _einsum_infer, _einsum_kernel,
-               grad=_einsum_grad))  # fmt: skip
+register(
+    OpDef(
+        "Einsum", ("*inputs",), ("equation", "N"), _einsum_infer, _einsum_kernel, grad=_einsum_grad
+    )
+)
 
 
 def einsum(equation: str, *inputs: Any, name: str | None = None) -> Tensor:

@@ -91,8 +91,20 @@ def _eig(xp: Any, a: Any, compute_v: bool = True) -> tuple:
     return e, v
 
 
-register(OpDef("Svd", ("input",), ("compute_uv", "full_matrices"), _svd_infer, _svd, heavy=_cubic_heavy, grad=NOT_DIFFERENTIABLE))  # fmt: skip
-register(OpDef("SelfAdjointEigV2", ("input",), ("compute_v",), _eig_infer, _eig, heavy=_cubic_heavy))  # fmt: skip
+register(
+    OpDef(
+        "Svd",
+        ("input",),
+        ("compute_uv", "full_matrices"),
+        _svd_infer,
+        _svd,
+        heavy=_cubic_heavy,
+        grad=NOT_DIFFERENTIABLE,
+    )
+)
+register(
+    OpDef("SelfAdjointEigV2", ("input",), ("compute_v",), _eig_infer, _eig, heavy=_cubic_heavy)
+)
 
 
 @register_gradient("SelfAdjointEigV2")

@@ -30,9 +30,16 @@ from flowbook.ops.math.elementwise_ops import conj, minimum
 from flowbook.ops.math.reduction_ops import reduce_sum
 
 __all__ = [
-    "diag", "diag_part", "eye", "matrix_band_part", "matrix_diag", "matrix_diag_part",
-    "matrix_set_diag", "matrix_transpose", "trace",
-]  # fmt: skip
+    "diag",
+    "diag_part",
+    "eye",
+    "matrix_band_part",
+    "matrix_diag",
+    "matrix_diag_part",
+    "matrix_set_diag",
+    "matrix_transpose",
+    "trace",
+]
 
 
 def _rank_at_least(op_type: str, arg: str, shape: Any, k: int) -> None:

@@ -74,8 +74,11 @@ def _part(name: str, fn: str, grad: Any) -> None:
 _part("Real", "real", lambda op, g: complex(g, array_ops.zeros_like(g)))
 _part("Imag", "imag", lambda op, g: complex(array_ops.zeros_like(g), g))
 _part("Angle", "angle", _angle_grad)
-register(OpDef("Complex", ("real", "imag"), ("Tout",), _complex_infer, _complex_kernel,
-               grad=_complex_grad))  # fmt: skip
+register(
+    OpDef(
+        "Complex", ("real", "imag"), ("Tout",), _complex_infer, _complex_kernel, grad=_complex_grad
+    )
+)
 
 
 def real(input: Any, name: str | None = None) -> Tensor:

@@ -111,13 +111,18 @@ def _unravel(xp: Any, indices: Any, dims: Any) -> Any:
 
 for _name, _inputs, _attrs, _infer, _kernel, _host in (
     ("Bincount", ("arr", "size", "weights"), (), _bincount_infer, _bincount, (1,)),
-    ("HistogramFixedWidth", ("values", "value_range", "nbins"), ("dtype",), _histogram_infer,
-     _histogram, (2,)),
+    (
+        "HistogramFixedWidth",
+        ("values", "value_range", "nbins"),
+        ("dtype",),
+        _histogram_infer,
+        _histogram,
+        (2,),
+    ),
     ("LowerBound", ("sorted_inputs", "values"), ("out_type",), _search_infer, _search("left"), ()),
-    ("UpperBound", ("sorted_inputs", "values"), ("out_type",), _search_infer, _search("right"),
-     ()),
+    ("UpperBound", ("sorted_inputs", "values"), ("out_type",), _search_infer, _search("right"), ()),
     ("UnravelIndex", ("indices", "dims"), (), _unravel_infer, _unravel, (1,)),
-):  # fmt: skip
+):
     register(
         OpDef(_name, _inputs, _attrs, _infer, _kernel, host_inputs=_host, grad=NOT_DIFFERENTIABLE)
     )

@@ -117,8 +117,9 @@ def _declare(row: Elementwise, table: list[Elementwise], infer: Any, inputs: tup
     kernel, bind = _kernel_and_bind(row.fn)
     # a ufunc takes out= (flowbook.runtime.memory_plan writes into a dead input's buffer)
     takes_out = isinstance(row.fn, str)
-    register(OpDef(row.op_type, inputs, (), infer, kernel, bind=bind, grad=row.grad,
-                   takes_out=takes_out))  # fmt: skip
+    register(
+        OpDef(row.op_type, inputs, (), infer, kernel, bind=bind, grad=row.grad, takes_out=takes_out)
+    )
     table.append(row)
 
 

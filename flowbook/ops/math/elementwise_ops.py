@@ -52,13 +52,56 @@ from flowbook.ops.math.elementwise import (
 )
 
 __all__ = [
-    "abs", "add", "ceil", "conj", "cos", "div", "divide", "equal", "exp", "floor", "floordiv",
-    "floormod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
-    "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "maximum", "minimum", "mod", "mul", "multiply", "neg", "negative", "not_equal", "pow",
-    "realdiv", "reciprocal", "round", "rsqrt", "scalar_mul", "sigmoid", "sign", "sin", "sqrt",
-    "square", "squared_difference", "sub", "subtract", "tanh", "truediv",
-]  # fmt: skip
+    "abs",
+    "add",
+    "ceil",
+    "conj",
+    "cos",
+    "div",
+    "divide",
+    "equal",
+    "exp",
+    "floor",
+    "floordiv",
+    "floormod",
+    "greater",
+    "greater_equal",
+    "is_finite",
+    "is_inf",
+    "is_nan",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "mod",
+    "mul",
+    "multiply",
+    "neg",
+    "negative",
+    "not_equal",
+    "pow",
+    "realdiv",
+    "reciprocal",
+    "round",
+    "rsqrt",
+    "scalar_mul",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sqrt",
+    "square",
+    "squared_difference",
+    "sub",
+    "subtract",
+    "tanh",
+    "truediv",
+]
 
 Grads = tuple[Tensor | None, ...]
 _B = dtypes.bool
@@ -149,114 +192,308 @@ def _cube(y: Tensor) -> Tensor:
     return multiply(y, square(y))
 
 
-# fmt: off
 # ------------------------------------------------------------------ binary
-add = binary("Add", "add", NUMBER | {dtypes.string}, ("add",),
-             grad=lambda op, g: unbroadcast(g, *op.inputs),
-             doc=("x + y element-wise, with numpy broadcasting.", "add([1, 2], 10)", "[11, 12]"))
-subtract = sub = binary("Sub", "subtract", NUMBER, ("subtract", "sub"), grad=_sub_grad,
-                        doc=("x - y element-wise, with broadcasting.", "subtract([5, 7], 2)",
-                             "[3, 5]"))
-multiply = mul = binary("Mul", "multiply", NUMBER, ("multiply", "mul"), grad=_mul_grad,
-                        doc=("x * y element-wise, with broadcasting.", "multiply([1, 2], 3)",
-                             "[3, 6]"))
-realdiv = binary("RealDiv", "true_divide", INEXACT, ("realdiv",), grad=_realdiv_grad,
-                 doc=("x / y for floats, element-wise.", "realdiv([1.0, 3.0], 2.0)",
-                      "[0.5, 1.5]"))
-floordiv = binary("FloorDiv", "floor_divide", REAL, ("floordiv",),
-                  grad=lambda op, g: (None, None),  # TF: "FloorDiv has no gradient"
-                  doc=("x // y element-wise, rounding down.", "floordiv([7, -7], 2)", "[3, -4]"))
-floormod = mod = binary("FloorMod", "remainder", REAL, ("floormod", "mod"), grad=_floormod_grad,
-                        doc=("x % y element-wise, the sign of y (Python's %).",
-                             "floormod([7, -7], 3)", "[1, 2]"))
-pow = binary("Pow", "power", NUMBER, ("pow",), grad=_pow_grad,
-             doc=("x ** y element-wise.", "pow([2, 3], 2)", "[4, 9]"))
-maximum = binary("Maximum", "maximum", REAL, ("maximum",),
-                 grad=_max_min_grad(lambda x, y: greater_equal(x, y)),
-                 doc=("The larger of x and y, element-wise.", "maximum([1, 5], 3)", "[3, 5]"))
-minimum = binary("Minimum", "minimum", REAL, ("minimum",),
-                 grad=_max_min_grad(lambda x, y: less_equal(x, y)),
-                 doc=("The smaller of x and y, element-wise.", "minimum([1, 5], 3)", "[1, 3]"))
-squared_difference = binary("SquaredDifference", _squared_difference, REAL,
-                            ("squared_difference",), grad=_squared_difference_grad,
-                            doc=("(x - y) ** 2 element-wise.", "squared_difference([1, 5], 3)",
-                                 "[4, 4]"))
-less = binary("Less", "less", REAL, ("less",), out=_B, grad=_NO,
-              doc=("x < y element-wise, as bools.", "less([1, 5], 3)", "[True, False]"))
-less_equal = binary("LessEqual", "less_equal", REAL, ("less_equal",), out=_B, grad=_NO,
-                    doc=("x <= y element-wise.", "less_equal([1, 3], 3)", "[True, True]"))
-greater = binary("Greater", "greater", REAL, ("greater",), out=_B, grad=_NO,
-                 doc=("x > y element-wise.", "greater([1, 5], 3)", "[False, True]"))
-greater_equal = binary("GreaterEqual", "greater_equal", REAL, ("greater_equal",), out=_B,
-                       grad=_NO,
-                       doc=("x >= y element-wise.", "greater_equal([1, 3], 3)", "[False, True]"))
-equal = binary("Equal", "equal", ANY, ("equal",), out=_B, grad=_NO,
-               doc=("x == y element-wise.", "equal([1, 3], 3)", "[False, True]"))
-not_equal = binary("NotEqual", "not_equal", ANY, ("not_equal",), out=_B, grad=_NO,
-                   doc=("x != y element-wise.", "not_equal([1, 3], 3)", "[True, False]"))
-logical_and = binary("LogicalAnd", "logical_and", BOOL, ("logical_and",), out=_B, grad=_NO,
-                     doc=("x AND y element-wise, for bools.",
-                          "logical_and([True, True], [True, False])", "[True, False]"))
-logical_or = binary("LogicalOr", "logical_or", BOOL, ("logical_or",), out=_B, grad=_NO,
-                    doc=("x OR y element-wise, for bools.", "logical_or([True, False], False)",
-                         "[True, False]"))
+add = binary(
+    "Add",
+    "add",
+    NUMBER | {dtypes.string},
+    ("add",),
+    grad=lambda op, g: unbroadcast(g, *op.inputs),
+    doc=("x + y element-wise, with numpy broadcasting.", "add([1, 2], 10)", "[11, 12]"),
+)
+subtract = sub = binary(
+    "Sub",
+    "subtract",
+    NUMBER,
+    ("subtract", "sub"),
+    grad=_sub_grad,
+    doc=("x - y element-wise, with broadcasting.", "subtract([5, 7], 2)", "[3, 5]"),
+)
+multiply = mul = binary(
+    "Mul",
+    "multiply",
+    NUMBER,
+    ("multiply", "mul"),
+    grad=_mul_grad,
+    doc=("x * y element-wise, with broadcasting.", "multiply([1, 2], 3)", "[3, 6]"),
+)
+realdiv = binary(
+    "RealDiv",
+    "true_divide",
+    INEXACT,
+    ("realdiv",),
+    grad=_realdiv_grad,
+    doc=("x / y for floats, element-wise.", "realdiv([1.0, 3.0], 2.0)", "[0.5, 1.5]"),
+)
+floordiv = binary(
+    "FloorDiv",
+    "floor_divide",
+    REAL,
+    ("floordiv",),
+    grad=lambda op, g: (None, None),  # TF: "FloorDiv has no gradient"
+    doc=("x // y element-wise, rounding down.", "floordiv([7, -7], 2)", "[3, -4]"),
+)
+floormod = mod = binary(
+    "FloorMod",
+    "remainder",
+    REAL,
+    ("floormod", "mod"),
+    grad=_floormod_grad,
+    doc=("x % y element-wise, the sign of y (Python's %).", "floormod([7, -7], 3)", "[1, 2]"),
+)
+pow = binary(
+    "Pow",
+    "power",
+    NUMBER,
+    ("pow",),
+    grad=_pow_grad,
+    doc=("x ** y element-wise.", "pow([2, 3], 2)", "[4, 9]"),
+)
+maximum = binary(
+    "Maximum",
+    "maximum",
+    REAL,
+    ("maximum",),
+    grad=_max_min_grad(lambda x, y: greater_equal(x, y)),
+    doc=("The larger of x and y, element-wise.", "maximum([1, 5], 3)", "[3, 5]"),
+)
+minimum = binary(
+    "Minimum",
+    "minimum",
+    REAL,
+    ("minimum",),
+    grad=_max_min_grad(lambda x, y: less_equal(x, y)),
+    doc=("The smaller of x and y, element-wise.", "minimum([1, 5], 3)", "[1, 3]"),
+)
+squared_difference = binary(
+    "SquaredDifference",
+    _squared_difference,
+    REAL,
+    ("squared_difference",),
+    grad=_squared_difference_grad,
+    doc=("(x - y) ** 2 element-wise.", "squared_difference([1, 5], 3)", "[4, 4]"),
+)
+less = binary(
+    "Less",
+    "less",
+    REAL,
+    ("less",),
+    out=_B,
+    grad=_NO,
+    doc=("x < y element-wise, as bools.", "less([1, 5], 3)", "[True, False]"),
+)
+less_equal = binary(
+    "LessEqual",
+    "less_equal",
+    REAL,
+    ("less_equal",),
+    out=_B,
+    grad=_NO,
+    doc=("x <= y element-wise.", "less_equal([1, 3], 3)", "[True, True]"),
+)
+greater = binary(
+    "Greater",
+    "greater",
+    REAL,
+    ("greater",),
+    out=_B,
+    grad=_NO,
+    doc=("x > y element-wise.", "greater([1, 5], 3)", "[False, True]"),
+)
+greater_equal = binary(
+    "GreaterEqual",
+    "greater_equal",
+    REAL,
+    ("greater_equal",),
+    out=_B,
+    grad=_NO,
+    doc=("x >= y element-wise.", "greater_equal([1, 3], 3)", "[False, True]"),
+)
+equal = binary(
+    "Equal",
+    "equal",
+    ANY,
+    ("equal",),
+    out=_B,
+    grad=_NO,
+    doc=("x == y element-wise.", "equal([1, 3], 3)", "[False, True]"),
+)
+not_equal = binary(
+    "NotEqual",
+    "not_equal",
+    ANY,
+    ("not_equal",),
+    out=_B,
+    grad=_NO,
+    doc=("x != y element-wise.", "not_equal([1, 3], 3)", "[True, False]"),
+)
+logical_and = binary(
+    "LogicalAnd",
+    "logical_and",
+    BOOL,
+    ("logical_and",),
+    out=_B,
+    grad=_NO,
+    doc=(
+        "x AND y element-wise, for bools.",
+        "logical_and([True, True], [True, False])",
+        "[True, False]",
+    ),
+)
+logical_or = binary(
+    "LogicalOr",
+    "logical_or",
+    BOOL,
+    ("logical_or",),
+    out=_B,
+    grad=_NO,
+    doc=("x OR y element-wise, for bools.", "logical_or([True, False], False)", "[True, False]"),
+)
 
 # ------------------------------------------------------------------- unary
-negative = neg = unary("Neg", "negative", NUMBER, ("negative", "neg"),
-                       grad=lambda op, g: negative(g),
-                       doc=("-x element-wise.", "negative([1, -2])", "[-1, 2]"))
-abs = unary("Abs", "absolute", REAL, ("abs",),
-            grad=lambda op, g: multiply(g, sign(op.inputs[0])),
-            doc=("|x| element-wise.", "abs([1, -2])", "[1, 2]"))
-square = unary("Square", "square", NUMBER, ("square",),
-               grad=lambda op, g: multiply(g, multiply(_x(op), 2)),
-               doc=("x * x element-wise.", "square([2, -3])", "[4, 9]"))
-sqrt = unary("Sqrt", "sqrt", INEXACT, ("sqrt",),
-             grad=lambda op, g: realdiv(multiply(g, 0.5), _y(op)),  # TF's SqrtGrad
-             doc=("The square root, element-wise.", "sqrt([4.0, 9.0])", "[2.0, 3.0]"))
-rsqrt = unary("Rsqrt", _rsqrt, INEXACT, ("rsqrt",),  # TF's RsqrtGrad: -g * y**3 / 2
-              grad=lambda op, g: multiply(multiply(g, _cube(_y(op))), -0.5),
-              doc=("1 / sqrt(x) element-wise.", "rsqrt([4.0, 0.25])", "[0.5, 2.0]"))
-exp = unary("Exp", "exp", INEXACT, ("exp",),
-            grad=lambda op, g: multiply(g, _y(op)),
-            doc=("e ** x element-wise.", "exp([0.0])", "[1.0]"))
-log = unary("Log", "log", INEXACT, ("log",),
-            grad=lambda op, g: multiply(g, reciprocal(_x(op))),
-            doc=("The natural logarithm, element-wise.", "log([1.0])", "[0.0]"))
-log1p = unary("Log1p", "log1p", INEXACT, ("log1p",),
-              grad=lambda op, g: multiply(g, reciprocal(add(_x(op), 1))),
-              doc=("log(1 + x) element-wise, accurate for small x.", "log1p([0.0])", "[0.0]"))
-sigmoid = unary("Sigmoid", _sigmoid, FLOAT, ("sigmoid",),
-                grad=lambda op, g: multiply(multiply(g, op.outputs[0]), subtract(1, op.outputs[0])),
-                doc=("1 / (1 + exp(-x)) element-wise, without overflow.",
-                     "sigmoid([0.0, -1000.0])", "[0.5, 0.0]"))
-tanh = unary("Tanh", "tanh", INEXACT, ("tanh",),  # TF's TanhGrad
-             grad=lambda op, g: multiply(g, subtract(1, square(_y(op)))),
-             doc=("The hyperbolic tangent, element-wise.", "tanh([0.0])", "[0.0]"))
-sign = unary("Sign", "sign", NUMBER, ("sign",),
-             grad=lambda op, g: zeros_like(op.inputs[0]),  # TF: zeros, not None
-             doc=("-1, 0 or 1 by the sign of x, element-wise.", "sign([-3, 0, 2])",
-                  "[-1, 0, 1]"))
-reciprocal = unary("Reciprocal", "reciprocal", NUMBER, ("reciprocal",),
-                   grad=lambda op, g: multiply(negative(g), square(_y(op))),
-                   doc=("1 / x element-wise.", "reciprocal([2.0, 4.0])", "[0.5, 0.25]"))
-floor = unary("Floor", "floor", FLOAT, ("floor",), grad=_NO,
-              doc=("The largest integer <= x, element-wise.", "floor([1.5, -1.5])",
-                   "[1.0, -2.0]"))
-ceil = unary("Ceil", "ceil", FLOAT, ("ceil",), grad=_NO,
-             doc=("The smallest integer >= x, element-wise.", "ceil([1.5, -1.5])", "[2.0, -1.0]"))
+negative = neg = unary(
+    "Neg",
+    "negative",
+    NUMBER,
+    ("negative", "neg"),
+    grad=lambda op, g: negative(g),
+    doc=("-x element-wise.", "negative([1, -2])", "[-1, 2]"),
+)
+abs = unary(
+    "Abs",
+    "absolute",
+    REAL,
+    ("abs",),
+    grad=lambda op, g: multiply(g, sign(op.inputs[0])),
+    doc=("|x| element-wise.", "abs([1, -2])", "[1, 2]"),
+)
+square = unary(
+    "Square",
+    "square",
+    NUMBER,
+    ("square",),
+    grad=lambda op, g: multiply(g, multiply(_x(op), 2)),
+    doc=("x * x element-wise.", "square([2, -3])", "[4, 9]"),
+)
+sqrt = unary(
+    "Sqrt",
+    "sqrt",
+    INEXACT,
+    ("sqrt",),
+    grad=lambda op, g: realdiv(multiply(g, 0.5), _y(op)),  # TF's SqrtGrad
+    doc=("The square root, element-wise.", "sqrt([4.0, 9.0])", "[2.0, 3.0]"),
+)
+rsqrt = unary(
+    "Rsqrt",
+    _rsqrt,
+    INEXACT,
+    ("rsqrt",),  # TF's RsqrtGrad: -g * y**3 / 2
+    grad=lambda op, g: multiply(multiply(g, _cube(_y(op))), -0.5),
+    doc=("1 / sqrt(x) element-wise.", "rsqrt([4.0, 0.25])", "[0.5, 2.0]"),
+)
+exp = unary(
+    "Exp",
+    "exp",
+    INEXACT,
+    ("exp",),
+    grad=lambda op, g: multiply(g, _y(op)),
+    doc=("e ** x element-wise.", "exp([0.0])", "[1.0]"),
+)
+log = unary(
+    "Log",
+    "log",
+    INEXACT,
+    ("log",),
+    grad=lambda op, g: multiply(g, reciprocal(_x(op))),
+    doc=("The natural logarithm, element-wise.", "log([1.0])", "[0.0]"),
+)
+log1p = unary(
+    "Log1p",
+    "log1p",
+    INEXACT,
+    ("log1p",),
+    grad=lambda op, g: multiply(g, reciprocal(add(_x(op), 1))),
+    doc=("log(1 + x) element-wise, accurate for small x.", "log1p([0.0])", "[0.0]"),
+)
+sigmoid = unary(
+    "Sigmoid",
+    _sigmoid,
+    FLOAT,
+    ("sigmoid",),
+    grad=lambda op, g: multiply(multiply(g, op.outputs[0]), subtract(1, op.outputs[0])),
+    doc=(
+        "1 / (1 + exp(-x)) element-wise, without overflow.",
+        "sigmoid([0.0, -1000.0])",
+        "[0.5, 0.0]",
+    ),
+)
+tanh = unary(
+    "Tanh",
+    "tanh",
+    INEXACT,
+    ("tanh",),  # TF's TanhGrad
+    grad=lambda op, g: multiply(g, subtract(1, square(_y(op)))),
+    doc=("The hyperbolic tangent, element-wise.", "tanh([0.0])", "[0.0]"),
+)
+sign = unary(
+    "Sign",
+    "sign",
+    NUMBER,
+    ("sign",),
+    grad=lambda op, g: zeros_like(op.inputs[0]),  # TF: zeros, not None
+    doc=("-1, 0 or 1 by the sign of x, element-wise.", "sign([-3, 0, 2])", "[-1, 0, 1]"),
+)
+reciprocal = unary(
+    "Reciprocal",
+    "reciprocal",
+    NUMBER,
+    ("reciprocal",),
+    grad=lambda op, g: multiply(negative(g), square(_y(op))),
+    doc=("1 / x element-wise.", "reciprocal([2.0, 4.0])", "[0.5, 0.25]"),
+)
+floor = unary(
+    "Floor",
+    "floor",
+    FLOAT,
+    ("floor",),
+    grad=_NO,
+    doc=("The largest integer <= x, element-wise.", "floor([1.5, -1.5])", "[1.0, -2.0]"),
+)
+ceil = unary(
+    "Ceil",
+    "ceil",
+    FLOAT,
+    ("ceil",),
+    grad=_NO,
+    doc=("The smallest integer >= x, element-wise.", "ceil([1.5, -1.5])", "[2.0, -1.0]"),
+)
 _round = unary("Round", "rint", FLOAT, (), grad=_NO, doc=None)  # `round` below: ints pass
-sin = unary("Sin", "sin", INEXACT, ("sin",),
-            grad=lambda op, g: multiply(g, cos(_x(op))),
-            doc=("The sine, element-wise.", "sin([0.0])", "[0.0]"))
-cos = unary("Cos", "cos", INEXACT, ("cos",),
-            grad=lambda op, g: multiply(negative(g), sin(_x(op))),
-            doc=("The cosine, element-wise.", "cos([0.0])", "[1.0]"))
+sin = unary(
+    "Sin",
+    "sin",
+    INEXACT,
+    ("sin",),
+    grad=lambda op, g: multiply(g, cos(_x(op))),
+    doc=("The sine, element-wise.", "sin([0.0])", "[0.0]"),
+)
+cos = unary(
+    "Cos",
+    "cos",
+    INEXACT,
+    ("cos",),
+    grad=lambda op, g: multiply(negative(g), sin(_x(op))),
+    doc=("The cosine, element-wise.", "cos([0.0])", "[1.0]"),
+)
 _conj = unary("Conj", "conj", COMPLEX, (), grad=lambda op, g: conj(g), doc=None)  # `conj` below
-logical_not = unary("LogicalNot", "logical_not", BOOL, ("logical_not",), out=_B, grad=_NO,
-                    doc=("NOT x element-wise, for bools.", "logical_not([True, False])",
-                         "[False, True]"))
-# fmt: on
+logical_not = unary(
+    "LogicalNot",
+    "logical_not",
+    BOOL,
+    ("logical_not",),
+    out=_B,
+    grad=_NO,
+    doc=("NOT x element-wise, for bools.", "logical_not([True, False])", "[False, True]"),
+)
 
 
 def _float_test(op: str, fn: str, wrapper: str, what: str, special: str, value: str) -> Any:
@@ -273,17 +510,54 @@ is_inf = _float_test("IsInf", "isinf", "is_inf", "+-inf", "inf", "[False, True]"
 is_finite = _float_test("IsFinite", "isfinite", "is_finite", "finite", "inf", "[True, False]")
 
 __test__ = doctests(
-    add, subtract, multiply, realdiv, floordiv, floormod, pow, maximum, minimum,
-    squared_difference, less, less_equal, greater, greater_equal, equal, not_equal,
-    logical_and, logical_or, negative, abs, square, sqrt, rsqrt, exp, log, log1p, sigmoid,
-    tanh, sign, reciprocal, floor, ceil, sin, cos, logical_not, is_nan, is_inf, is_finite,
-)  # fmt: skip
+    add,
+    subtract,
+    multiply,
+    realdiv,
+    floordiv,
+    floormod,
+    pow,
+    maximum,
+    minimum,
+    squared_difference,
+    less,
+    less_equal,
+    greater,
+    greater_equal,
+    equal,
+    not_equal,
+    logical_and,
+    logical_or,
+    negative,
+    abs,
+    square,
+    sqrt,
+    rsqrt,
+    exp,
+    log,
+    log1p,
+    sigmoid,
+    tanh,
+    sign,
+    reciprocal,
+    floor,
+    ceil,
+    sin,
+    cos,
+    logical_not,
+    is_nan,
+    is_inf,
+    is_finite,
+)
 
 # TensorFlow's GraphDefs spell Add "AddV2": the same kernel, infer and gradient
 _ADD = registry.OPS["Add"]
 _ADD_V2 = BINARY[0]._replace(op_type="AddV2")
-register(OpDef("AddV2", _ADD.inputs, (), binary_infer(_ADD_V2), _ADD.kernel, bind=_ADD.bind,
-               grad=_ADD.grad))  # fmt: skip
+register(
+    OpDef(
+        "AddV2", _ADD.inputs, (), binary_infer(_ADD_V2), _ADD.kernel, bind=_ADD.bind, grad=_ADD.grad
+    )
+)
 
 
 # ----------------------------------------------------------------- composites

@@ -92,8 +92,17 @@ def _grad(rank: int, inverse: bool) -> Any:
 for _rank in (1, 2, 3):
     for _inverse in (False, True):
         _name = ("FFT", "IFFT")[_inverse] + ("", "2D", "3D")[_rank - 1]
-        register(OpDef(_name, ("input",), (), _infer(_rank, _name), _kernel(_rank, _inverse),
-                       heavy=True, grad=_grad(_rank, _inverse)))  # fmt: skip
+        register(
+            OpDef(
+                _name,
+                ("input",),
+                (),
+                _infer(_rank, _name),
+                _kernel(_rank, _inverse),
+                heavy=True,
+                grad=_grad(_rank, _inverse),
+            )
+        )
 
 
 def _transform(op_type: str, input: Any, name: Any) -> Tensor:

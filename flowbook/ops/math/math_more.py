@@ -50,10 +50,22 @@ from flowbook.ops.math.sort_ops import top_k
 from flowbook.ops.state.scatter_ops import scatter_nd
 
 __all__ = [
-    "accumulate_n", "approx_max_k", "approx_min_k", "confusion_matrix", "cumulative_logsumexp", "multiply_no_nan", "polyval",
-    "reciprocal_no_nan", "reduce_euclidean_norm", "reduce_std", "reduce_variance",
-    "unsorted_segment_sqrt_n", "xdivy", "xlog1py", "xlogy",
-]  # fmt: skip
+    "accumulate_n",
+    "approx_max_k",
+    "approx_min_k",
+    "confusion_matrix",
+    "cumulative_logsumexp",
+    "multiply_no_nan",
+    "polyval",
+    "reciprocal_no_nan",
+    "reduce_euclidean_norm",
+    "reduce_std",
+    "reduce_variance",
+    "unsorted_segment_sqrt_n",
+    "xdivy",
+    "xlog1py",
+    "xlogy",
+]
 
 
 def _where_x_zero(x: Tensor, y: Tensor, safe: float) -> Tensor:

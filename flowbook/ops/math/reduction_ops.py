@@ -287,37 +287,74 @@ def _sum(xp: Any, x: Any, ax: tuple[int, ...], kd: bool) -> Any:
     return x.copy() if ax == () else xp.sum(x, axis=ax, keepdims=kd, dtype=x.dtype)
 
 
-# fmt: off
-reduce_sum = reduction("Sum", "reduce_sum", _sum,
-                       NUMBER, grad=_sum_grad,
-                       doc=("The sum of elements across axes.",
-                            "reduce_sum([[1, 2], [3, 4]], axis=1)", "[3, 7]"))
-reduce_mean = reduction("Mean", "reduce_mean", _mean, NUMBER, grad=_mean_grad,
-                        doc=("The mean across axes; integer means truncate, as in TensorFlow.",
-                             "reduce_mean([[1.0, 2.0], [3.0, 4.0]], axis=0)", "[2.0, 3.0]"))
-reduce_max = reduction("Max", "reduce_max", lambda xp, x, ax, kd: xp.max(x, axis=ax, keepdims=kd),
-                       REAL, grad=_min_or_max_grad,
-                       doc=("The maximum across axes.", "reduce_max([[1, 5], [3, 4]], axis=0)",
-                            "[3, 5]"))
-reduce_min = reduction("Min", "reduce_min", lambda xp, x, ax, kd: xp.min(x, axis=ax, keepdims=kd),
-                       REAL, grad=_min_or_max_grad,
-                       doc=("The minimum across axes.", "reduce_min([[1, 5], [3, 4]], axis=0)",
-                            "[1, 4]"))
-reduce_prod = reduction("Prod", "reduce_prod",
-                        lambda xp, x, ax, kd: xp.prod(x, axis=ax, keepdims=kd, dtype=x.dtype),
-                        NUMBER, grad=_prod_grad,
-                        doc=("The product across axes.", "reduce_prod([[1, 2], [3, 4]], axis=1)",
-                             "[2, 12]"))
-reduce_all = reduction("All", "reduce_all", lambda xp, x, ax, kd: xp.all(x, axis=ax, keepdims=kd),
-                       BOOL, grad=NOT_DIFFERENTIABLE,
-                       doc=("Logical AND across axes.",
-                            "reduce_all([[True, False], [True, True]], axis=1)", "[False, True]"))
-reduce_any = reduction("Any", "reduce_any", lambda xp, x, ax, kd: xp.any(x, axis=ax, keepdims=kd),
-                       BOOL, grad=NOT_DIFFERENTIABLE,
-                       doc=("Logical OR across axes.",
-                            "reduce_any([[True, False], [False, False]], axis=1)",
-                            "[True, False]"))
-# fmt: on
+reduce_sum = reduction(
+    "Sum",
+    "reduce_sum",
+    _sum,
+    NUMBER,
+    grad=_sum_grad,
+    doc=("The sum of elements across axes.", "reduce_sum([[1, 2], [3, 4]], axis=1)", "[3, 7]"),
+)
+reduce_mean = reduction(
+    "Mean",
+    "reduce_mean",
+    _mean,
+    NUMBER,
+    grad=_mean_grad,
+    doc=(
+        "The mean across axes; integer means truncate, as in TensorFlow.",
+        "reduce_mean([[1.0, 2.0], [3.0, 4.0]], axis=0)",
+        "[2.0, 3.0]",
+    ),
+)
+reduce_max = reduction(
+    "Max",
+    "reduce_max",
+    lambda xp, x, ax, kd: xp.max(x, axis=ax, keepdims=kd),
+    REAL,
+    grad=_min_or_max_grad,
+    doc=("The maximum across axes.", "reduce_max([[1, 5], [3, 4]], axis=0)", "[3, 5]"),
+)
+reduce_min = reduction(
+    "Min",
+    "reduce_min",
+    lambda xp, x, ax, kd: xp.min(x, axis=ax, keepdims=kd),
+    REAL,
+    grad=_min_or_max_grad,
+    doc=("The minimum across axes.", "reduce_min([[1, 5], [3, 4]], axis=0)", "[1, 4]"),
+)
+reduce_prod = reduction(
+    "Prod",
+    "reduce_prod",
+    lambda xp, x, ax, kd: xp.prod(x, axis=ax, keepdims=kd, dtype=x.dtype),
+    NUMBER,
+    grad=_prod_grad,
+    doc=("The product across axes.", "reduce_prod([[1, 2], [3, 4]], axis=1)", "[2, 12]"),
+)
+reduce_all = reduction(
+    "All",
+    "reduce_all",
+    lambda xp, x, ax, kd: xp.all(x, axis=ax, keepdims=kd),
+    BOOL,
+    grad=NOT_DIFFERENTIABLE,
+    doc=(
+        "Logical AND across axes.",
+        "reduce_all([[True, False], [True, True]], axis=1)",
+        "[False, True]",
+    ),
+)
+reduce_any = reduction(
+    "Any",
+    "reduce_any",
+    lambda xp, x, ax, kd: xp.any(x, axis=ax, keepdims=kd),
+    BOOL,
+    grad=NOT_DIFFERENTIABLE,
+    doc=(
+        "Logical OR across axes.",
+        "reduce_any([[True, False], [False, False]], axis=1)",
+        "[True, False]",
+    ),
+)
 __test__ = doctests(
     reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, reduce_all, reduce_any
 )

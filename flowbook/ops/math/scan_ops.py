@@ -85,8 +85,9 @@ def _cumprod_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     """TF's formula: reverse-cumsum of ``g * cumprod(x)``, over ``x`` (x must not be 0)."""
     x, axis = op.inputs
     ex, rev = op.attrs["exclusive"], op.attrs["reverse"]
-    back = make1("Cumsum", [multiply(g, conj(op.outputs[0])), axis],
-                 {"exclusive": ex, "reverse": not rev})  # fmt: skip
+    back = make1(
+        "Cumsum", [multiply(g, conj(op.outputs[0])), axis], {"exclusive": ex, "reverse": not rev}
+    )
     return [realdiv(back, conj(x)), None]
 
 

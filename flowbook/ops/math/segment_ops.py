@@ -229,20 +229,39 @@ def _prod_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [multiply(others, _gather_ids(g, ids, data)), *[None] * (len(op.inputs) - 1)]
 
 
-_GRADS = {"Sum": _sum_grad, "Mean": _mean_grad, "Max": _min_max_grad, "Min": _min_max_grad,
-          "Prod": _prod_grad}  # fmt: skip
+_GRADS = {
+    "Sum": _sum_grad,
+    "Mean": _mean_grad,
+    "Max": _min_max_grad,
+    "Min": _min_max_grad,
+    "Prod": _prod_grad,
+}
 for _kind in ("Sum", "Mean", "Max", "Min", "Prod"):
     _host = {"host_only": True} if _kind == "Prod" else {}
     register(
-        OpDef(f"Segment{_kind}", ("data", "segment_ids"), (), _sorted_infer(_kind),
-              _sorted_kernel(_kind), grad=_GRADS[_kind], **_host)
-    )  # fmt: skip
+        OpDef(
+            f"Segment{_kind}",
+            ("data", "segment_ids"),
+            (),
+            _sorted_infer(_kind),
+            _sorted_kernel(_kind),
+            grad=_GRADS[_kind],
+            **_host,
+        )
+    )
     if _kind in ("Max", "Min", "Prod"):
         register(
-            OpDef(f"UnsortedSegment{_kind}", ("data", "segment_ids", "num_segments"), (),
-                  _unsorted_infer(_kind), _unsorted_kernel(_kind), host_inputs=(2,),
-                  grad=_GRADS[_kind], **_host)
-        )  # fmt: skip
+            OpDef(
+                f"UnsortedSegment{_kind}",
+                ("data", "segment_ids", "num_segments"),
+                (),
+                _unsorted_infer(_kind),
+                _unsorted_kernel(_kind),
+                host_inputs=(2,),
+                grad=_GRADS[_kind],
+                **_host,
+            )
+        )
 
 
 # ------------------------------------------------------------------- wrappers

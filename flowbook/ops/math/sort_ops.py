@@ -83,8 +83,17 @@ def _top_k_grad(op: Operation, g: Tensor, _indices_grad: Tensor) -> list[Tensor 
     return [reshape(summed, shape(x)), None]
 
 
-register(OpDef("TopKV2", ("input", "k"), ("sorted",), _top_k_infer, _top_k_kernel,
-               host_inputs=(1,), grad=_top_k_grad))  # fmt: skip
+register(
+    OpDef(
+        "TopKV2",
+        ("input", "k"),
+        ("sorted",),
+        _top_k_infer,
+        _top_k_kernel,
+        host_inputs=(1,),
+        grad=_top_k_grad,
+    )
+)
 
 
 class TopKV2(NamedTuple):
@@ -133,8 +142,17 @@ def _in_top_k_kernel(xp: Any, predictions: Any, targets: Any, k: Any) -> Any:
     return valid & xp.isfinite(chosen[:, 0]) & (larger < int(k))
 
 
-register(OpDef("InTopKV2", ("predictions", "targets", "k"), (), _in_top_k_infer,
-               _in_top_k_kernel, host_inputs=(2,), grad=NOT_DIFFERENTIABLE))  # fmt: skip
+register(
+    OpDef(
+        "InTopKV2",
+        ("predictions", "targets", "k"),
+        (),
+        _in_top_k_infer,
+        _in_top_k_kernel,
+        host_inputs=(2,),
+        grad=NOT_DIFFERENTIABLE,
+    )
+)
 
 
 def in_top_k(predictions: Any, targets: Any, k: Any, name: str | None = None) -> Tensor:

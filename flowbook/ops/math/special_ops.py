@@ -59,9 +59,25 @@ from flowbook.ops.math.elementwise_ops import (
 from flowbook.ops.math.reduction_ops import reduce_sum
 
 __all__ = [
-    "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "betainc", "digamma", "erf", "erfc",
-    "erfcinv", "erfinv", "igamma", "igammac", "lbeta", "lgamma", "ndtri", "nextafter", "polygamma", "zeta",
-]  # fmt: skip
+    "bessel_i0",
+    "bessel_i0e",
+    "bessel_i1",
+    "bessel_i1e",
+    "betainc",
+    "digamma",
+    "erf",
+    "erfc",
+    "erfcinv",
+    "erfinv",
+    "igamma",
+    "igammac",
+    "lbeta",
+    "lgamma",
+    "ndtri",
+    "nextafter",
+    "polygamma",
+    "zeta",
+]
 
 
 def _x(op: Operation) -> Tensor:
@@ -104,54 +120,135 @@ def _second_grad(deriv: Any) -> Any:
 _ERF_C = 2 / math.sqrt(math.pi)
 _NO = NOT_DIFFERENTIABLE
 
-# fmt: off
-erf = unary("Erf", k.erf, FLOAT, ("erf",),
-            grad=lambda op, g: multiply(g, multiply(_ERF_C, exp(negative(square(_x(op)))))),
-            doc=("The Gauss error function, element-wise.", "erf([0.0, 0.5])",
-                 "[0.0, 0.5204999]"))
-erfc = unary("Erfc", k.erfc, FLOAT, ("erfc",),
-             grad=lambda op, g: multiply(g, multiply(-_ERF_C, exp(negative(square(_x(op)))))),
-             doc=("1 - erf(x), accurate where erf(x) is near 1.", "erfc([0.0, 3.0])",
-                  "[1.0, 2.20905e-05]"))
-lgamma = unary("Lgamma", k.lgamma, FLOAT, ("lgamma",),
-               grad=lambda op, g: multiply(g, digamma(_x(op))),
-               doc=("log|Gamma(x)|, element-wise.", "lgamma([1.0, 3.0])", "[0.0, 0.6931472]"))
-digamma = unary("Digamma", k.digamma, FLOAT, ("digamma",),
-                grad=lambda op, g: multiply(g, polygamma(zeros_like(_x(op)) + 1.0, _x(op))),
-                doc=("The derivative of lgamma, element-wise.", "digamma([1.0])",
-                     "[-0.5772157]"))
-erfinv = unary("Erfinv", k.erfinv, FLOAT, ("erfinv",),
-               grad=lambda op, g: _scaled(op, g, math.sqrt(math.pi) / 2, 1.0),
-               doc=("The inverse of erf, element-wise.", "math.erfinv([0.0, 0.5])",
-                    "[0.0, 0.4769363]"))
-ndtri = unary("Ndtri", k.ndtri, FLOAT, ("ndtri",),
-              grad=lambda op, g: _scaled(op, g, math.sqrt(2 * math.pi), 0.5),
-              doc=("The standard normal quantile (inverse CDF), element-wise.",
-                   "math.ndtri([0.5, 0.975])", "[0.0, 1.959964394569397]"))
-bessel_i0 = unary("BesselI0", k.bessel_i0, FLOAT, ("bessel_i0",),
-                  grad=lambda op, g: multiply(g, bessel_i1(_x(op))),
-                  doc=("The modified Bessel function of order 0, element-wise.",
-                       "math.bessel_i0([0.0, 1.0])", "[1.0, 1.2660658359527588]"))
-bessel_i0e = unary("BesselI0e", k.bessel_i0e, FLOAT, ("bessel_i0e",),
-                   grad=lambda op, g: multiply(g, subtract(
-                       bessel_i1e(_x(op)), multiply(sign(_x(op)), op.outputs[0]))),
-                   doc=("exp(-|x|) * bessel_i0(x), element-wise.", "math.bessel_i0e([0.0])", "[1.0]"))
-bessel_i1 = unary("BesselI1", k.bessel_i1, FLOAT, ("bessel_i1",), grad=_i1_grad,
-                  doc=("The modified Bessel function of order 1, element-wise.",
-                       "math.bessel_i1([0.0, 1.0])", "[0.0, 0.5651590824127197]"))
-bessel_i1e = unary("BesselI1e", k.bessel_i1e, FLOAT, ("bessel_i1e",), grad=_i1e_grad,
-                   doc=("exp(-|x|) * bessel_i1(x), element-wise.", "math.bessel_i1e([0.0])", "[0.0]"))
-nextafter = binary("NextAfter", "nextafter", FLOAT, ("nextafter",), grad=_NO,
-                   doc=("The next representable value after x1 toward x2.",
-                        "math.nextafter([1.0], [2.0])", "[1.0000001192092896]"))
-# fmt: on
+erf = unary(
+    "Erf",
+    k.erf,
+    FLOAT,
+    ("erf",),
+    grad=lambda op, g: multiply(g, multiply(_ERF_C, exp(negative(square(_x(op)))))),
+    doc=("The Gauss error function, element-wise.", "erf([0.0, 0.5])", "[0.0, 0.5204999]"),
+)
+erfc = unary(
+    "Erfc",
+    k.erfc,
+    FLOAT,
+    ("erfc",),
+    grad=lambda op, g: multiply(g, multiply(-_ERF_C, exp(negative(square(_x(op)))))),
+    doc=("1 - erf(x), accurate where erf(x) is near 1.", "erfc([0.0, 3.0])", "[1.0, 2.20905e-05]"),
+)
+lgamma = unary(
+    "Lgamma",
+    k.lgamma,
+    FLOAT,
+    ("lgamma",),
+    grad=lambda op, g: multiply(g, digamma(_x(op))),
+    doc=("log|Gamma(x)|, element-wise.", "lgamma([1.0, 3.0])", "[0.0, 0.6931472]"),
+)
+digamma = unary(
+    "Digamma",
+    k.digamma,
+    FLOAT,
+    ("digamma",),
+    grad=lambda op, g: multiply(g, polygamma(zeros_like(_x(op)) + 1.0, _x(op))),
+    doc=("The derivative of lgamma, element-wise.", "digamma([1.0])", "[-0.5772157]"),
+)
+erfinv = unary(
+    "Erfinv",
+    k.erfinv,
+    FLOAT,
+    ("erfinv",),
+    grad=lambda op, g: _scaled(op, g, math.sqrt(math.pi) / 2, 1.0),
+    doc=("The inverse of erf, element-wise.", "math.erfinv([0.0, 0.5])", "[0.0, 0.4769363]"),
+)
+ndtri = unary(
+    "Ndtri",
+    k.ndtri,
+    FLOAT,
+    ("ndtri",),
+    grad=lambda op, g: _scaled(op, g, math.sqrt(2 * math.pi), 0.5),
+    doc=(
+        "The standard normal quantile (inverse CDF), element-wise.",
+        "math.ndtri([0.5, 0.975])",
+        "[0.0, 1.959964394569397]",
+    ),
+)
+bessel_i0 = unary(
+    "BesselI0",
+    k.bessel_i0,
+    FLOAT,
+    ("bessel_i0",),
+    grad=lambda op, g: multiply(g, bessel_i1(_x(op))),
+    doc=(
+        "The modified Bessel function of order 0, element-wise.",
+        "math.bessel_i0([0.0, 1.0])",
+        "[1.0, 1.2660658359527588]",
+    ),
+)
+bessel_i0e = unary(
+    "BesselI0e",
+    k.bessel_i0e,
+    FLOAT,
+    ("bessel_i0e",),
+    grad=lambda op, g: multiply(
+        g, subtract(bessel_i1e(_x(op)), multiply(sign(_x(op)), op.outputs[0]))
+    ),
+    doc=("exp(-|x|) * bessel_i0(x), element-wise.", "math.bessel_i0e([0.0])", "[1.0]"),
+)
+bessel_i1 = unary(
+    "BesselI1",
+    k.bessel_i1,
+    FLOAT,
+    ("bessel_i1",),
+    grad=_i1_grad,
+    doc=(
+        "The modified Bessel function of order 1, element-wise.",
+        "math.bessel_i1([0.0, 1.0])",
+        "[0.0, 0.5651590824127197]",
+    ),
+)
+bessel_i1e = unary(
+    "BesselI1e",
+    k.bessel_i1e,
+    FLOAT,
+    ("bessel_i1e",),
+    grad=_i1e_grad,
+    doc=("exp(-|x|) * bessel_i1(x), element-wise.", "math.bessel_i1e([0.0])", "[0.0]"),
+)
+nextafter = binary(
+    "NextAfter",
+    "nextafter",
+    FLOAT,
+    ("nextafter",),
+    grad=_NO,
+    doc=(
+        "The next representable value after x1 toward x2.",
+        "math.nextafter([1.0], [2.0])",
+        "[1.0000001192092896]",
+    ),
+)
 
 _POLYGAMMA = Elementwise("Polygamma", k.polygamma, ("polygamma",), FLOAT)
 _ZETA = Elementwise("Zeta", k.zeta, ("zeta",), FLOAT)
-register(OpDef("Polygamma", ("a", "x"), (), binary_infer(_POLYGAMMA), k.polygamma,
-               grad=_second_grad(lambda a, x: polygamma(add(a, 1.0), x))))  # fmt: skip
-register(OpDef("Zeta", ("x", "q"), (), binary_infer(_ZETA), k.zeta,
-               grad=_second_grad(lambda s, q: negative(multiply(s, zeta(add(s, 1.0), q))))))  # fmt: skip
+register(
+    OpDef(
+        "Polygamma",
+        ("a", "x"),
+        (),
+        binary_infer(_POLYGAMMA),
+        k.polygamma,
+        grad=_second_grad(lambda a, x: polygamma(add(a, 1.0), x)),
+    )
+)
+register(
+    OpDef(
+        "Zeta",
+        ("x", "q"),
+        (),
+        binary_infer(_ZETA),
+        k.zeta,
+        grad=_second_grad(lambda s, q: negative(multiply(s, zeta(add(s, 1.0), q)))),
+    )
+)
 
 
 def _igamma_dx(a: Tensor, x: Tensor) -> Tensor:
@@ -270,6 +367,15 @@ def lbeta(x: Any, name: str | None = None) -> Tensor:
 
 
 __test__ = doctests(
-    erf, erfc, lgamma, digamma, erfinv, ndtri, bessel_i0, bessel_i0e, bessel_i1, bessel_i1e,
+    erf,
+    erfc,
+    lgamma,
+    digamma,
+    erfinv,
+    ndtri,
+    bessel_i0,
+    bessel_i0e,
+    bessel_i1,
+    bessel_i1e,
     nextafter,
-)  # fmt: skip
+)

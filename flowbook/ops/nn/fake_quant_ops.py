@@ -39,11 +39,15 @@ from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops.math import math_ops
 
 __all__ = [
-    "fake_quant_with_min_max_args", "fake_quant_with_min_max_args_gradient",
-    "fake_quant_with_min_max_vars", "fake_quant_with_min_max_vars_gradient",
+    "fake_quant_with_min_max_args",
+    "fake_quant_with_min_max_args_gradient",
+    "fake_quant_with_min_max_vars",
+    "fake_quant_with_min_max_vars_gradient",
     "fake_quant_with_min_max_vars_per_channel",
-    "fake_quant_with_min_max_vars_per_channel_gradient", "histogram_fixed_width_bins", "timestamp",
-]  # fmt: skip
+    "fake_quant_with_min_max_vars_per_channel_gradient",
+    "histogram_fixed_width_bins",
+    "timestamp",
+]
 
 _ATTRS = ("num_bits", "narrow_range")
 
@@ -55,8 +59,11 @@ def _nudge(xp: Any, lo: Any, hi: Any, num_bits: int, narrow_range: bool) -> tupl
     lo, hi = xp.asarray(lo, f), xp.asarray(hi, f)
     scale = (hi - lo) / (qmax - qmin)
     zero_from_min = qmin - lo / scale
-    zero = xp.where(zero_from_min < qmin, qmin,
-                    xp.where(zero_from_min > qmax, qmax, xp.floor(zero_from_min + f(0.5))))  # fmt: skip
+    zero = xp.where(
+        zero_from_min < qmin,
+        qmin,
+        xp.where(zero_from_min > qmax, qmax, xp.floor(zero_from_min + f(0.5))),
+    )
     return (qmin - zero) * scale, (qmax - zero) * scale, scale
 
 
@@ -96,17 +103,27 @@ def _vars_grad(op_type: str) -> Any:
     return grad
 
 
-@register_op("FakeQuantWithMinMaxArgs", ("inputs",), _float_infer("FakeQuantWithMinMaxArgs"),
-             ("min", "max", *_ATTRS), grad=_args_grad)  # fmt: skip
+@register_op(
+    "FakeQuantWithMinMaxArgs",
+    ("inputs",),
+    _float_infer("FakeQuantWithMinMaxArgs"),
+    ("min", "max", *_ATTRS),
+    grad=_args_grad,
+)
 def _fq_args(xp: Any, inputs: Any, min: float, max: float, num_bits: int, narrow_range: bool):
     return _quantize(xp, inputs, min, max, num_bits, narrow_range)
 
 
-@register_op("FakeQuantWithMinMaxArgsGradient", ("gradients", "inputs"),
-             _float_infer("FakeQuantWithMinMaxArgsGradient"), ("min", "max", *_ATTRS),
-             grad=NOT_DIFFERENTIABLE)  # fmt: skip
-def _fq_args_grad(xp: Any, gradients: Any, inputs: Any, min: float, max: float, num_bits: int,
-                  narrow_range: bool) -> Any:  # fmt: skip
+@register_op(
+    "FakeQuantWithMinMaxArgsGradient",
+    ("gradients", "inputs"),
+    _float_infer("FakeQuantWithMinMaxArgsGradient"),
+    ("min", "max", *_ATTRS),
+    grad=NOT_DIFFERENTIABLE,
+)
+def _fq_args_grad(
+    xp: Any, gradients: Any, inputs: Any, min: float, max: float, num_bits: int, narrow_range: bool
+) -> Any:
     below, above = _inside(xp, inputs, min, max, num_bits, narrow_range)
     return xp.where(below | above, np.float32(0), gradients).astype(np.float32)
 
@@ -124,34 +141,49 @@ def _vars_infer(op_type: str, per_channel: bool) -> Any:
     return infer
 
 
-@register_op("FakeQuantWithMinMaxVars", ("inputs", "min", "max"),
-             _vars_infer("FakeQuantWithMinMaxVars", False), _ATTRS,
-             grad=_vars_grad("FakeQuantWithMinMaxVarsGradient"))  # fmt: skip
+@register_op(
+    "FakeQuantWithMinMaxVars",
+    ("inputs", "min", "max"),
+    _vars_infer("FakeQuantWithMinMaxVars", False),
+    _ATTRS,
+    grad=_vars_grad("FakeQuantWithMinMaxVarsGradient"),
+)
 def _fq_vars(xp: Any, inputs: Any, min: Any, max: Any, num_bits: int, narrow_range: bool) -> Any:
     return _quantize(xp, inputs, min, max, num_bits, narrow_range)
 
 
-@register_op("FakeQuantWithMinMaxVarsPerChannel", ("inputs", "min", "max"),
-             _vars_infer("FakeQuantWithMinMaxVarsPerChannel", True), _ATTRS,
-             grad=_vars_grad("FakeQuantWithMinMaxVarsPerChannelGradient"))  # fmt: skip
+@register_op(
+    "FakeQuantWithMinMaxVarsPerChannel",
+    ("inputs", "min", "max"),
+    _vars_infer("FakeQuantWithMinMaxVarsPerChannel", True),
+    _ATTRS,
+    grad=_vars_grad("FakeQuantWithMinMaxVarsPerChannelGradient"),
+)
 def _fq_channels(xp: Any, inputs: Any, min: Any, max: Any, num_bits: int, narrow_range: bool):
     return _quantize(xp, inputs, min, max, num_bits, narrow_range)
 
 
 def _vars_grad_infer(inputs_grad: Tensor, inputs: Tensor, lo: Tensor, hi: Tensor, **_: Any):
-    return [Out(dtypes.float32, inputs._shape), Out(dtypes.float32, lo._shape),
-            Out(dtypes.float32, hi._shape)]  # fmt: skip
+    return [
+        Out(dtypes.float32, inputs._shape),
+        Out(dtypes.float32, lo._shape),
+        Out(dtypes.float32, hi._shape),
+    ]
 
 
 def _vars_grad_kernel(per_channel: bool) -> Any:
-    def kernel(xp: Any, gradients: Any, inputs: Any, min: Any, max: Any, num_bits: int,
-               narrow_range: bool) -> Any:  # fmt: skip
+    def kernel(
+        xp: Any, gradients: Any, inputs: Any, min: Any, max: Any, num_bits: int, narrow_range: bool
+    ) -> Any:
         below, above = _inside(xp, inputs, min, max, num_bits, narrow_range)
         g = gradients.astype(np.float32)
         zero = np.float32(0)
         axes = tuple(range(inputs.ndim - 1)) if per_channel else None
-        return (xp.where(below | above, zero, g), xp.where(below, g, zero).sum(axis=axes),
-                xp.where(above, g, zero).sum(axis=axes))  # fmt: skip
+        return (
+            xp.where(below | above, zero, g),
+            xp.where(below, g, zero).sum(axis=axes),
+            xp.where(above, g, zero).sum(axis=axes),
+        )
 
     return kernel
 
@@ -160,8 +192,13 @@ for _name, _per in (
     ("FakeQuantWithMinMaxVarsGradient", False),
     ("FakeQuantWithMinMaxVarsPerChannelGradient", True),
 ):
-    register_op(_name, ("gradients", "inputs", "min", "max"), _vars_grad_infer, _ATTRS,
-                grad=NOT_DIFFERENTIABLE)(_vars_grad_kernel(_per))  # fmt: skip
+    register_op(
+        _name,
+        ("gradients", "inputs", "min", "max"),
+        _vars_grad_infer,
+        _ATTRS,
+        grad=NOT_DIFFERENTIABLE,
+    )(_vars_grad_kernel(_per))
 
 
 def _attrs(num_bits: int, narrow_range: bool) -> dict[str, Any]:
@@ -169,67 +206,112 @@ def _attrs(num_bits: int, narrow_range: bool) -> dict[str, Any]:
     return {"num_bits": int(num_bits), "narrow_range": bool(narrow_range)}
 
 
-def fake_quant_with_min_max_args(inputs: Any, min: float = -6.0, max: float = 6.0,
-                                 num_bits: int = 8, narrow_range: bool = False,
-                                 name: str | None = None) -> Tensor:  # fmt: skip
+def fake_quant_with_min_max_args(
+    inputs: Any,
+    min: float = -6.0,
+    max: float = 6.0,
+    num_bits: int = 8,
+    narrow_range: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """``inputs`` rounded onto the levels of the nudged ``[min, max]`` (attrs)."""
     attrs = {"min": float(min), "max": float(max), **_attrs(num_bits, narrow_range)}
     x = tensor(inputs, dtypes.float32)
     return make1("FakeQuantWithMinMaxArgs", [x], attrs, name=name or "FakeQuantWithMinMaxArgs")
 
 
-def fake_quant_with_min_max_args_gradient(gradients: Any, inputs: Any, min: float = -6.0,
-                                          max: float = 6.0, num_bits: int = 8,
-                                          narrow_range: bool = False, name=None) -> Tensor:  # fmt: skip
+def fake_quant_with_min_max_args_gradient(
+    gradients: Any,
+    inputs: Any,
+    min: float = -6.0,
+    max: float = 6.0,
+    num_bits: int = 8,
+    narrow_range: bool = False,
+    name=None,
+) -> Tensor:
     """``gradients`` where ``inputs`` lie inside the nudged range, 0 elsewhere."""
     attrs = {"min": float(min), "max": float(max), **_attrs(num_bits, narrow_range)}
     xs = [tensor(gradients, dtypes.float32), tensor(inputs, dtypes.float32)]
     return make1("FakeQuantWithMinMaxArgsGradient", xs, attrs, name=name or "FakeQuantGradient")
 
 
-def _vars(op_type: str, inputs: Any, min: Any, max: Any, num_bits: int, narrow_range: bool,
-          name: Any) -> Tensor:  # fmt: skip
+def _vars(
+    op_type: str, inputs: Any, min: Any, max: Any, num_bits: int, narrow_range: bool, name: Any
+) -> Tensor:
     xs = [tensor(v, dtypes.float32) for v in (inputs, min, max)]
     return make1(op_type, xs, _attrs(num_bits, narrow_range), name=name or op_type)
 
 
-def fake_quant_with_min_max_vars(inputs: Any, min: Any, max: Any, num_bits: int = 8,
-                                 narrow_range: bool = False, name: str | None = None) -> Tensor:  # fmt: skip
+def fake_quant_with_min_max_vars(
+    inputs: Any,
+    min: Any,
+    max: Any,
+    num_bits: int = 8,
+    narrow_range: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """``inputs`` rounded onto the levels of the nudged ``[min, max]`` (scalar tensors)."""
     return _vars("FakeQuantWithMinMaxVars", inputs, min, max, num_bits, narrow_range, name)
 
 
-def fake_quant_with_min_max_vars_per_channel(inputs: Any, min: Any, max: Any, num_bits: int = 8,
-                                             narrow_range: bool = False, name=None) -> Tensor:  # fmt: skip
+def fake_quant_with_min_max_vars_per_channel(
+    inputs: Any, min: Any, max: Any, num_bits: int = 8, narrow_range: bool = False, name=None
+) -> Tensor:
     """As ``_vars``, with one range per entry of the last dim (``min``/``max`` vectors)."""
     op = "FakeQuantWithMinMaxVarsPerChannel"
     return _vars(op, inputs, min, max, num_bits, narrow_range, name)
 
 
-def _vars_gradient(op_type: str, gradients: Any, inputs: Any, min: Any, max: Any,
-                   num_bits: int, narrow_range: bool, name: Any) -> tuple:  # fmt: skip
+def _vars_gradient(
+    op_type: str,
+    gradients: Any,
+    inputs: Any,
+    min: Any,
+    max: Any,
+    num_bits: int,
+    narrow_range: bool,
+    name: Any,
+) -> tuple:
     xs = [tensor(v, dtypes.float32) for v in (gradients, inputs, min, max)]
     return tuple(make(op_type, xs, _attrs(num_bits, narrow_range), name=name or op_type).outputs)
 
 
-def fake_quant_with_min_max_vars_gradient(gradients: Any, inputs: Any, min: Any, max: Any,
-                                          num_bits: int = 8, narrow_range: bool = False,
-                                          name=None) -> tuple:  # fmt: skip
+def fake_quant_with_min_max_vars_gradient(
+    gradients: Any,
+    inputs: Any,
+    min: Any,
+    max: Any,
+    num_bits: int = 8,
+    narrow_range: bool = False,
+    name=None,
+) -> tuple:
     """(gradient to inputs, to min, to max) of ``fake_quant_with_min_max_vars``."""
     op = "FakeQuantWithMinMaxVarsGradient"
     return _vars_gradient(op, gradients, inputs, min, max, num_bits, narrow_range, name)
 
 
-def fake_quant_with_min_max_vars_per_channel_gradient(gradients: Any, inputs: Any, min: Any,
-                                                      max: Any, num_bits: int = 8,
-                                                      narrow_range: bool = False, name=None):  # fmt: skip
+def fake_quant_with_min_max_vars_per_channel_gradient(
+    gradients: Any,
+    inputs: Any,
+    min: Any,
+    max: Any,
+    num_bits: int = 8,
+    narrow_range: bool = False,
+    name=None,
+):
     """(gradient to inputs, to min, to max) of the per-channel version (min/max: vectors)."""
     op = "FakeQuantWithMinMaxVarsPerChannelGradient"
     return _vars_gradient(op, gradients, inputs, min, max, num_bits, narrow_range, name)
 
 
-@register_op("Timestamp", (), lambda: Out(dtypes.float64, ()), stateful=True, host_only=True,
-             grad=NOT_DIFFERENTIABLE)  # fmt: skip
+@register_op(
+    "Timestamp",
+    (),
+    lambda: Out(dtypes.float64, ()),
+    stateful=True,
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+)
 def _timestamp(xp: Any) -> Any:
     return np.array(time.time(), np.float64)
 
@@ -245,8 +327,13 @@ def timestamp(name: str | None = None) -> Tensor:
     return make1("Timestamp", [], name=name or "Timestamp")
 
 
-def histogram_fixed_width_bins(values: Any, value_range: Any, nbins: Any = 100,
-                               dtype: Any = dtypes.int32, name: str | None = None) -> Tensor:  # fmt: skip
+def histogram_fixed_width_bins(
+    values: Any,
+    value_range: Any,
+    nbins: Any = 100,
+    dtype: Any = dtypes.int32,
+    name: str | None = None,
+) -> Tensor:
     """Each value's bin among ``nbins`` equal bins over ``value_range`` (clipped to the ends).
 
     >>> import flowbook as fb

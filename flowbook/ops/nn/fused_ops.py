@@ -166,9 +166,15 @@ def _bind_elementwise(xp: Any, head: str, fused_ops: Sequence[str] = ()) -> Call
 
 
 register(
-    OpDef("_FusedElementwise", ("*args",), ("head", "fused_ops"), _fused_infer, None,
-          bind=_bind_elementwise)
-)  # fmt: skip
+    OpDef(
+        "_FusedElementwise",
+        ("*args",),
+        ("head", "fused_ops"),
+        _fused_infer,
+        None,
+        bind=_bind_elementwise,
+    )
+)
 
 
 # ------------------------------------------------------------------ _FusedSum
@@ -188,9 +194,15 @@ def _bind_sum(
 
 
 register(
-    OpDef("_FusedSum", ("input", "*args"), ("axes", "keep_dims", "fused_ops"), _fused_infer, None,
-          bind=_bind_sum)
-)  # fmt: skip
+    OpDef(
+        "_FusedSum",
+        ("input", "*args"),
+        ("axes", "keep_dims", "fused_ops"),
+        _fused_infer,
+        None,
+        bind=_bind_sum,
+    )
+)
 
 
 # ---------------------------------------------- _FusedSparseSoftmaxCrossEntropyWithLogits
@@ -277,9 +289,15 @@ def _bind_conv2d(xp: Any, fused_ops: Sequence[str] = (), **attrs: Any) -> Callab
 
 
 register(
-    OpDef("_FusedConv2D", ("input", "filter", "*args"), (*CONV_ATTRS, "fused_ops"), _fused_infer,
-          None, bind=_bind_conv2d)
-)  # fmt: skip
+    OpDef(
+        "_FusedConv2D",
+        ("input", "filter", "*args"),
+        (*CONV_ATTRS, "fused_ops"),
+        _fused_infer,
+        None,
+        bind=_bind_conv2d,
+    )
+)
 
 
 # ------------------------------------------------------------------ _FusedMaxPoolGrad
@@ -301,11 +319,21 @@ def _bind_max_pool_grad(
 
 
 register(
-    OpDef("_FusedMaxPoolGrad", ("orig_input", "orig_output", "grad", "*args"),
-          (*POOL_ATTRS, "fused_ops", "pooled"), _fused_infer, None, bind=_bind_max_pool_grad)
-)  # fmt: skip
+    OpDef(
+        "_FusedMaxPoolGrad",
+        ("orig_input", "orig_output", "grad", "*args"),
+        (*POOL_ATTRS, "fused_ops", "pooled"),
+        _fused_infer,
+        None,
+        bind=_bind_max_pool_grad,
+    )
+)
 
 no_gradient(
-    "_FusedMatMul", "_FusedElementwise", "_FusedSum", "_FusedSparseSoftmaxCrossEntropyWithLogits",
-    "_FusedConv2D", "_FusedMaxPoolGrad",
-)  # fmt: skip
+    "_FusedMatMul",
+    "_FusedElementwise",
+    "_FusedSum",
+    "_FusedSparseSoftmaxCrossEntropyWithLogits",
+    "_FusedConv2D",
+    "_FusedMaxPoolGrad",
+)

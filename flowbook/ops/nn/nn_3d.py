@@ -58,8 +58,15 @@ def _rest(t: Tensor, lead: list[Any]) -> Tensor:
     return array_ops.reshape(t, array_ops.concat([array_ops.stack(lead), tail], 0))
 
 
-def conv3d(input: Any, filter: Any, strides: Any, padding: str, data_format: str = "NDHWC",
-           dilations: Any = (1, 1, 1, 1, 1), name: str | None = None) -> Tensor:  # fmt: skip
+def conv3d(
+    input: Any,
+    filter: Any,
+    strides: Any,
+    padding: str,
+    data_format: str = "NDHWC",
+    dilations: Any = (1, 1, 1, 1, 1),
+    name: str | None = None,
+) -> Tensor:
     """3-D convolution of ``[N, D, H, W, C]`` by ``filter [kd, kh, kw, C, F]``.
 
     >>> import flowbook as fb
@@ -88,8 +95,9 @@ def conv3d(input: Any, filter: Any, strides: Any, padding: str, data_format: str
             start = k * dil[1]
             taps = x[:, start : start + (out_d - 1) * st[1] + 1 : st[1]]
             folded = array_ops.reshape(taps, array_ops.concat([[-1], array_ops.shape(taps)[2:]], 0))
-            part = conv2d(folded, f[k], [1, st[2], st[3], 1], padding,
-                          dilations=[1, dil[2], dil[3], 1])  # fmt: skip
+            part = conv2d(
+                folded, f[k], [1, st[2], st[3], 1], padding, dilations=[1, dil[2], dil[3], 1]
+            )
             total = part if total is None else total + part
         out = _rest(total, [n, out_d])
         static = x.shape.as_list()
@@ -98,8 +106,16 @@ def conv3d(input: Any, filter: Any, strides: Any, padding: str, data_format: str
         return out
 
 
-def _pool3d(pool: Any, op: str, input: Any, ksize: Any, strides: Any, padding: str,
-            data_format: str, name: Any) -> Tensor:  # fmt: skip
+def _pool3d(
+    pool: Any,
+    op: str,
+    input: Any,
+    ksize: Any,
+    strides: Any,
+    padding: str,
+    data_format: str,
+    name: Any,
+) -> Tensor:
     with name_scope(name, op):
         x = convert_to_tensor(input, name="input")
         depth = _check(x, padding, data_format, op)
@@ -114,21 +130,34 @@ def _pool3d(pool: Any, op: str, input: Any, ksize: Any, strides: Any, padding: s
         )
         deep = pool(column, [1, k[1], 1, 1], [1, s[1], 1, 1], padding)
         out_d = out_size(depth, k[1], s[1], padding)[0]
-        out = array_ops.reshape(deep, array_ops.concat([array_ops.stack([n, out_d]), hw,
-                                                        array_ops.shape(flat)[3:]], 0))  # fmt: skip
+        out = array_ops.reshape(
+            deep, array_ops.concat([array_ops.stack([n, out_d]), hw, array_ops.shape(flat)[3:]], 0)
+        )
         h, w = flat.shape.as_list()[1:3]
         out.set_shape([x.shape.as_list()[0], out_d, h, w, x.shape.as_list()[4]])
         return out
 
 
-def max_pool3d(input: Any, ksize: Any, strides: Any, padding: str, data_format: str = "NDHWC",
-               name: str | None = None) -> Tensor:  # fmt: skip
+def max_pool3d(
+    input: Any,
+    ksize: Any,
+    strides: Any,
+    padding: str,
+    data_format: str = "NDHWC",
+    name: str | None = None,
+) -> Tensor:
     """The maximum of each ``kd x kh x kw`` window of an NDHWC volume."""
     return _pool3d(max_pool, "MaxPool3D", input, ksize, strides, padding, data_format, name)
 
 
-def avg_pool3d(input: Any, ksize: Any, strides: Any, padding: str, data_format: str = "NDHWC",
-               name: str | None = None) -> Tensor:  # fmt: skip
+def avg_pool3d(
+    input: Any,
+    ksize: Any,
+    strides: Any,
+    padding: str,
+    data_format: str = "NDHWC",
+    name: str | None = None,
+) -> Tensor:
     """The mean of each ``kd x kh x kw`` window of an NDHWC volume (padding not counted).
 
     >>> import flowbook as fb

@@ -282,8 +282,9 @@ def conv_transpose(
     f = tensor(filters)
     rank = None if f._shape is None else len(f._shape)
     if rank == 3:
-        return conv1d_transpose(input, f, output_shape, strides, padding, data_format or "NWC",
-                                dilations, name)  # fmt: skip
+        return conv1d_transpose(
+            input, f, output_shape, strides, padding, data_format or "NWC", dilations, name
+        )
     if rank != 4:
         raise ValueError(f"conv_transpose: filters must be rank 3 or 4 (1-D or 2-D), got {rank}")
     _nhwc("conv_transpose", data_format, ("NHWC",))
@@ -414,6 +415,7 @@ def separable_conv2d(
     if ps is not None and (len(ps) != 4 or ps[0] not in (1, None) or ps[1] not in (1, None)):
         raise ValueError(f"pointwise_filter must be [1, 1, in, out], got {list(ps)}")
     with name_scope(name, "separable_conv2d"):
-        d = depthwise_conv2d(input, depthwise_filter, strides, padding, rate, None, data_format,
-                             dilations)  # fmt: skip
+        d = depthwise_conv2d(
+            input, depthwise_filter, strides, padding, rate, None, data_format, dilations
+        )
         return conv2d(d, p, [1, 1, 1, 1], "VALID")

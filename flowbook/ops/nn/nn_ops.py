@@ -135,9 +135,16 @@ def _activation_grad(row: Activation) -> Callable[..., Tensor]:
 for _row in ACTIVATIONS:
     _infer = _activation_infer(_row.dtypes)
     register(
-        OpDef(_row.op_type, ("features",), (), _infer, _row.kernel, grad=_activation_grad(_row),
-              takes_out=_row.kernel is _relu)  # Relu's kernel takes out=
-    )  # fmt: skip
+        OpDef(
+            _row.op_type,
+            ("features",),
+            (),
+            _infer,
+            _row.kernel,
+            grad=_activation_grad(_row),
+            takes_out=_row.kernel is _relu,
+        )  # Relu's kernel takes out=
+    )
 
 
 def _softmax_infer(logits: Tensor, axis: int = -1, **_: Any) -> Out:

@@ -53,14 +53,24 @@ from flowbook.ops.sparse.sparse_ops import as_sparse
 from flowbook.ops.state.scatter_ops import gather_nd, scatter_nd
 
 __all__ = [
-    "all_candidate_sampler", "collapse_repeated", "compute_accidental_hits", "ctc_greedy_decoder",
-    "embedding_lookup_sparse", "safe_embedding_lookup_sparse",
-]  # fmt: skip
+    "all_candidate_sampler",
+    "collapse_repeated",
+    "compute_accidental_hits",
+    "ctc_greedy_decoder",
+    "embedding_lookup_sparse",
+    "safe_embedding_lookup_sparse",
+]
 
 
-def embedding_lookup_sparse(params: Any, sp_ids: Any, sp_weights: Any,
-                            partition_strategy: str = "mod", name: str | None = None,
-                            combiner: str | None = None, max_norm: Any = None) -> Tensor:  # fmt: skip
+def embedding_lookup_sparse(
+    params: Any,
+    sp_ids: Any,
+    sp_weights: Any,
+    partition_strategy: str = "mod",
+    name: str | None = None,
+    combiner: str | None = None,
+    max_norm: Any = None,
+) -> Tensor:
     """Per row of ``sp_ids``: its ids' embeddings combined (``sum``, ``mean``, ``sqrtn``)."""
     combiner = combiner or "mean"
     if combiner not in ("sum", "mean", "sqrtn"):
@@ -89,10 +99,16 @@ def embedding_lookup_sparse(params: Any, sp_ids: Any, sp_weights: Any,
         return total / array_ops.reshape(scale, [-1] + [1] * (rank - 1))
 
 
-def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any, sparse_weights: Any = None,
-                                 combiner: str = "mean", default_id: Any = None,
-                                 name: str | None = None, partition_strategy: str = "div",
-                                 max_norm: Any = None) -> Tensor:  # fmt: skip
+def safe_embedding_lookup_sparse(
+    embedding_weights: Any,
+    sparse_ids: Any,
+    sparse_weights: Any = None,
+    combiner: str = "mean",
+    default_id: Any = None,
+    name: str | None = None,
+    partition_strategy: str = "div",
+    max_norm: Any = None,
+) -> Tensor:
     """``embedding_lookup_sparse`` that drops invalid ids and fills empty rows.
 
     >>> import flowbook as fb
@@ -119,8 +135,14 @@ def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any, sparse
         ids, empty = sparse_fill_empty_rows(ids, default_id or 0)
         if weights is not None:
             weights, _ = sparse_fill_empty_rows(weights, 1.0)
-        out = embedding_lookup_sparse(embedding_weights, ids, weights, partition_strategy,
-                                      combiner=combiner, max_norm=max_norm)  # fmt: skip
+        out = embedding_lookup_sparse(
+            embedding_weights,
+            ids,
+            weights,
+            partition_strategy,
+            combiner=combiner,
+            max_norm=max_norm,
+        )
         if default_id is None:
             filled = array_ops.reshape(empty, [-1] + [1] * ((out.shape.ndims or 2) - 1))
             out = out * math_ops.cast(math_ops.logical_not(filled), out.dtype)  # empty rows: 0
@@ -131,20 +153,32 @@ def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any, sparse
 
 
 # ---------------------------------------------------------- CTC greedy decoder
-def _greedy_infer(inputs: Tensor, sequence_length: Tensor, merge_repeated: bool,
-                  blank_index: int) -> list[Out]:  # fmt: skip
+def _greedy_infer(
+    inputs: Tensor, sequence_length: Tensor, merge_repeated: bool, blank_index: int
+) -> list[Out]:
     s = inputs._shape
     if s is not None and len(s) != 3:
         raise ValueError(f"inputs must be [max_time, batch, classes], got shape {list(s)}")
     batch = None if s is None else s[1]
-    return [Out(dtypes.int64, (None, 2)), Out(dtypes.int64, (None,)), Out(dtypes.int64, (2,)),
-            Out(inputs.dtype, (batch, 1))]  # fmt: skip
+    return [
+        Out(dtypes.int64, (None, 2)),
+        Out(dtypes.int64, (None,)),
+        Out(dtypes.int64, (2,)),
+        Out(inputs.dtype, (batch, 1)),
+    ]
 
 
-@register_op("CTCGreedyDecoder", ("inputs", "sequence_length"), _greedy_infer,
-             ("merge_repeated", "blank_index"), host_only=True, grad=NOT_DIFFERENTIABLE)  # fmt: skip
-def _greedy(xp: Any, inputs: Any, sequence_length: Any, merge_repeated: bool,
-            blank_index: int) -> Any:  # fmt: skip
+@register_op(
+    "CTCGreedyDecoder",
+    ("inputs", "sequence_length"),
+    _greedy_infer,
+    ("merge_repeated", "blank_index"),
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+)
+def _greedy(
+    xp: Any, inputs: Any, sequence_length: Any, merge_repeated: bool, blank_index: int
+) -> Any:
     x = np.asarray(inputs)
     blank = blank_index if blank_index >= 0 else x.shape[2] + blank_index
     best, neg = x.argmax(2), -np.take_along_axis(x, x.argmax(2)[..., None], 2)[..., 0]
@@ -161,12 +195,17 @@ def _greedy(xp: Any, inputs: Any, sequence_length: Any, merge_repeated: bool,
     indices = [(b, t) for b, labels in enumerate(rows) for t in range(len(labels))]
     values = [c for labels in rows for c in labels]
     shape = [x.shape[1], max((len(r) for r in rows), default=0)]
-    return (np.asarray(indices, np.int64).reshape(-1, 2), np.asarray(values, np.int64),
-            np.asarray(shape, np.int64), score)  # fmt: skip
+    return (
+        np.asarray(indices, np.int64).reshape(-1, 2),
+        np.asarray(values, np.int64),
+        np.asarray(shape, np.int64),
+        score,
+    )
 
 
-def ctc_greedy_decoder(inputs: Any, sequence_length: Any, merge_repeated: bool = True,
-                       blank_index: int | None = None) -> tuple[list[SparseTensor], Tensor]:  # fmt: skip
+def ctc_greedy_decoder(
+    inputs: Any, sequence_length: Any, merge_repeated: bool = True, blank_index: int | None = None
+) -> tuple[list[SparseTensor], Tensor]:
     """Best path decoding: ([SparseTensor of labels], -sum of the best logits [batch, 1]).
 
     >>> import flowbook as fb
@@ -178,8 +217,10 @@ def ctc_greedy_decoder(inputs: Any, sequence_length: Any, merge_repeated: bool =
     """
     x = convert_to_tensor(inputs, name="inputs")
     lengths = convert_to_tensor(sequence_length, dtype=dtypes.int32, name="sequence_length")
-    attrs = {"merge_repeated": bool(merge_repeated),
-             "blank_index": -1 if blank_index is None else int(blank_index)}  # fmt: skip
+    attrs = {
+        "merge_repeated": bool(merge_repeated),
+        "blank_index": -1 if blank_index is None else int(blank_index),
+    }
     op = make("CTCGreedyDecoder", [x, lengths], attrs, name="CTCGreedyDecoder")
     i, v, s, score = op.outputs
     return [SparseTensor(i, v, s)], score
@@ -211,8 +252,13 @@ def collapse_repeated(labels: Any, seq_length: Any, name: str | None = None) -> 
         return scatter_nd(coords, gather_nd(x, where), shape), new_len
 
 
-def compute_accidental_hits(true_classes: Any, sampled_candidates: Any, num_true: int,
-                            seed: Any = None, name: str | None = None) -> tuple:  # fmt: skip
+def compute_accidental_hits(
+    true_classes: Any,
+    sampled_candidates: Any,
+    num_true: int,
+    seed: Any = None,
+    name: str | None = None,
+) -> tuple:
     """(rows, sampled positions, -FLT_MAX weights) where a sampled candidate is a true class.
 
     >>> import flowbook as fb
@@ -229,8 +275,14 @@ def compute_accidental_hits(true_classes: Any, sampled_candidates: Any, num_true
         return math_ops.cast(hits[:, 0], dtypes.int32), hits[:, 2], weights
 
 
-def all_candidate_sampler(true_classes: Any, num_true: int, num_sampled: int, unique: bool,
-                          seed: Any = None, name: str | None = None) -> tuple:  # fmt: skip
+def all_candidate_sampler(
+    true_classes: Any,
+    num_true: int,
+    num_sampled: int,
+    unique: bool,
+    seed: Any = None,
+    name: str | None = None,
+) -> tuple:
     """Every class ``0 .. num_sampled - 1`` as the sample, each expected once.
 
     >>> import flowbook as fb

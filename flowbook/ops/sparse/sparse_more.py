@@ -46,17 +46,32 @@ from flowbook.ops.math.sort_ops import argsort
 from flowbook.ops.sparse.sparse_ops import as_sparse, linear_ids, sparse_tensor_to_dense, unravel
 
 __all__ = [
-    "edit_distance", "sparse_add", "sparse_concat", "sparse_fill_empty_rows", "sparse_maximum",
-    "sparse_merge", "sparse_minimum", "sparse_reorder", "sparse_reset_shape", "sparse_reshape",
-    "sparse_retain", "sparse_slice", "sparse_softmax", "sparse_split", "sparse_to_indicator",
+    "edit_distance",
+    "sparse_add",
+    "sparse_concat",
+    "sparse_fill_empty_rows",
+    "sparse_maximum",
+    "sparse_merge",
+    "sparse_minimum",
+    "sparse_reorder",
+    "sparse_reset_shape",
+    "sparse_reshape",
+    "sparse_retain",
+    "sparse_slice",
+    "sparse_softmax",
+    "sparse_split",
+    "sparse_to_indicator",
     "sparse_transpose",
-]  # fmt: skip
+]
 
 
 def _sorted(ids: Tensor, values: Tensor, dense_shape: Tensor) -> SparseTensor:
     order = argsort(ids)
-    return SparseTensor(unravel(array_ops.gather(ids, order), dense_shape),
-                        array_ops.gather(values, order), dense_shape)  # fmt: skip
+    return SparseTensor(
+        unravel(array_ops.gather(ids, order), dense_shape),
+        array_ops.gather(values, order),
+        dense_shape,
+    )
 
 
 def sparse_reorder(sp_input: Any, name: str | None = None) -> SparseTensor:
@@ -112,9 +127,14 @@ def sparse_minimum(sp_a: Any, sp_b: Any, name: str | None = None) -> SparseTenso
     return _elementwise(sp_a, sp_b, math_ops.minimum, name or "SparseSparseMinimum")
 
 
-def sparse_concat(axis: int, sp_inputs: Any, name: str | None = None,
-                  expand_nonconcat_dim: bool = False, concat_dim: Any = None,
-                  expand_nonconcat_dims: Any = None) -> SparseTensor:  # fmt: skip
+def sparse_concat(
+    axis: int,
+    sp_inputs: Any,
+    name: str | None = None,
+    expand_nonconcat_dim: bool = False,
+    concat_dim: Any = None,
+    expand_nonconcat_dims: Any = None,
+) -> SparseTensor:
     """SparseTensors joined along ``axis`` (TF1's argument order: axis first).
 
     >>> import flowbook as fb
@@ -164,16 +184,26 @@ def sparse_slice(sp_input: Any, start: Any, size: Any, name: str | None = None) 
         sp = as_sparse(sp_input)
         lo = convert_to_tensor(start, dtype=dtypes.int64)
         n = convert_to_tensor(size, dtype=dtypes.int64)
-        inside = math_ops.logical_and(math_ops.greater_equal(sp.indices, lo),
-                                      math_ops.less(sp.indices, lo + n))  # fmt: skip
+        inside = math_ops.logical_and(
+            math_ops.greater_equal(sp.indices, lo), math_ops.less(sp.indices, lo + n)
+        )
         keep = math_ops.reduce_all(inside, 1)
         out_shape = math_ops.maximum(math_ops.minimum(n, sp.dense_shape - lo), 0 * n)
-        return SparseTensor(array_ops.boolean_mask(sp.indices, keep) - lo,
-                            array_ops.boolean_mask(sp.values, keep), out_shape)  # fmt: skip
+        return SparseTensor(
+            array_ops.boolean_mask(sp.indices, keep) - lo,
+            array_ops.boolean_mask(sp.values, keep),
+            out_shape,
+        )
 
 
-def sparse_split(keyword_required: Any = None, sp_input: Any = None, num_split: Any = None,
-                 axis: Any = None, name: str | None = None, split_dim: Any = None) -> list:  # fmt: skip
+def sparse_split(
+    keyword_required: Any = None,
+    sp_input: Any = None,
+    num_split: Any = None,
+    axis: Any = None,
+    name: str | None = None,
+    split_dim: Any = None,
+) -> list:
     """``num_split`` SparseTensors cut along ``axis`` (the first ones one longer if uneven).
 
     >>> import flowbook as fb
@@ -209,8 +239,9 @@ def sparse_transpose(sp_input: Any, perm: Any = None, name: str | None = None) -
             rank = sp.dense_shape.shape.as_list()[0]
             perm = list(range(rank - 1, -1, -1))
         p = convert_to_tensor(perm, dtype=dtypes.int32)
-        moved = SparseTensor(array_ops.gather(sp.indices, p, axis=1), sp.values,
-                             array_ops.gather(sp.dense_shape, p))  # fmt: skip
+        moved = SparseTensor(
+            array_ops.gather(sp.indices, p, axis=1), sp.values, array_ops.gather(sp.dense_shape, p)
+        )
         return sparse_reorder(moved)
 
 
@@ -219,8 +250,11 @@ def sparse_retain(sp_input: Any, to_retain: Any) -> SparseTensor:
     with name_scope(None, "SparseRetain"):
         sp = as_sparse(sp_input)
         keep = convert_to_tensor(to_retain, dtype=dtypes.bool)
-        return SparseTensor(array_ops.boolean_mask(sp.indices, keep),
-                            array_ops.boolean_mask(sp.values, keep), sp.dense_shape)  # fmt: skip
+        return SparseTensor(
+            array_ops.boolean_mask(sp.indices, keep),
+            array_ops.boolean_mask(sp.values, keep),
+            sp.dense_shape,
+        )
 
 
 def sparse_fill_empty_rows(sp_input: Any, default_value: Any, name: str | None = None) -> tuple:
@@ -243,8 +277,11 @@ def sparse_fill_empty_rows(sp_input: Any, default_value: Any, name: str | None =
         new_indices = array_ops.concat([math_ops.cast(rows, dtypes.int64), pad], 1)
         default = convert_to_tensor(default_value, dtype=sp.values.dtype)
         new_values = array_ops.fill(array_ops.shape(rows)[:1], default)
-        both = SparseTensor(array_ops.concat([sp.indices, new_indices], 0),
-                            array_ops.concat([sp.values, new_values], 0), sp.dense_shape)  # fmt: skip
+        both = SparseTensor(
+            array_ops.concat([sp.indices, new_indices], 0),
+            array_ops.concat([sp.values, new_values], 0),
+            sp.dense_shape,
+        )
         return sparse_reorder(both), empty
 
 
@@ -271,8 +308,13 @@ def sparse_to_indicator(sp_input: Any, vocab_size: Any, name: str | None = None)
         return math_ops.greater(sparse_tensor_to_dense(SparseTensor(indices, ones, shape)), 0)
 
 
-def sparse_merge(sp_ids: Any, sp_values: Any, vocab_size: Any, name: str | None = None,
-                 already_sorted: bool = False) -> SparseTensor:  # fmt: skip
+def sparse_merge(
+    sp_ids: Any,
+    sp_values: Any,
+    vocab_size: Any,
+    name: str | None = None,
+    already_sorted: bool = False,
+) -> SparseTensor:
     """A SparseTensor ``[..., vocab_size]`` holding ``sp_values`` at each row's ids."""
     with name_scope(name, "SparseMerge"):
         ids, vals = as_sparse(sp_ids), as_sparse(sp_values)
@@ -335,11 +377,24 @@ def _groups(indices: Any, values: Any) -> dict:
     return out
 
 
-@register_op("EditDistance", ("hypothesis_indices", "hypothesis_values", "hypothesis_shape",
-                              "truth_indices", "truth_values", "truth_shape"), _edit_infer,
-             ("normalize",), host_only=True, grad=NOT_DIFFERENTIABLE)  # fmt: skip
-def _edit_distance(xp: Any, hi: Any, hv: Any, hs: Any, ti: Any, tv: Any, ts: Any,
-                   normalize: bool) -> Any:  # fmt: skip
+@register_op(
+    "EditDistance",
+    (
+        "hypothesis_indices",
+        "hypothesis_values",
+        "hypothesis_shape",
+        "truth_indices",
+        "truth_values",
+        "truth_shape",
+    ),
+    _edit_infer,
+    ("normalize",),
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+)
+def _edit_distance(
+    xp: Any, hi: Any, hv: Any, hs: Any, ti: Any, tv: Any, ts: Any, normalize: bool
+) -> Any:
     shape = np.maximum(np.asarray(hs), np.asarray(ts))[:-1]
     out = np.zeros(tuple(int(d) for d in shape), np.float32)
     hyp, truth = _groups(hi, hv), _groups(ti, tv)
@@ -352,8 +407,9 @@ def _edit_distance(xp: Any, hi: Any, hv: Any, hs: Any, ti: Any, tv: Any, ts: Any
     return out
 
 
-def edit_distance(hypothesis: Any, truth: Any, normalize: bool = True,
-                  name: str = "edit_distance") -> Tensor:  # fmt: skip
+def edit_distance(
+    hypothesis: Any, truth: Any, normalize: bool = True, name: str = "edit_distance"
+) -> Tensor:
     """Levenshtein distance between sequences of two SparseTensors (last dim: the sequence).
 
     >>> import flowbook as fb

@@ -43,10 +43,17 @@ from flowbook.ops.math.segment_ops import segment_mean, segment_sum
 from flowbook.ops.state.scatter_ops import scatter_nd
 
 __all__ = [
-    "sparse_matmul", "sparse_placeholder", "sparse_reduce_max", "sparse_reduce_sum",
-    "sparse_segment_mean", "sparse_segment_sqrt_n", "sparse_segment_sum",
-    "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "sparse_to_dense",
-]  # fmt: skip
+    "sparse_matmul",
+    "sparse_placeholder",
+    "sparse_reduce_max",
+    "sparse_reduce_sum",
+    "sparse_segment_mean",
+    "sparse_segment_sqrt_n",
+    "sparse_segment_sum",
+    "sparse_tensor_dense_matmul",
+    "sparse_tensor_to_dense",
+    "sparse_to_dense",
+]
 
 
 def as_sparse(sp: Any, name: str = "SparseTensor") -> SparseTensor:
@@ -96,23 +103,32 @@ def sparse_placeholder(dtype: Any, shape: Any = None, name: str | None = None) -
         return SparseTensor(indices, values, dense_shape)
 
 
-def sparse_tensor_to_dense(sp_input: Any, default_value: Any = 0, validate_indices: bool = True,
-                           name: str | None = None) -> Tensor:  # fmt: skip
+def sparse_tensor_to_dense(
+    sp_input: Any, default_value: Any = 0, validate_indices: bool = True, name: str | None = None
+) -> Tensor:
     """The dense tensor: ``values`` at ``indices``, ``default_value`` elsewhere."""
     with name_scope(name, "SparseToDense"):
         sp = as_sparse(sp_input)
         dense = scatter_nd(sp.indices, sp.values, sp.dense_shape)
         if isinstance(default_value, int | float) and default_value == 0:
             return dense
-        mark = scatter_nd(sp.indices, array_ops.ones_like(sp.values, dtype=dtypes.int32),
-                          math_ops.cast(sp.dense_shape, dtypes.int32))  # fmt: skip
+        mark = scatter_nd(
+            sp.indices,
+            array_ops.ones_like(sp.values, dtype=dtypes.int32),
+            math_ops.cast(sp.dense_shape, dtypes.int32),
+        )
         fill = convert_to_tensor(default_value, dtype=sp.values.dtype)
         return array_ops.where(math_ops.greater(mark, 0), dense, array_ops.zeros_like(dense) + fill)
 
 
-def sparse_to_dense(sparse_indices: Any, output_shape: Any, sparse_values: Any,
-                    default_value: Any = 0, validate_indices: bool = True,
-                    name: str | None = None) -> Tensor:  # fmt: skip
+def sparse_to_dense(
+    sparse_indices: Any,
+    output_shape: Any,
+    sparse_values: Any,
+    default_value: Any = 0,
+    validate_indices: bool = True,
+    name: str | None = None,
+) -> Tensor:
     """A dense tensor from indices (a vector, or a matrix of coordinates) and values.
 
     >>> import flowbook as fb
@@ -131,8 +147,13 @@ def sparse_to_dense(sparse_indices: Any, output_shape: Any, sparse_values: Any,
         return sparse_tensor_to_dense(SparseTensor(i, v, shape), default_value)
 
 
-def sparse_reduce_sum(sp_input: Any, axis: Any = None, keepdims: Any = None,
-                      reduction_axes: Any = None, keep_dims: Any = None) -> Tensor:  # fmt: skip
+def sparse_reduce_sum(
+    sp_input: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    reduction_axes: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
     """The sum of a SparseTensor over ``axis`` (all axes when None), a dense result."""
     axes = reduction_axes if axis is None else axis
     keep = bool(keepdims if keepdims is not None else keep_dims)
@@ -140,8 +161,13 @@ def sparse_reduce_sum(sp_input: Any, axis: Any = None, keepdims: Any = None,
         return math_ops.reduce_sum(sparse_tensor_to_dense(sp_input), axes, keepdims=keep)
 
 
-def sparse_reduce_max(sp_input: Any, axis: Any = None, keepdims: Any = None,
-                      reduction_axes: Any = None, keep_dims: Any = None) -> Tensor:  # fmt: skip
+def sparse_reduce_max(
+    sp_input: Any,
+    axis: Any = None,
+    keepdims: Any = None,
+    reduction_axes: Any = None,
+    keep_dims: Any = None,
+) -> Tensor:
     """The maximum over the *present* values along ``axis`` (the lowest value where none are).
 
     >>> import flowbook as fb
@@ -160,8 +186,9 @@ def sparse_reduce_max(sp_input: Any, axis: Any = None, keepdims: Any = None,
         return math_ops.reduce_max(dense, axes, keepdims=keep)
 
 
-def sparse_tensor_dense_matmul(sp_a: Any, b: Any, adjoint_a: bool = False, adjoint_b: bool = False,
-                               name: str | None = None) -> Tensor:  # fmt: skip
+def sparse_tensor_dense_matmul(
+    sp_a: Any, b: Any, adjoint_a: bool = False, adjoint_b: bool = False, name: str | None = None
+) -> Tensor:
     """``dense(sp_a) @ b`` for a rank-2 SparseTensor, without making ``sp_a`` dense.
 
     >>> import flowbook as fb
@@ -184,15 +211,24 @@ def sparse_tensor_dense_matmul(sp_a: Any, b: Any, adjoint_a: bool = False, adjoi
         return array_ops.unsorted_segment_sum(picked, rows, n_rows)
 
 
-def sparse_matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
-                  a_is_sparse: bool = False, b_is_sparse: bool = False, name=None) -> Tensor:  # fmt: skip
+def sparse_matmul(
+    a: Any,
+    b: Any,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    a_is_sparse: bool = False,
+    b_is_sparse: bool = False,
+    name=None,
+) -> Tensor:
     """``matmul`` of two dense matrices (the ``*_is_sparse`` flags are TF's speed hints only)."""
-    return math_ops.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b,
-                           name=name or "SparseMatMul")  # fmt: skip
+    return math_ops.matmul(
+        a, b, transpose_a=transpose_a, transpose_b=transpose_b, name=name or "SparseMatMul"
+    )
 
 
-def sparse_segment_sum(data: Any, indices: Any, segment_ids: Any, name: str | None = None,
-                       num_segments: Any = None) -> Tensor:  # fmt: skip
+def sparse_segment_sum(
+    data: Any, indices: Any, segment_ids: Any, name: str | None = None, num_segments: Any = None
+) -> Tensor:
     """``segment_sum(gather(data, indices), segment_ids)`` (unsorted with ``num_segments``).
 
     >>> import flowbook as fb
@@ -217,8 +253,9 @@ def _counts(segment_ids: Any, like: Tensor, num_segments: Any) -> Tensor:
     return array_ops.reshape(counts, [-1] + [1] * (rank - 1)) if rank else counts
 
 
-def sparse_segment_mean(data: Any, indices: Any, segment_ids: Any, name: str | None = None,
-                        num_segments: Any = None) -> Tensor:  # fmt: skip
+def sparse_segment_mean(
+    data: Any, indices: Any, segment_ids: Any, name: str | None = None, num_segments: Any = None
+) -> Tensor:
     """The mean of ``gather(data, indices)`` per segment (an empty segment gives 0).
 
     >>> import flowbook as fb
@@ -234,8 +271,9 @@ def sparse_segment_mean(data: Any, indices: Any, segment_ids: Any, name: str | N
         return total / _counts(segment_ids, total, num_segments)
 
 
-def sparse_segment_sqrt_n(data: Any, indices: Any, segment_ids: Any, name: str | None = None,
-                          num_segments: Any = None) -> Tensor:  # fmt: skip
+def sparse_segment_sqrt_n(
+    data: Any, indices: Any, segment_ids: Any, name: str | None = None, num_segments: Any = None
+) -> Tensor:
     """The sum of ``gather(data, indices)`` per segment divided by sqrt(its size).
 
     >>> import flowbook as fb

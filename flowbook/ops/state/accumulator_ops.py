@@ -87,9 +87,11 @@ class AccumulatorState:
                 return
             if self.total is not None and self.total.shape != grad.shape:
                 raise InvalidArgumentError(
-                    None, None, f"Shape mismatch: expected {fmt(self.total.shape)}, "
+                    None,
+                    None,
+                    f"Shape mismatch: expected {fmt(self.total.shape)}, "
                     f"got {fmt(grad.shape)} (accumulator '{self.name}')",
-                )  # fmt: skip
+                )
             self.total = grad.copy() if self.total is None else self.total + grad
             self.counter += 1
             done = self._flush()
@@ -101,9 +103,11 @@ class AccumulatorState:
             len(want) != len(shape) or any(w is not None and w != d for w, d in zip(want, shape))
         ):
             raise InvalidArgumentError(
-                None, None, f"Shape mismatch: expected {fmt(want)}, got {fmt(shape)} "
+                None,
+                None,
+                f"Shape mismatch: expected {fmt(want)}, got {fmt(shape)} "
                 f"(accumulator '{self.name}')",
-            )  # fmt: skip
+            )
 
     def take(self, num_required: int) -> Pending:
         """A Pending for the average of at least ``num_required`` gradients."""
@@ -203,26 +207,59 @@ def _set_infer(h: Tensor, step: Tensor) -> list[Out]:
 
 
 register(
-    OpDef("ConditionalAccumulator", (), ("dtype", "shape", "container", "shared_name",
-          "reduction_type"), lambda **a: Out(dtypes.string, ()), _accumulator,
-          resource="container", doc="A conditional accumulator of gradients (its handle).",
-          **_STATE)
-)  # fmt: skip
+    OpDef(
+        "ConditionalAccumulator",
+        (),
+        ("dtype", "shape", "container", "shared_name", "reduction_type"),
+        lambda **a: Out(dtypes.string, ()),
+        _accumulator,
+        resource="container",
+        doc="A conditional accumulator of gradients (its handle).",
+        **_STATE,
+    )
+)
 register(
-    OpDef("AccumulatorApplyGradient", ("handle", "local_step", "gradient"), ("dtype",),
-          _apply_infer, _apply, doc="Adds a gradient unless it is stale.", **_STATE)
-)  # fmt: skip
+    OpDef(
+        "AccumulatorApplyGradient",
+        ("handle", "local_step", "gradient"),
+        ("dtype",),
+        _apply_infer,
+        _apply,
+        doc="Adds a gradient unless it is stale.",
+        **_STATE,
+    )
+)
 register(
-    OpDef("AccumulatorTakeGradient", ("handle", "num_required"), ("dtype",),
-          lambda h, n, dtype: Out(dtypes.as_dtype(dtype), None), _take, blocking=True,
-          doc="Waits for num_required gradients; their mean.", **_STATE)
-)  # fmt: skip
+    OpDef(
+        "AccumulatorTakeGradient",
+        ("handle", "num_required"),
+        ("dtype",),
+        lambda h, n, dtype: Out(dtypes.as_dtype(dtype), None),
+        _take,
+        blocking=True,
+        doc="Waits for num_required gradients; their mean.",
+        **_STATE,
+    )
+)
 register(
-    OpDef("AccumulatorSetGlobalStep", ("handle", "new_global_step"), (), _set_infer, _set_step,
-          doc="Sets the accumulator's global step.", **_STATE)
-)  # fmt: skip
+    OpDef(
+        "AccumulatorSetGlobalStep",
+        ("handle", "new_global_step"),
+        (),
+        _set_infer,
+        _set_step,
+        doc="Sets the accumulator's global step.",
+        **_STATE,
+    )
+)
 register(
-    OpDef("AccumulatorNumAccumulated", ("handle",), (), lambda h: Out(dtypes.int32, ()),
-          lambda xp, a: np.int32(a.num_accumulated()),
-          doc="How many gradients the accumulator holds.", **_STATE)
-)  # fmt: skip
+    OpDef(
+        "AccumulatorNumAccumulated",
+        ("handle",),
+        (),
+        lambda h: Out(dtypes.int32, ()),
+        lambda xp, a: np.int32(a.num_accumulated()),
+        doc="How many gradients the accumulator holds.",
+        **_STATE,
+    )
+)

@@ -61,17 +61,19 @@ class ConditionalAccumulatorBase:
     def num_accumulated(self, name: str | None = None) -> Tensor:
         """An int32 tensor: how many gradients the accumulator holds now."""
         return make1(
-            "AccumulatorNumAccumulated", (self._accumulator_ref,),
+            "AccumulatorNumAccumulated",
+            (self._accumulator_ref,),
             name=name or "AccumulatorNumAccumulated",
-        )  # fmt: skip
+        )
 
     def set_global_step(self, new_global_step: Any, name: str | None = None) -> Operation:
         """An op setting the accumulator's global step (older gradients are then stale)."""
         step = cast(convert_to_tensor(new_global_step), dtypes.int64)
         return make(
-            "AccumulatorSetGlobalStep", (self._accumulator_ref, step),
+            "AccumulatorSetGlobalStep",
+            (self._accumulator_ref, step),
             name=name or "AccumulatorSetGlobalStep",
-        )  # fmt: skip
+        )
 
 
 class ConditionalAccumulator(ConditionalAccumulatorBase):
@@ -117,16 +119,20 @@ class ConditionalAccumulator(ConditionalAccumulatorBase):
             )
         step = cast(convert_to_tensor(local_step), dtypes.int64)
         return make(
-            "AccumulatorApplyGradient", (self._accumulator_ref, step, grad),
-            {"dtype": self._dtype}, name=name or "AccumulatorApplyGradient",
-        )  # fmt: skip
+            "AccumulatorApplyGradient",
+            (self._accumulator_ref, step, grad),
+            {"dtype": self._dtype},
+            name=name or "AccumulatorApplyGradient",
+        )
 
     def take_grad(self, num_required: Any, name: str | None = None) -> Tensor:
         """The mean of at least ``num_required`` gradients, once that many are in (it waits)."""
         n = convert_to_tensor(num_required, dtype=dtypes.int32)
         out = make1(
-            "AccumulatorTakeGradient", (self._accumulator_ref, n), {"dtype": self._dtype},
+            "AccumulatorTakeGradient",
+            (self._accumulator_ref, n),
+            {"dtype": self._dtype},
             name=name or "AccumulatorTakeGradient",
-        )  # fmt: skip
+        )
         out.set_shape(self._shape)
         return out

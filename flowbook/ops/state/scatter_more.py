@@ -51,12 +51,23 @@ from flowbook.ops.state.state_ops import _ref as variable_ref
 from flowbook.state.var_state import VarState
 
 __all__ = [
-    "batch_scatter_update", "scatter_div", "scatter_max", "scatter_min",
-    "scatter_mul", "scatter_nd_add", "scatter_nd_sub", "scatter_nd_update", "tensor_scatter_add",
-    "tensor_scatter_nd_add", "tensor_scatter_nd_max", "tensor_scatter_nd_min",
-    "tensor_scatter_nd_sub", "tensor_scatter_nd_update", "tensor_scatter_sub",
+    "batch_scatter_update",
+    "scatter_div",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "scatter_nd_add",
+    "scatter_nd_sub",
+    "scatter_nd_update",
+    "tensor_scatter_add",
+    "tensor_scatter_nd_add",
+    "tensor_scatter_nd_max",
+    "tensor_scatter_nd_min",
+    "tensor_scatter_nd_sub",
+    "tensor_scatter_nd_update",
+    "tensor_scatter_sub",
     "tensor_scatter_update",
-]  # fmt: skip
+]
 
 _APPLY = {
     "update": lambda xp, old, new: new,
@@ -122,9 +133,18 @@ for _op, _how in (
     ("ScatterMin", "min"),
     ("ScatterMax", "max"),
 ):
-    register(OpDef(_op, ("ref", "indices", "updates"), ("use_locking",), _scatter_infer(_op),
-                   _rows_kernel(_op, _how), stateful=True, ref_inputs=(0,),
-                   grad=NOT_DIFFERENTIABLE))  # fmt: skip
+    register(
+        OpDef(
+            _op,
+            ("ref", "indices", "updates"),
+            ("use_locking",),
+            _scatter_infer(_op),
+            _rows_kernel(_op, _how),
+            stateful=True,
+            ref_inputs=(0,),
+            grad=NOT_DIFFERENTIABLE,
+        )
+    )
 
 
 def _nd_infer(op_type: str) -> Any:
@@ -140,9 +160,18 @@ def _nd_infer(op_type: str) -> Any:
 
 
 for _op, _how in (("ScatterNdUpdate", "update"), ("ScatterNdAdd", "add"), ("ScatterNdSub", "sub")):
-    register(OpDef(_op, ("ref", "indices", "updates"), ("use_locking",), _nd_infer(_op),
-                   _nd_var_kernel(_op, _how), stateful=True, ref_inputs=(0,),
-                   grad=NOT_DIFFERENTIABLE))  # fmt: skip
+    register(
+        OpDef(
+            _op,
+            ("ref", "indices", "updates"),
+            ("use_locking",),
+            _nd_infer(_op),
+            _nd_var_kernel(_op, _how),
+            stateful=True,
+            ref_inputs=(0,),
+            grad=NOT_DIFFERENTIABLE,
+        )
+    )
 
 
 def _make_var(op_type: str, ref: Any, indices: Any, updates: Any, use_locking: bool, name: Any):
@@ -307,14 +336,25 @@ for _op, _how, _grad in (
     ("TensorScatterMin", "min", _min_max_grad),
     ("TensorScatterMax", "max", _min_max_grad),
 ):
-    register(OpDef(_op, ("tensor", "indices", "updates"), (), _tensor_infer(_op),
-                   _tensor_kernel(_op, _how), grad=_grad))  # fmt: skip
+    register(
+        OpDef(
+            _op,
+            ("tensor", "indices", "updates"),
+            (),
+            _tensor_infer(_op),
+            _tensor_kernel(_op, _how),
+            grad=_grad,
+        )
+    )
 
 
 def _tensor_scatter(op_type: str, t: Any, indices: Any, updates: Any, name: Any) -> Tensor:
     x = tensor(t)
-    return make1(op_type, [x, int_input(indices, "indices"), tensor(updates, dtype=x.dtype)],
-                 name=name or op_type)  # fmt: skip
+    return make1(
+        op_type,
+        [x, int_input(indices, "indices"), tensor(updates, dtype=x.dtype)],
+        name=name or op_type,
+    )
 
 
 def tensor_scatter_nd_update(tensor: Any, indices: Any, updates: Any, name=None) -> Tensor:

@@ -104,10 +104,17 @@ def _scatter_kernel(op_type: str, how: str) -> Any:
 
 for _op, _how in (("ScatterUpdate", "update"), ("ScatterAdd", "add"), ("ScatterSub", "sub")):
     register(
-        OpDef(_op, ("ref", "indices", "updates"), ("use_locking",), _scatter_infer(_op),
-              _scatter_kernel(_op, _how), stateful=True, ref_inputs=(0,),
-              grad=NOT_DIFFERENTIABLE)
-    )  # fmt: skip
+        OpDef(
+            _op,
+            ("ref", "indices", "updates"),
+            ("use_locking",),
+            _scatter_infer(_op),
+            _scatter_kernel(_op, _how),
+            stateful=True,
+            ref_inputs=(0,),
+            grad=NOT_DIFFERENTIABLE,
+        )
+    )
 
 
 def _scatter(op_type: str, ref: Any, indices: Any, updates: Any, use_locking: bool, name: Any):
@@ -188,8 +195,16 @@ def _gather_nd_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [make1("ScatterNd", [indices, g, shape(params, out_type=indices.dtype)]), None]
 
 
-register(OpDef("GatherNd", ("params", "indices"), (), _gather_nd_infer, _gather_nd_kernel,
-               grad=_gather_nd_grad))  # fmt: skip
+register(
+    OpDef(
+        "GatherNd",
+        ("params", "indices"),
+        (),
+        _gather_nd_infer,
+        _gather_nd_kernel,
+        grad=_gather_nd_grad,
+    )
+)
 
 
 def gather_nd(params: Any, indices: Any, name: str | None = None, batch_dims: int = 0) -> Tensor:
@@ -250,8 +265,17 @@ def _scatter_nd_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [None, make1("GatherNd", [g, indices]), None]
 
 
-register(OpDef("ScatterNd", ("indices", "updates", "shape"), (), _scatter_nd_infer,
-               _scatter_nd_kernel, host_inputs=(2,), grad=_scatter_nd_grad))  # fmt: skip
+register(
+    OpDef(
+        "ScatterNd",
+        ("indices", "updates", "shape"),
+        (),
+        _scatter_nd_infer,
+        _scatter_nd_kernel,
+        host_inputs=(2,),
+        grad=_scatter_nd_grad,
+    )
+)
 
 
 def scatter_nd(indices: Any, updates: Any, shape: Any, name: str | None = None) -> Tensor:

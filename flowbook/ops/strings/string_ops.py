@@ -40,10 +40,20 @@ from flowbook.ops._shape_inputs import const_ints
 from flowbook.ops.io.example_ops import SparseTensor
 
 __all__ = [
-    "as_string", "decode_base64", "encode_base64", "reduce_join", "regex_replace",
-    "string_join", "string_split", "string_strip", "string_to_hash_bucket",
-    "string_to_hash_bucket_fast", "string_to_hash_bucket_strong", "string_to_number", "substr",
-]  # fmt: skip
+    "as_string",
+    "decode_base64",
+    "encode_base64",
+    "reduce_join",
+    "regex_replace",
+    "string_join",
+    "string_split",
+    "string_strip",
+    "string_to_hash_bucket",
+    "string_to_hash_bucket_fast",
+    "string_to_hash_bucket_strong",
+    "string_to_number",
+    "substr",
+]
 
 _HOST = {"host_only": True, "grad": NOT_DIFFERENTIABLE}
 _MASK = (1 << 64) - 1
@@ -134,8 +144,9 @@ def _regex_infer(input: Tensor, pattern: Tensor, rewrite: Tensor, replace_global
     return Out(dtypes.string, input._shape)
 
 
-@register_op("RegexReplace", ("input", "pattern", "rewrite"), _regex_infer, ("replace_global",),
-             **_HOST)  # fmt: skip
+@register_op(
+    "RegexReplace", ("input", "pattern", "rewrite"), _regex_infer, ("replace_global",), **_HOST
+)
 def _regex_replace(xp: Any, input: Any, pattern: Any, rewrite: Any, replace_global: bool) -> Any:
     try:
         regex = re.compile(_b(np.asarray(pattern, dtype=object).item()))
@@ -195,10 +206,16 @@ def _as_string_infer(input: Tensor, **_: Any) -> Out:
     return Out(dtypes.string, input._shape)
 
 
-@register_op("AsString", ("input",), _as_string_infer,
-             ("precision", "scientific", "shortest", "width", "fill"), **_HOST)  # fmt: skip
-def _as_string(xp: Any, input: Any, precision: int, scientific: bool, shortest: bool,
-               width: int, fill: str) -> Any:  # fmt: skip
+@register_op(
+    "AsString",
+    ("input",),
+    _as_string_infer,
+    ("precision", "scientific", "shortest", "width", "fill"),
+    **_HOST,
+)
+def _as_string(
+    xp: Any, input: Any, precision: int, scientific: bool, shortest: bool, width: int, fill: str
+) -> Any:
     kind = np.asarray(input).dtype.kind
     spec = "%" + (fill if fill else "") + (str(width) if width > -1 else "")
     if kind in "fc":
@@ -273,27 +290,43 @@ def _buckets(values: Any, fn: Any, num_buckets: int) -> Any:
     return _each(lambda s: fn(_b(s)) % num_buckets, values, out=np.int64)
 
 
-@register_op("StringToHashBucketFast", ("input",), _hash_infer("StringToHashBucketFast"),
-             ("num_buckets",), **_HOST)  # fmt: skip
+@register_op(
+    "StringToHashBucketFast",
+    ("input",),
+    _hash_infer("StringToHashBucketFast"),
+    ("num_buckets",),
+    **_HOST,
+)
 def _hash_fast(xp: Any, input: Any, num_buckets: int) -> Any:
     return _buckets(input, _blake8, num_buckets)
 
 
-@register_op("StringToHashBucket", ("string_tensor",), _hash_infer("StringToHashBucket"),
-             ("num_buckets",), **_HOST)  # fmt: skip
+@register_op(
+    "StringToHashBucket",
+    ("string_tensor",),
+    _hash_infer("StringToHashBucket"),
+    ("num_buckets",),
+    **_HOST,
+)
 def _hash_plain(xp: Any, string_tensor: Any, num_buckets: int) -> Any:
     return _buckets(string_tensor, _blake8, num_buckets)
 
 
-@register_op("StringToHashBucketStrong", ("input",), _hash_infer("StringToHashBucketStrong"),
-             ("num_buckets", "key"), **_HOST)  # fmt: skip
+@register_op(
+    "StringToHashBucketStrong",
+    ("input",),
+    _hash_infer("StringToHashBucketStrong"),
+    ("num_buckets", "key"),
+    **_HOST,
+)
 def _hash_strong(xp: Any, input: Any, num_buckets: int, key: list) -> Any:
     return _buckets(input, lambda s: siphash24(key[0], key[1], s), num_buckets)
 
 
 # ------------------------------------------------ reductions and splitting
-def _reduce_join_infer(inputs: Tensor, reduction_indices: Tensor, keep_dims: bool,
-                       separator: str) -> Out:  # fmt: skip
+def _reduce_join_infer(
+    inputs: Tensor, reduction_indices: Tensor, keep_dims: bool, separator: str
+) -> Out:
     _strings("ReduceJoin", inputs)
     axes = const_ints(reduction_indices)
     s = inputs._shape
@@ -304,10 +337,17 @@ def _reduce_join_infer(inputs: Tensor, reduction_indices: Tensor, keep_dims: boo
     return Out(dtypes.string, shape)
 
 
-@register_op("ReduceJoin", ("inputs", "reduction_indices"), _reduce_join_infer,
-             ("keep_dims", "separator"), host_inputs=(1,), **_HOST)  # fmt: skip
-def _reduce_join(xp: Any, inputs: Any, reduction_indices: Any, keep_dims: bool,
-                 separator: str) -> Any:  # fmt: skip
+@register_op(
+    "ReduceJoin",
+    ("inputs", "reduction_indices"),
+    _reduce_join_infer,
+    ("keep_dims", "separator"),
+    host_inputs=(1,),
+    **_HOST,
+)
+def _reduce_join(
+    xp: Any, inputs: Any, reduction_indices: Any, keep_dims: bool, separator: str
+) -> Any:
     x = np.asarray(inputs, dtype=object)
     axes = [int(a) % max(x.ndim, 1) for a in np.ravel(reduction_indices)] or list(range(x.ndim))
     sep = _b(separator)
@@ -342,8 +382,11 @@ def _string_split(xp: Any, input: Any, delimiter: Any, skip_empty: bool) -> Any:
     values = np.empty(len(indices), dtype=object)
     values[:] = [p for parts in rows for p in parts]
     width = max((len(p) for p in rows), default=0)
-    return (np.asarray(indices, np.int64).reshape(-1, 2), values,
-            np.asarray([len(rows), width], np.int64))  # fmt: skip
+    return (
+        np.asarray(indices, np.int64).reshape(-1, 2),
+        values,
+        np.asarray([len(rows), width], np.int64),
+    )
 
 
 # ------------------------------------------------------------------ wrappers
@@ -386,8 +429,9 @@ def decode_base64(input: Any, name: str | None = None) -> Tensor:
     return make1("DecodeBase64", [_s(input)], name=name or "DecodeBase64")
 
 
-def regex_replace(input: Any, pattern: Any, rewrite: Any, replace_global: bool = True,
-                  name: str | None = None) -> Tensor:  # fmt: skip
+def regex_replace(
+    input: Any, pattern: Any, rewrite: Any, replace_global: bool = True, name: str | None = None
+) -> Tensor:
     """Each string with ``pattern``'s matches replaced by ``rewrite`` (``\\1`` groups).
 
     >>> import flowbook as fb
@@ -426,8 +470,15 @@ def string_to_number(string_tensor: Any, out_type: Any = dtypes.float32, name=No
     return make1("StringToNumber", [_s(string_tensor)], attrs, name=name or "StringToNumber")
 
 
-def as_string(input: Any, precision: int = -1, scientific: bool = False, shortest: bool = False,
-              width: int = -1, fill: str = "", name: str | None = None) -> Tensor:  # fmt: skip
+def as_string(
+    input: Any,
+    precision: int = -1,
+    scientific: bool = False,
+    shortest: bool = False,
+    width: int = -1,
+    fill: str = "",
+    name: str | None = None,
+) -> Tensor:
     """Each number formatted as a string (``printf``'s ``%f``/``%e``/``%g``/``%d``).
 
     >>> import flowbook as fb
@@ -435,8 +486,13 @@ def as_string(input: Any, precision: int = -1, scientific: bool = False, shortes
     ...     s.run(fb.as_string([1.5, 2.0], precision=2)).tolist()
     [b'1.50', b'2.00']
     """
-    attrs = {"precision": int(precision), "scientific": bool(scientific),
-             "shortest": bool(shortest), "width": int(width), "fill": str(fill)}  # fmt: skip
+    attrs = {
+        "precision": int(precision),
+        "scientific": bool(scientific),
+        "shortest": bool(shortest),
+        "width": int(width),
+        "fill": str(fill),
+    }
     return make1("AsString", [tensor(input)], attrs, name=name or "AsString")
 
 
@@ -467,8 +523,14 @@ def string_to_hash_bucket_strong(input: Any, num_buckets: int, key: Any, name=No
     )
 
 
-def reduce_join(inputs: Any, axis: Any = None, keep_dims: bool = False, separator: str = "",
-                name: str | None = None, reduction_indices: Any = None) -> Tensor:  # fmt: skip
+def reduce_join(
+    inputs: Any,
+    axis: Any = None,
+    keep_dims: bool = False,
+    separator: str = "",
+    name: str | None = None,
+    reduction_indices: Any = None,
+) -> Tensor:
     """The strings joined along ``axis`` (all axes when None) by ``separator``.
 
     >>> import flowbook as fb
@@ -491,6 +553,10 @@ def string_split(source: Any, delimiter: Any = " ", skip_empty: bool = True, nam
     ...     st.values.tolist(), st.dense_shape.tolist()
     ([b'a', b'b', b'c'], [2, 2])
     """
-    op = make("StringSplit", [_s(source), _s(delimiter)], {"skip_empty": bool(skip_empty)},
-              name=name or "StringSplit")  # fmt: skip
+    op = make(
+        "StringSplit",
+        [_s(source), _s(delimiter)],
+        {"skip_empty": bool(skip_empty)},
+        name=name or "StringSplit",
+    )
     return SparseTensor(*op.outputs)

@@ -79,8 +79,18 @@ __all__ = ["COMPILE_AFTER_RUNS", "MAX_SHAPE_SIGNATURES", "RunPath", "shapes_give
 class RunPath:
     """What the runs of one plan in one session have learnt.  See the module docstring."""
 
-    __slots__ = ("buffers", "compiled", "given_feeds", "inline_feeds", "layout", "line_to_op",
-                 "optimized", "plan", "runs", "timed")  # fmt: skip
+    __slots__ = (
+        "buffers",
+        "compiled",
+        "given_feeds",
+        "inline_feeds",
+        "layout",
+        "line_to_op",
+        "optimized",
+        "plan",
+        "runs",
+        "timed",
+    )
 
     def __init__(self, plan: Plan, buffers: tuple[int, ...] | None = None) -> None:
         self.plan = plan  # the fixed layout this path runs

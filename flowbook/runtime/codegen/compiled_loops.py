@@ -80,8 +80,17 @@ class CompiledLoop:
     condition check (n + 1 times for n iterations) and once per body run.
     """
 
-    __slots__ = ("enters", "exits", "fn", "line_to_op", "name", "once", "per_body", "per_check",
-                 "position")  # fmt: skip
+    __slots__ = (
+        "enters",
+        "exits",
+        "fn",
+        "line_to_op",
+        "name",
+        "once",
+        "per_body",
+        "per_check",
+        "position",
+    )
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -257,8 +266,9 @@ def _source(
         call(i)
     if merge_of:
         targets = ", ".join(f"s{out[m][0]}" for m in sorted(merge_of))
-        values = ", ".join(f"s{plan.inputs[nxt][0]}" for _, nxt in
-                           (merge_of[m] for m in sorted(merge_of)))  # fmt: skip
+        values = ", ".join(
+            f"s{plan.inputs[nxt][0]}" for _, nxt in (merge_of[m] for m in sorted(merge_of))
+        )
         lines.append(f"        {targets}, = {values},")
     lines += [
         "        it += 1",

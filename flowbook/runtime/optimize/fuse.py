@@ -297,8 +297,9 @@ def _fused_op(
     kind: str, last: Operation, inputs: tuple[Tensor, ...], attrs: dict[str, Any], like: list[Any]
 ) -> Operation:
     """The fused op: named, placed and sited as ``last``, its outputs shaped as ``like``."""
-    op = Operation(last.graph, OPS[kind], last.name, inputs, attrs, [], last.device, last.site,
-                   last._id)  # fmt: skip
+    op = Operation(
+        last.graph, OPS[kind], last.name, inputs, attrs, [], last.device, last.site, last._id
+    )
     op.outputs = tuple(Tensor(op, k, t.dtype, t._shape) for k, t in enumerate(like))
     return op
 

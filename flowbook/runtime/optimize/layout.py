@@ -71,8 +71,17 @@ class Fused:
 class Rewrite:
     """The passes' decisions for one plan and feed-shape signature.  See the module docstring."""
 
-    __slots__ = ("alias", "consts", "fused", "fusions", "notes", "plan", "removed", "shapes",
-                 "waits_on")  # fmt: skip
+    __slots__ = (
+        "alias",
+        "consts",
+        "fused",
+        "fusions",
+        "notes",
+        "plan",
+        "removed",
+        "shapes",
+        "waits_on",
+    )
 
     def __init__(self, plan: Plan, shapes: dict[int, tuple[int, ...]]) -> None:
         self.plan = plan  # the written plan
@@ -197,8 +206,9 @@ def _layout(
     new.ops = [fused[i].op if i in fused else plan.ops[i] for i in kept]
     new.fns = [fused[i].fn if i in fused else plan.fns[i] for i in kept]
     new.inputs = [inputs[i] for i in kept]
-    new.heavy = [any(plan.heavy[m] for m in fused[i].members) if i in fused else plan.heavy[i]
-                 for i in kept]  # fmt: skip
+    new.heavy = [
+        any(plan.heavy[m] for m in fused[i].members) if i in fused else plan.heavy[i] for i in kept
+    ]
     new.devices = [plan.devices[i] for i in kept]
     new.dynamic = tuple(_dynamic(fused[i].op) if i in fused else plan.dynamic[i] for i in kept)
     new.n_slots = plan.n_slots
