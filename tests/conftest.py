@@ -42,10 +42,9 @@ def mixed_devices():
 @pytest.fixture
 def view():
     """A FakeView (tests/live_fakes.py); ``view.attach(graph)`` shows ``graph`` in it."""
-    from live_fakes import FakeView
-
     from flowbook.notebook import live  # the live graph loads only where a test needs it
     from flowbook.runtime import session as session_module
+    from tests.live_fakes import FakeView
 
     hubs: list = []
     v = FakeView()

@@ -48,7 +48,8 @@ from types import CodeType, FrameType
 from typing import Any
 
 import pytest
-from waits import WITHIN
+
+from tests.waits import WITHIN
 
 
 class CtrlC:

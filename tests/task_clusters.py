@@ -40,9 +40,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from waits import WAIT_S, wait_until
 
 import flowbook as tf
+from tests.waits import WAIT_S, wait_until
 
 TASKS = ("ps-0", "worker-0", "worker-1")
 CLOSE_S = 30.0  # longest close of one worker (its graceful stop: 80 % of it), of the cluster

@@ -1,7 +1,7 @@
 """Late-bound hooks: the few places where a low layer calls a higher one.
 
 Modules import only downward (the layers are listed, and checked, in
-``tests/test_layers.py``): dtypes, shapes, errors, then graph, tensor,
+``tests/test_package_layers.py``): dtypes, shapes, errors, then graph, tensor,
 registry, then ops, the run core, session, gradients and train, debug and
 profiling, and last the notebook.  A handful of TF1 methods on low-level
 classes still need something built higher up: ``Tensor.eval`` needs a

@@ -35,7 +35,7 @@ other op waiting for them (data or control); the fused op reads the
 variables among its inputs when it runs, as the written ops did, and waits
 for everything its members waited for.  Every step is the numpy call the
 written kernel makes, on the same values in the same order, so results stay
-bit for bit those of the written plan (``tests/test_optimize_fuse.py``).
+bit for bit those of the written plan (``tests/runtime/test_optimize_fuse.py``).
 
 What it did is kept twice: a sentence per written op in the notes ("Relu
 'Relu': fused into _FusedMatMul 'Relu' (MatMul 'MatMul', Add 'add', Relu

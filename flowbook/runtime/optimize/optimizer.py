@@ -46,7 +46,7 @@ The passes, one function each, share one :class:`Rewrite`:
 
 Then ops nothing reads or waits for any more are dropped, unless they change
 state.  Every kept op runs the same kernel on the same values as before, and
-a fused op the calls its ops made, so the results are bit-identical to the written plan's (``tests/test_optimize.py``
+a fused op the calls its ops made, so the results are bit-identical to the written plan's (``tests/runtime/test_optimize.py``
 checks it on generated graphs, gradients included).
 
 **When.**  ``flowbook.runtime.session`` asks :func:`optimized` before each run.  The
