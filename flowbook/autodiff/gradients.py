@@ -89,38 +89,45 @@ def gradients(
     with graph.name_scope(name):
         pending: dict[Tensor, list[Tensor]] = {}  # tensor -> gradients flowing into it
         for y, gy in zip(ys, grad_ys):
-            if gy is None:
-                gy = array_ops.ones_like(y)
-            else:
-                gy = tensor(gy, dtype=y.dtype)
-                if not compatible(gy._shape, y._shape):
-                    raise ValueError(
-                        f"grad_ys for '{y.name}' has shape {fmt(gy._shape)}, but '{y.name}' has "
-                        f"shape {fmt(y._shape)}"
-                    )
-            pending.setdefault(y, []).append(gy)
+            pending.setdefault(y, []).append(_seed(y, gy))
         for op in ops:  # reverse topological order
-            if isinstance(op, LoopNode):  # a while loop, differentiated as a whole
-                out_grads = [_total(pending.get(t)) for t in op.outputs]
-                if all(g is None for g in out_grads):
-                    continue
-                for t, g in zip(op.inputs, loop_gradients(op, out_grads, gradients)):
-                    if g is not None and _is_float(t) and t not in stops:
-                        pending.setdefault(t, []).append(g)
-                continue
-            out_grads = [_total(pending.get(t)) for t in op.outputs]
-            if all(g is None for g in out_grads) or not op.inputs or op.type in _ENTERS:
-                continue  # (an Enter is crossed only by its loop's LoopNode)
-            if any(t in stops for t in op.outputs):
-                continue
-            for t, g in zip(op.outputs, out_grads):
-                if t in pending:
-                    pending[t] = [g]  # keep the summed form for xs that are outputs
-            in_grads = _apply(op, out_grads)
+            in_grads = _backprop(op, pending, stops)
             for t, g in zip(op.inputs, in_grads):
                 if g is not None and _is_float(t) and t not in stops:
                     pending.setdefault(t, []).append(g)
         return [_total(pending.get(x)) for x in xs]
+
+
+def _seed(y: Tensor, gy: Any) -> Tensor:
+    """The gradient flowing into ``y`` at the start: ``gy`` as y's dtype, or ones like y."""
+    if gy is None:
+        return array_ops.ones_like(y)
+    gy = tensor(gy, dtype=y.dtype)
+    if not compatible(gy._shape, y._shape):
+        raise ValueError(
+            f"grad_ys for '{y.name}' has shape {fmt(gy._shape)}, but '{y.name}' has "
+            f"shape {fmt(y._shape)}"
+        )
+    return gy
+
+
+def _backprop(
+    op: Any, pending: dict[Tensor, list[Tensor]], stops: set[Tensor]
+) -> list[Tensor | None]:
+    """The gradients of ``op``'s inputs from those pending on its outputs (empty: none flow)."""
+    out_grads = [_total(pending.get(t)) for t in op.outputs]
+    if all(g is None for g in out_grads):
+        return []
+    if isinstance(op, LoopNode):  # a while loop, differentiated as a whole
+        return loop_gradients(op, out_grads, gradients)
+    if not op.inputs or op.type in _ENTERS:
+        return []  # (an Enter is crossed only by its loop's LoopNode)
+    if any(t in stops for t in op.outputs):
+        return []
+    for t, g in zip(op.outputs, out_grads):
+        if t in pending:
+            pending[t] = [g]  # keep the summed form for xs that are outputs
+    return _apply(op, out_grads)
 
 
 def hessians(

@@ -148,38 +148,101 @@ def build_plan(
     fetches = list(fetches)
     feeds = list(feeds)
     fed = set(feeds)
+    order = _topological_order(_roots(fetches, targets, fed), fed)
+    plan = Plan()
+    place = place if place is not None else getattr(bind, "place", None)
+    order, rewired, fetches = _place(plan, order, fed, fetches, place)
+    plan.ops = order
+    slots = _Slots(plan)
+    plan.feed_slots = [slots.of(t) for t in feeds]
+    consumers = _lay_out_ops(plan, graph, fed, rewired, bind, slots)
+    _lay_out_fetches(plan, fetches, slots)
+    for op in order:
+        plan.outputs.append(tuple(slots.get(t) if t not in fed else DISCARD for t in op.outputs))
+    _link(plan, consumers)
+    plan.dynamic = tuple(
+        (1 if len(op.outputs) == 1 else 2)
+        if any(t._shape is None or None in t._shape for t in op.outputs)
+        else 0
+        for op in order
+    )
+    plan.any_heavy = any(plan.heavy)
+    plan.frees = _static_frees(plan)
+    plan.blocking = any(op._opdef.blocking for op in order if type(op) is not CopyOp)
+    plan.control_flow = any(op.type in CONTROL_FLOW_TYPES or op.type == "LoopCond" for op in order)
+    return plan
+
+
+def _roots(
+    fetches: list[Tensor | Operation], targets: Iterable[Operation], fed: set[Tensor]
+) -> list[Operation]:
+    """The ops the run must reach: the targets, fetched ops, and producers of unfed fetches."""
     roots: list[Operation] = list(targets)
     for f in fetches:
         if isinstance(f, Operation):
             roots.append(f)
         elif f not in fed:
             roots.append(f.op)
-    order = _topological_order(roots, fed)
-    plan = Plan()
-    place = place if place is not None else getattr(bind, "place", None)
-    rewired: dict[Operation, tuple[Tensor, ...]] = {}
+    return roots
+
+
+def _place(
+    plan: Plan,
+    order: list[Operation],
+    fed: set[Tensor],
+    fetches: list[Tensor | Operation],
+    place: Callable[[Operation], Device] | None,
+) -> tuple[list[Operation], dict[Operation, tuple[Tensor, ...]], list[Tensor | Operation]]:
+    """Set each op's device on ``plan``, with copy nodes where edges cross devices.
+
+    Returns the order with the copies in it, the inputs of the ops that now read a
+    copy (rewired), and the fetches (a fetch off the host is read from its copy).
+    """
     if place is None:
         plan.devices = [CPU] * len(order)
-    else:
-        order, plan.devices, rewired, fetches, plan.copies = insert_copies(
-            order, fed, fetches, place
-        )
-        plan.off_host = any(d is not CPU for d in plan.devices)
-    plan.ops = order
-    index = {op: i for i, op in enumerate(order)}
+        return order, {}, fetches
+    order, plan.devices, rewired, fetches, plan.copies = insert_copies(order, fed, fetches, place)
+    plan.off_host = any(d is not CPU for d in plan.devices)
+    return order, rewired, fetches
 
-    slot_of: dict[Tensor, int] = {}
 
-    def slot(t: Tensor) -> int:
-        s = slot_of.get(t)
+class _Slots:
+    """Hands out ``plan``'s value slots, one per tensor, numbered in first-use order."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.slot_of: dict[Tensor, int] = {}
+        plan.uses.append(0)  # DISCARD
+
+    def of(self, t: Tensor) -> int:
+        """``t``'s slot, a new one the first time ``t`` is asked for."""
+        s = self.slot_of.get(t)
         if s is None:
-            s = slot_of[t] = plan.n_slots
-            plan.n_slots += 1
-            plan.uses.append(0)
+            s = self.slot_of[t] = self.plan.n_slots
+            self.plan.n_slots += 1
+            self.plan.uses.append(0)
         return s
 
-    plan.uses.append(0)  # DISCARD
-    plan.feed_slots = [slot(t) for t in feeds]
+    def get(self, t: Tensor) -> int:
+        """``t``'s slot if something reads it, else DISCARD."""
+        return self.slot_of.get(t, DISCARD)
+
+
+def _lay_out_ops(
+    plan: Plan,
+    graph: Any,
+    fed: set[Tensor],
+    rewired: dict[Operation, tuple[Tensor, ...]],
+    bind: Callable[[Operation], Callable[..., Any] | None],
+    slots: _Slots,
+) -> list[list[int]]:
+    """Per op of ``plan.ops``: its input slots, wait count, bound kernel and heaviness.
+
+    Refuses an op no longer in ``graph`` (stale) and an unfed placeholder.  Returns,
+    per op, the ops that wait for it.
+    """
+    order = plan.ops
+    index = {op: i for i, op in enumerate(order)}
     consumers: list[list[int]] = [[] for _ in order]
     present = graph._ops  # name -> op: a needed op missing here was removed (stale)
     for i, op in enumerate(order):
@@ -191,7 +254,7 @@ def build_plan(
         waits: set[int] = set()
         inputs = rewired.get(op, op.inputs) if rewired else op.inputs
         for t in inputs:
-            s = slot(t)
+            s = slots.of(t)
             plan.uses[s] += 1
             ins.append(s)
             if t not in fed:
@@ -205,37 +268,31 @@ def build_plan(
         fn = bind(op) if type(op) is not CopyOp else op.kernel
         plan.fns.append(_reading_variables(op, fn, inputs))
         plan.heavy.append(op._opdef.is_heavy(op) and plan.devices[i] is CPU)
+    return consumers
+
+
+def _lay_out_fetches(plan: Plan, fetches: list[Tensor | Operation], slots: _Slots) -> None:
+    """The fetch slots; fetched and fed values get one more use, so they are never freed."""
     for f in fetches:
         if isinstance(f, Operation):
             plan.fetch_slots.append(None)
         else:
-            s = slot(f)
-            plan.uses[s] += 1  # a fetched value is never freed
+            s = slots.of(f)
+            plan.uses[s] += 1
             plan.fetch_slots.append(s)
     for s in plan.feed_slots:
         plan.uses[s] += 1
-    for op in order:
-        plan.outputs.append(
-            tuple(slot_of.get(t, DISCARD) if t not in fed else DISCARD for t in op.outputs)
-        )
+
+
+def _link(plan: Plan, consumers: list[list[int]]) -> None:
+    """The dependency edges both ways (consumers, producers) and the ops ready at start."""
     plan.consumers = [tuple(c) for c in consumers]
-    producers: list[list[int]] = [[] for _ in order]
+    producers: list[list[int]] = [[] for _ in consumers]
     for i, cs in enumerate(consumers):
         for c in cs:
             producers[c].append(i)
     plan.producers = [tuple(p) for p in producers]
-    plan.dynamic = tuple(
-        (1 if len(op.outputs) == 1 else 2)
-        if any(t._shape is None or None in t._shape for t in op.outputs)
-        else 0
-        for op in order
-    )
     plan.ready = [i for i, p in enumerate(plan.pending) if p == 0]
-    plan.any_heavy = any(plan.heavy)
-    plan.frees = _static_frees(plan)
-    plan.blocking = any(op._opdef.blocking for op in order if type(op) is not CopyOp)
-    plan.control_flow = any(op.type in CONTROL_FLOW_TYPES or op.type == "LoopCond" for op in order)
-    return plan
 
 
 def as_outputs(outs: tuple[int, ...], result: Any) -> Sequence[Any]:
