@@ -4,19 +4,20 @@ On the 2-vCPU machines this project is measured on, BLAS runs on one thread
 (``flowbook.runtime.blas``).  OpenBLAS's own threads are the trouble: after a
 multi-threaded call each worker spins ~0.1 s (its ``THREAD_TIMEOUT``, 2^28
 cycles) waiting for more, so at ten or more steps a second they never rest
-and take the core that flowbook's pool thread or the main thread needs.
-Measured 2026-11-24 (load ~1): two 1.3-GFLOP GEMMs side by side on one
-thread each took 17.4 ms, but 30-38 ms in the 0.1 s after a 2-thread GEMM;
-switching OpenBLAS to 2 threads around the large products only, and even
-ending its workers after each (``blas_thread_shutdown_``), left the CNN no
-faster (``benchmarks/notes/blas_threads.md``).
+and take the core that flowbook's pool thread or the main thread needs:
+two large GEMMs side by side on one thread each run about twice as long in
+the 0.1 s after a 2-thread GEMM, and switching OpenBLAS to 2 threads around
+the large products only, even ending its workers after each
+(``blas_thread_shutdown_``), leaves the CNN no faster
+(``benchmarks/notes/blas_threads.md``; the figures are in
+``docs/performance.md``, "BLAS threads").
 
 A large product still gains from both cores, so :func:`matmul` (the conv
 kernels' one big product) splits it by rows into one band per CPU
 (:func:`in_bands`), each a one-thread BLAS call writing into its rows of
-one output.  [12544,800]@[800,64] (conv2 forward): 17.4 ms whole, 8.9-9.4 split
-in two; the filter gradient [800,12544]@[12544,64]: 17.7 against 10.2-10.4.
-The helpers wait on a queue, not in a spin.
+one output: conv2's forward product [12544,800]@[800,64] and its filter
+gradient [800,12544]@[12544,64] take little more than half the time split
+in two.  The helpers wait on a queue, not in a spin.
 
 **The same bits under any load.**  Whether a band's rows come out with the
 same bits as the same rows of one whole call is the BLAS kernel's business,

@@ -5,15 +5,12 @@ element-wise numpy work on the calling thread.  OpenBLAS keeps its worker
 threads spinning for a while after each call, so on a small machine they
 take the CPU the next element-wise kernel needs: on the 2-vCPU machines this
 project is measured on (about one core of parallel throughput), mixed
-workloads ran up to 16x slower with 2 BLAS threads than with 1, and even a
-lone GEMM was faster on one thread (a 12544x800 @ 800x64 float32 product:
-16.5 ms on 1 thread, 20 ms on 2).  Re-measured by ``benchmarks/train.py``
-(its ``blas_threads`` figures, 2026-11-24, load average 3-6 from other
-work): the CNN training step 76.6 steps/s on 1 BLAS thread against 62.1 on 2,
-3x apart (14.5 against 4.9) in a run at load 6 and 18x (51.4 against 2.9) at load 7; the lone GEMM alone went
-either way between runs (16.4 against 17.8-20 ms, then 28.4 against 17.0),
-within this machine's noise.  A conv net's step is many GEMMs between
-element-wise passes, so one thread it is: flowbook's own pool runs
+workloads ran many times slower with 2 BLAS threads than with 1, the CNN
+training step of ``benchmarks/train.py`` (its ``blas_threads`` figures) was
+slower on 2 threads, and much slower under load from other work, while a
+lone GEMM was no faster on 2 threads, within this machine's noise
+(``docs/performance.md``, "BLAS threads").  A conv net's step is many GEMMs
+between element-wise passes, so one thread it is: flowbook's own pool runs
 independent kernels (the two conv backprops) side by side instead, and
 ``flowbook.kernels.gemm`` splits a large product by rows across the CPUs on
 flowbook's own threads when nothing else runs (BLAS's workers spin ~0.1 s
@@ -24,7 +21,7 @@ The policy, applied when a Session is created (:func:`apply`):
 
 - ``ConfigProto(intra_op_parallelism_threads=n)`` with ``n > 0``: BLAS uses
   ``n`` threads.  The BLAS pool belongs to the process, not the session, so
-  the last session created with a setting decides (TF's own intra-op pool is
+  the most recently created session with a setting decides (TF's own intra-op pool is
   per session; this is the closest numpy allows).
 - ``0`` (the default, "let the system pick"): BLAS keeps its own choice,
   except on a machine with at most :data:`SMALL_MACHINE_CPUS` CPUs available

@@ -6,9 +6,9 @@ and gradients per step.  numpy takes large arrays straight from ``malloc``,
 and glibc serves a request that large with a fresh ``mmap`` (or from the top
 of the heap, which it trims back to the system once more than
 ``M_TRIM_THRESHOLD`` is free there).  Either way the system hands out and
-zeroes the same pages again every step: 550-600 page faults and 1-2 ms of
-system time per 6.4 MB array, measured per kernel in that CNN's step
-(MaxPoolGrad, ReluGrad, BiasAdd), about a third of the step's CPU time.
+zeroes the same pages again every step: hundreds of page faults per such
+array, in the kernels that make them (MaxPoolGrad, ReluGrad, BiasAdd), a
+large share of the step's CPU time.
 
 The policy, put in force by the first Session (:func:`apply`, called from
 ``blas.apply``, which every new Session calls), is what a
@@ -19,11 +19,11 @@ pooling allocator (TensorFlow's BFC allocator) does, bounded:
 - ``M_TRIM_THRESHOLD`` = :data:`TRIM_THRESHOLD` (256 MiB): up to that much
   free memory at the top of the heap stays with the process.
 
-Measured on the 2-vCPU machine, CPU time per step of the CNN (conv 5x5x32 +
-max_pool + dense, batch 64): 20.8-21.6 ms before, 13.1-16.3 ms after.  The
-setting belongs to the process, so numpy code beside flowbook gains too
-(the hand-written CNN went from 42 to 78 steps/s with the same thresholds
-set through the environment).  It is left alone when the process does not
+Keeping those pages cuts the CNN step's CPU time by a quarter or more
+(``docs/performance.md``, "Freed memory kept for reuse").  The setting
+belongs to the process, so numpy code beside flowbook gains too (a
+hand-written numpy CNN does, with the same thresholds set through the
+environment).  It is left alone when the process does not
 run on glibc (``mallopt`` missing: macOS, Windows, musl), or when the
 environment already sets ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``
 or ``MALLOC_TOP_PAD_`` (the user's choice), and it is made only once.
