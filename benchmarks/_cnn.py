@@ -20,9 +20,9 @@ the best of several calls), called straight through the registry at the CNNs' sh
 the filter gradient twice: with the patch matrix the forward lent it
 (``flowbook.kernels.conv_patches``, as in a training step) and rebuilding it.
 
-TensorFlow 1's figures (:data:`TF1`) are quoted from issue 19, measured on
-this machine type with single-threaded BLAS (the conv input gradient's, which
-the issue does not quote, by ``tf_conv_reference.py`` with TensorFlow 2.21 on
+TensorFlow 1's figures (:data:`TF1`) are quoted with the performance goals,
+measured on this machine type with single-threaded BLAS (the conv input
+gradient's, which the goals do not quote, by ``tf_conv_reference.py`` with TensorFlow 2.21 on
 one thread, in a throwaway environment); TensorFlow is not installed beside
 flowbook, so ratios against them carry the machine's noise (±30%) on one
 side only.
@@ -41,18 +41,18 @@ from flowbook.kernels import conv_patches
 
 BATCH = 64
 LR = 0.05
-TF1 = {  # issue 19: TensorFlow 1 on this machine type, single-threaded BLAS (quoted, not re-run)
+TF1 = {  # TensorFlow 1 on this machine type, single-threaded BLAS (quoted, not re-run)
     "cnn_steps_s": 233.0,
     "cnn2_steps_s": 28.9,
     "conv2d forward [64,14,14,32]*[5,5,32,64]": 10.4,  # ms
     "conv2d filter grad": 10.7,  # ms
-    # not quoted by the issue: TensorFlow 2.21 on one thread, measured here by
+    # not quoted with the goals: TensorFlow 2.21 on one thread, measured here by
     # tf_conv_reference.py (10.8-11.4 ms; its forward and filter gradient: 10.5-11.7)
     "conv2d input grad": 10.8,
 }
 PEERS = {
-    "cnn": "TF1 233 / numpy (issue 19) 51.6 steps/s",
-    "cnn2": "TF1 28.9 / numpy (issue 19) 9.3 steps/s",
+    "cnn": "TF1 233 / numpy (quoted) 51.6 steps/s",
+    "cnn2": "TF1 28.9 / numpy (quoted) 9.3 steps/s",
 }
 
 

@@ -1,7 +1,7 @@
 """Control-flow costs: a trivial while_loop per iteration, and an LSTM step, against numpy.
 
 - ``while_loop``: ``i < n; i + 1`` for n iterations, per iteration, against
-  the same Python ``while`` over numpy scalars (the issue quotes TensorFlow 1
+  the same Python ``while`` over numpy scalars (the goals quote TensorFlow 1
   at 4-11 us an iteration on this machine, ``../shared/DESIGN.md``).
 - ``lstm``: ``dynamic_rnn`` with a ``BasicLSTMCell`` (batch 32, 20 steps,
   128 units, input 128), forward and backward (the loss's gradient for the

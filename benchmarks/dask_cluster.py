@@ -17,18 +17,16 @@ A loopback ``LocalCluster`` of three workers named ``ps-0``, ``worker-0`` and
   plain re-run) costs, ratio ~1; ``after_edit``: re-run after an edit of an
   op of the plan (its device set again), which drops the plan: pruned,
   partitioned, sent and compiled on the tasks again (what every added op
-  cost before the cache);
+  would cost without the cache);
 - ``mlp``: an SGD step of the MLP 64-128-10 (batch 100, the digits), its
   variables on the ps and its forward and backward pass on worker-0, with
   the bytes moved between tasks per step against the model's size.
 
 The fixed cost of a distributed step is ``three_tasks - local``; the goal
-(issue 20) is under 5 ms on loopback.  ``three_tasks_calls_per_step`` counts
-the Dask calls the client made per step (3: one per task).  Figures of
-earlier code are in the git history of the JSON file (before the direct
-calls and one-way Sends, with processes: 3 tasks 6.3-8.7 ms, 10.75 round
-trips).  This machine has 2 vCPUs shared by
-other work: read the ratios, and expect noise.
+is under 5 ms on loopback.  ``three_tasks_calls_per_step`` counts the Dask
+calls the client made per step (3: one per task).  The measured figures are
+in ``docs/performance.md`` ("Running on a Dask cluster").  This machine has
+2 vCPUs shared by other work: read the ratios, and expect noise.
 
 Usage: ``python benchmarks/dask_cluster.py [--quick]`` (not ``distributed.py``: a script of that
 name in this folder would shadow the ``distributed`` package); writes

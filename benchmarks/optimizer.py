@@ -5,7 +5,7 @@ batch 100, each run three ways in the same process on the same batches:
 flowbook with the optimiser on (the default), flowbook with
 ``OptimizerOptions(opt_level=L0)`` (the plan as written), and the same step
 written by hand in numpy.  The figures to read are the ratios to numpy (the
-issue's goals: MLP >= 0.8x, softmax >= 0.6x) and on/off.  The three are
+goals: MLP >= 0.8x, softmax >= 0.6x) and on/off.  The three are
 timed in turns and the best of each kept, as load on a shared machine comes
 and goes.  Ops per step are counted from the plans the sessions ran.
 

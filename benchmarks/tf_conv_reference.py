@@ -1,7 +1,7 @@
 """TensorFlow's own conv kernels on this machine: the reference the conv figures are held to.
 
-Issue 19 quotes TensorFlow 1 (single-threaded BLAS) for conv2's forward pass
-and filter gradient only.  This script measures all three kernels at the
+The performance goals quote TensorFlow 1 (single-threaded BLAS) for conv2's
+forward pass and filter gradient only.  This script measures all three kernels at the
 same shapes -- ``[64,14,14,32] * [5,5,32,64]``, SAME, stride 1: forward,
 input gradient, filter gradient -- in TensorFlow's TF1 graph mode
 (``tf.compat.v1``), on one intra-op thread and on every CPU, the best of 15
@@ -9,9 +9,9 @@ runs each.  TensorFlow is never a dependency of flowbook: run it in a
 throwaway virtual environment that has it (``pip install tensorflow-cpu``);
 without TensorFlow it says so and measures nothing.
 
-Measured 2026-11-24 with TensorFlow 2.21 (oneDNN) on the 2-vCPU machine, one
-thread: forward 10.5 ms, input gradient 10.8, filter gradient 11.0 (the
-quoted TF1 figures: 10.4 and 10.7); two threads: 5.5, 5.6, 5.8.
+On one thread TensorFlow 2.21 matches the quoted TF1 figures, so those are
+one-thread figures; the measurements are in ``docs/performance.md``
+("Convolution kernels").
 
 Usage: ``python benchmarks/tf_conv_reference.py``; writes
 ``benchmarks/results/tf_conv_reference.json``.

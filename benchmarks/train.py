@@ -7,8 +7,8 @@ Two models at batch 100, trained with plain gradient descent:
 
 and two small CNNs at batch 64 on 28x28x1 images (``_cnn.py``: conv 5x5x32 +
 max_pool + dense, and a second conv 32->64 + max_pool), with the conv and
-pool kernels timed alone, and against TensorFlow 1's figures quoted in issue 19
-(``_cnn.TF1``: same machine type, single-threaded BLAS; TF1 is not installed
+pool kernels timed alone, and against TensorFlow 1's figures quoted with the
+performance goals (``_cnn.TF1``: same machine type, single-threaded BLAS; TF1 is not installed
 here).  The BLAS thread policy (``flowbook/runtime/blas.py``, ``flowbook/kernels/gemm.py``)
 is checked by timing both CNNs and the second conv's kernels with BLAS on 1
 thread, on every CPU, and by default (1 thread, large products split).

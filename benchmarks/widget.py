@@ -15,12 +15,12 @@ Three measurements, all in one process, reported as figures and ratios:
   widget and its trait serialisation; no browser needed) against the same
   runs without, interleaved round-robin, medians: the 2000-op add chain
   (compiled straight-line plan), one SGD step of the MLP 64-128-10, and
-  runs with loops (issue 17): a ``while_loop`` of 1,000 trivial iterations,
+  runs with loops: a ``while_loop`` of 1,000 trivial iterations,
   a training step of a ``dynamic_rnn`` (an LSTM over 28 steps), and a loop
   of 40,000 small matmuls, long enough to be shown as it goes (its counter
   sent at the views' push rate).
 
-Goals (issue 4): first render of 1,000 ops < 2 s, of 10,000 ops with scopes
+Goals: first render of 1,000 ops < 2 s, of 10,000 ops with scopes
 collapsed < 3 s, a scope expanded < 0.5 s, a run with the widget ≤ 1.05x.
 
 Usage: ``python benchmarks/widget.py [--quick] [--no-browser]``; writes

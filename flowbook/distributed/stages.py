@@ -25,7 +25,7 @@ things before the partitions are sent to their tasks:
    deadlock; the check is made on the graph as gated so far, so no cycle is
    ever made).
 
-**The guarantee** (issue 20, §3.3): a task lost mid-step leaves each
+**The guarantee** (the whitepaper's fault tolerance, §3.3): a task lost mid-step leaves each
 surviving task's variables either untouched by the step or updated by all
 of the step's updates placed there that could wait, since those ran only
 once every value the task receives had arrived (and an aborted step's

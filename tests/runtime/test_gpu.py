@@ -196,7 +196,7 @@ def _variable_row():
 
 
 def _long_tail_row():
-    """Issue 16's ops the gradient rows do not reach: variable scatters and in_top_k."""
+    """Ops the gradient rows do not reach: variable scatters and in_top_k."""
     v = fb.Variable(np.arange(6.0).reshape(3, 2), name="v")
     up = fb.scatter_update(v, [2], [[7.0, 8.0]])
     with fb.control_dependencies([up]):
@@ -208,7 +208,7 @@ def _long_tail_row():
 
 
 def _compat_tail_row():
-    """Issue 16's compatibility tail: variable scatters, tensor scatters, FFTs, fake quant."""
+    """TF1's compatibility tail: variable scatters, tensor scatters, FFTs, fake quant."""
     v = fb.Variable(np.arange(1.0, 7.0).reshape(3, 2), name="v")
     done = []
     for f in (fb.scatter_mul, fb.scatter_div, fb.scatter_min, fb.scatter_max):
@@ -418,30 +418,30 @@ NOT_ON_GPU = {
     "StackPush": "a string handle: host only",
     "StackPop": "a string handle: host only",
     **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
-    "FIFOQueueV2": "queues and readers (issue 18): session state, host only",
-    **dict.fromkeys(_ACCUMULATOR_OPS, "gradient accumulators (issue 20): session state, host only"),
-    "PaddingFIFOQueueV2": "queues and readers (issue 18): session state, host only",
-    "RandomShuffleQueueV2": "queues and readers (issue 18): session state, host only",
-    "PriorityQueueV2": "queues and readers (issue 18): session state, host only",
-    "QueueEnqueueV2": "queues and readers (issue 18): session state, host only",
-    "QueueEnqueueManyV2": "queues and readers (issue 18): session state, host only",
-    "QueueDequeueV2": "queues and readers (issue 18): session state, host only",
-    "QueueDequeueManyV2": "queues and readers (issue 18): session state, host only",
-    "QueueDequeueUpToV2": "queues and readers (issue 18): session state, host only",
-    "QueueCloseV2": "queues and readers (issue 18): session state, host only",
-    "QueueSizeV2": "queues and readers (issue 18): session state, host only",
-    "QueueIsClosedV2": "queues and readers (issue 18): session state, host only",
-    "CountUpTo": "queues and readers (issue 18): session state, host only",
-    "TextLineReaderV2": "queues and readers (issue 18): session state, host only",
-    "WholeFileReaderV2": "queues and readers (issue 18): session state, host only",
-    "IdentityReaderV2": "queues and readers (issue 18): session state, host only",
-    "TFRecordReaderV2": "queues and readers (issue 18): session state, host only",
-    "FixedLengthRecordReaderV2": "queues and readers (issue 18): session state, host only",
-    "ReaderReadV2": "queues and readers (issue 18): session state, host only",
-    "ReaderReadUpToV2": "queues and readers (issue 18): session state, host only",
-    "ReaderNumRecordsProducedV2": "queues and readers (issue 18): session state, host only",
-    "ReaderNumWorkUnitsCompletedV2": "queues and readers (issue 18): session state, host only",
-    "ReaderResetV2": "queues and readers (issue 18): session state, host only",
+    "FIFOQueueV2": "queues and readers: session state, host only",
+    **dict.fromkeys(_ACCUMULATOR_OPS, "gradient accumulators: session state, host only"),
+    "PaddingFIFOQueueV2": "queues and readers: session state, host only",
+    "RandomShuffleQueueV2": "queues and readers: session state, host only",
+    "PriorityQueueV2": "queues and readers: session state, host only",
+    "QueueEnqueueV2": "queues and readers: session state, host only",
+    "QueueEnqueueManyV2": "queues and readers: session state, host only",
+    "QueueDequeueV2": "queues and readers: session state, host only",
+    "QueueDequeueManyV2": "queues and readers: session state, host only",
+    "QueueDequeueUpToV2": "queues and readers: session state, host only",
+    "QueueCloseV2": "queues and readers: session state, host only",
+    "QueueSizeV2": "queues and readers: session state, host only",
+    "QueueIsClosedV2": "queues and readers: session state, host only",
+    "CountUpTo": "queues and readers: session state, host only",
+    "TextLineReaderV2": "queues and readers: session state, host only",
+    "WholeFileReaderV2": "queues and readers: session state, host only",
+    "IdentityReaderV2": "queues and readers: session state, host only",
+    "TFRecordReaderV2": "queues and readers: session state, host only",
+    "FixedLengthRecordReaderV2": "queues and readers: session state, host only",
+    "ReaderReadV2": "queues and readers: session state, host only",
+    "ReaderReadUpToV2": "queues and readers: session state, host only",
+    "ReaderNumRecordsProducedV2": "queues and readers: session state, host only",
+    "ReaderNumWorkUnitsCompletedV2": "queues and readers: session state, host only",
+    "ReaderResetV2": "queues and readers: session state, host only",
     "RandomShuffle": "TF's order: a swap loop over Philox words, host only (as TF's kernel)",
     "LoopCond": "a loop's bool predicate: on the host (TF keeps it in host memory)",
     "RefSwitch": "a GraphDef's twin of Switch, same kernel (the control-flow row runs Switch)",
@@ -463,8 +463,8 @@ NOT_ON_GPU = {
         "made only by the optimiser, for ops placed on the CPU (tests/runtime/test_optimize_fuse.py)",
     ),
     "Timestamp": "the host's clock: host only",
-    "_Send": "a cluster task's Send (issue 20): host only, tested in tests/distributed/test_dist_sessions.py",
-    "_Recv": "a cluster task's Recv (issue 20): host only, tested in tests/distributed/test_dist_sessions.py",
+    "_Send": "a cluster task's Send: host only, tested in tests/distributed/test_dist_sessions.py",
+    "_Recv": "a cluster task's Recv: host only, tested in tests/distributed/test_dist_sessions.py",
 }
 
 

@@ -1,4 +1,4 @@
-"""Queue runners, the Coordinator and the tf.train input pipeline (issue 18)."""
+"""Queue runners, the Coordinator and the tf.train input pipeline."""
 
 from __future__ import annotations
 
