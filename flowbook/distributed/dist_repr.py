@@ -5,7 +5,7 @@ row per task (its colour in the live graph, its Dask worker, its clock's
 offset from the client's and how sure that is, once a watched step has
 measured it) and a link to the Dask dashboard (``client.dashboard_link``),
 where Dask shows its workers' load, memory and task stream.  The colours
-are the live graph's (``view/tasks.ts``): ps tasks warm, workers cool,
+are the live graph's (``features/tasks/tasks.ts``): ps tasks warm, workers cool,
 colour-blind safe.
 
     >>> task_colour("ps:1"), short_task("/job:worker/replica:0/task:2")
@@ -22,7 +22,7 @@ from flowbook.distributed.cluster import task_name
 __all__ = ["TASK_COLOURS", "session_html", "short_task", "task_colour"]
 
 # colour-blind-safe (Paul Tol's muted scheme), dark enough for white text on a projector;
-# ps tasks warm, workers cool, other jobs grey (the same lists in view/tasks.ts)
+# ps tasks warm, workers cool, other jobs grey (the same lists in features/tasks/tasks.ts)
 TASK_COLOURS = {
     "ps": ("#882255", "#AA4499", "#CC6677"),
     "worker": ("#332288", "#117733", "#44AA99", "#999933"),
@@ -41,7 +41,7 @@ def short_task(task: str) -> str:
 
 
 def task_colour(short: str) -> str:
-    """The colour of task ``"ps:0"``, ``"worker:3"`` (as ``view/tasks.ts`` picks it).
+    """The colour of task ``"ps:0"``, ``"worker:3"`` (as ``features/tasks/tasks.ts`` picks it).
 
     >>> task_colour("ps:0"), task_colour("worker:1"), task_colour("chief:0")
     ('#882255', '#117733', '#555555')

@@ -34,7 +34,7 @@ flusher only when the LiveGraph is not pending.
 sent (``sent_snap``: its snap, ``sent_base``: that run's seq) differ from it
 only in their number and time, so the flusher sends them as a ``tick``,
 ``{"seq", "total_us", "base"}``: a widget sends it as a custom message (no
-ipywidgets state walk); the front end amends run ``base`` (``view/updates.ts``).
+ipywidgets state walk); the front end amends run ``base`` (``protocol/run.ts``).
 A cell's end (``refresh``) sends the newest run whole: a widget's ``run`` trait
 never ends a cell behind; a view added later gets it whole, the others next.
 

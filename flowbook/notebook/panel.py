@@ -1,6 +1,6 @@
 """The JupyterLab side panel's end in the kernel: a comm that shows the default graph.
 
-The labextension (``labextension/src/connection.ts``) opens a comm with target
+The labextension (``labextension/src/panel/connection.ts``) opens a comm with target
 ``flowbook.graph`` on the current notebook's kernel.  The extension registers
 that target when it loads; each opened comm becomes a :class:`PanelView` of
 the default graph's :class:`~flowbook.notebook.live.LiveGraph`: it is sent

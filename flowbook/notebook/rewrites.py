@@ -4,7 +4,7 @@
 sends :meth:`flowbook.profiling.optimized_plan.PlanRewrite.diff` to every view of the graph
 (the widgets and the JupyterLab side panel), under the graph's send lock
 and numbered like its other states (:mod:`flowbook.notebook.live`, "Order").
-The front end (``labextension/src/view/rewrites.ts``) then offers a toggle,
+The front end (``labextension/src/features/rewrites/rewrites.ts``) then offers a toggle,
 "as written / as optimised", and lists the rewrites' sentences.  The last
 rewrite sent stays with the LiveGraph (``sent``), so a view added later
 (the side panel opened after the cell) is sent it too (:func:`resend`).  ``show=True`` in the state asks the views to switch to

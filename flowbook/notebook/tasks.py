@@ -7,7 +7,7 @@ same two fields of the run state, so the front end draws them as it draws
 devices and copy nodes:
 
 - ``placement``: op name -> its task's short name, ``"ps:0"``, ``"worker:1"``
-  (the front end colours ops by task: ``view/tasks.ts``, whose palette
+  (the front end colours ops by task: ``features/tasks/tasks.ts``, whose palette
   ``TASK_COLOURS``, from ``flowbook.distributed.dist_repr``, the session's repr shows too);
 - ``copies``: one entry per Send/Recv pair of a data edge between tasks, op
   ``"_Send/_Recv"``, named after its ``_Recv`` (``w/_1``), ``src`` the op
@@ -32,7 +32,7 @@ from flowbook.distributed.dist_watch import task_layout
 
 __all__ = ["TASK_COLOURS", "pair_names", "pair_times", "short_task", "task_colour", "task_state"]
 
-SEND_RECV = "_Send/_Recv"  # the op of a pair's box (the front end's copies.ts draws it)
+SEND_RECV = "_Send/_Recv"  # the op of a pair's box (the front end's layout/copies.ts draws it)
 
 
 def _layout_facts(parted: Any) -> tuple[dict[str, str], list[dict[str, Any]]]:

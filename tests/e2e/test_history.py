@@ -1,4 +1,4 @@
-"""The run list, replay and compare in a real JupyterLab (flowbook/notebook/history.py, view/history.ts).
+"""The run list, replay and compare in a real JupyterLab (flowbook/notebook/history.py, features/history/history.ts).
 
 Screenshots: ``test-output/browser/history-*.png``.
 """
