@@ -2,9 +2,9 @@
 
 - :class:`Stepper` runs one ``Session.run`` signature an op at a time on the
   calling thread (``step``, ``run_to``, ``cont`` with breakpoints, ``value``
-  of any computed tensor); see ``flowbook.debug.stepper``.  A run with
-  branches and loops steps iteration by iteration (``LoopStepper``,
-  ``flowbook.debug.loop_stepper``).
+  of any computed tensor), driving the executor's scheduler; a run with
+  branches and loops steps iteration by iteration (``LoopStepper`` is another
+  name for it).  See ``flowbook.debug.stepper``.
 - :class:`NanGuard` is an executor Observer that stops a run at the first op
   producing NaN or Inf, naming the op, its cell and line, and its values;
   ``RunOptions(check_numerics=True)`` and ``ConfigProto(check_numerics=True)``
@@ -20,9 +20,8 @@
     ('Const', 'Const_1', False, 6.0)
 """
 
-from flowbook.debug.loop_stepper import LoopStepper
 from flowbook.debug.nan_guard import NanGuard, describe_value
-from flowbook.debug.stepper import Stepper, StepperError
+from flowbook.debug.stepper import LoopStepper, Stepper, StepperError
 from flowbook.ops.debugging.debug_ops import (
     Print,
     add_check_numerics_ops,

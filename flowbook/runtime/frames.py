@@ -1,53 +1,43 @@
-"""Frames and iterations: how a plan with branches and loops runs (the whitepaper's section 4.4).
+"""Frames and iterations: the propagation rule of plans with branches and loops.
 
 A plan whose ops include the control-flow primitives (``Switch``, ``Merge``,
 ``Enter``, ``Exit``, ``NextIteration``; ``flowbook.ops.control_flow.control_flow_prims``)
-runs here, as TensorFlow's executor runs it: every value is **tagged** with
-the frame instance and iteration it belongs to, and an op runs once per tag
-in which all its inputs have arrived.
+runs on the scheduler (``flowbook.runtime.scheduler``) with :class:`Frames` as its
+propagation rule, as TensorFlow's executor runs it with its propagator: every
+value is **tagged** with the frame instance and iteration it belongs to, and an
+op runs once per tag in which all its inputs have arrived.  The scheduler does
+the rest (the pool, waits, the deadline, interrupts, the per-op hooks).
 
 - A **tag** is ``(frame, iteration)``; the run starts in ``ROOT``, ``(None, 0)``.
   ``Enter`` delivers into iteration 0 of the child frame named by its
-  ``frame_name`` (one :class:`Frame` per parent tag and name); a constant
-  ``Enter`` (a loop-invariant value) delivers into every iteration of it,
-  those already started and those to come.  ``NextIteration`` delivers into
-  iteration k + 1 (starting it); ``Exit`` into the parent tag.
+  ``frame_name`` (one :class:`~flowbook.runtime.frame_layout.Frame` per parent
+  tag and name); a constant ``Enter`` (a loop-invariant value) delivers into
+  every iteration of it, those already started and those to come.
+  ``NextIteration`` delivers into iteration k + 1 (starting it); ``Exit`` into
+  the parent tag.  A ready entry is ``(op, tag, args)``; the tag is the
+  scheduler's key, which tells two runs of one op apart.
 - **Deadness**: ``Switch`` outputs :data:`~flowbook.ops.control_flow.control_flow_prims.DEAD`
   on its untaken side.  An op with a dead input (data or control) does not
-  run; its outputs are dead.  ``Merge`` passes on the first live input to
-  arrive (a loop's Merge gets exactly one input per iteration: the Enter's
-  in iteration 0, NextIteration's after), and is dead only when all its
-  inputs arrived dead.  A dead ``NextIteration`` stops there (the loop is
-  over), and a dead ``Exit`` reaches the parent only when its whole frame
-  is dead (a loop inside an untaken branch).
+  run (its entry's args are None; ``take`` passes it on); its outputs are dead.
+  ``Merge`` passes on the first live input to arrive (a loop's Merge gets
+  exactly one input per iteration: the Enter's in iteration 0,
+  NextIteration's after), and is dead only when all its inputs arrived dead.
+  A dead ``NextIteration`` stops there (the loop is over), and a dead ``Exit``
+  reaches the parent only when its whole frame is dead (a loop inside an
+  untaken branch).
 - **Bookkeeping** is per (op, tag): one record ``[waiting, dead, args]``
   made when the first input arrives, holding the op's own references to its
   input values, and dropped when it runs; so a value lives until its last
   reader in its iteration has run, and memory stays bounded by the
   iterations in flight, not by how many ran.
+- **The pool bound**: at most a loop's ``parallel_iterations`` kernels of
+  each frame instance on the pool at once (``admits``, ``returned``).
 
 **Compiled loops.**  When nobody watches the run op by op (no per-op or
 per-iteration hook, no timings), each innermost loop without a branch
 inside runs as one compiled Python ``while`` (``flowbook.runtime.codegen.compiled_loops``):
-the scheduler collects its Enters, calls it, and delivers its Exits, so a
+the rule collects its Enters, calls it, and delivers its Exits, so a
 trivial iteration costs about what the same Python loop over numpy does.
-:func:`run_frames` is the front door; ``compiled=False`` keeps every loop
-interpreted (the differential tests' reference).
-
-**The pool and waits.**  A heavy kernel (``Plan.heavy``) with big enough
-inputs goes to the thread pool (``flowbook.runtime.pool``) while the calling
-thread goes on with other ready ops, of the same iteration or of the next
-ones, so independent heavy work of a branch or of overlapping iterations
-runs side by side, at most ``threads`` kernels at once, and at most a
-loop's ``parallel_iterations`` of each loop frame's; a kernel that
-must wait (a queue's dequeue: ``flowbook.state.pending``) is parked until its
-queue answers.  Their results come back through ``done``.  Every other
-op runs on the calling thread in a FIFO ready order; ``order="lifo"``
-(the serial reference of the differential tests) runs the newest ready op
-first, a different legal order that must give the same values.  Deadlines,
-KeyboardInterrupt (between any two ops, so within one iteration's time) and
-the observers' ``before_op``/``after_op`` hooks work as in the scheduler of
-``flowbook.runtime.executor``.
 
     >>> import flowbook as fb
     >>> with fb.Graph().as_default(), fb.Session() as s:
@@ -58,11 +48,9 @@ the observers' ``before_op``/``after_op`` hooks work as in the scheduler of
 
 from __future__ import annotations
 
-import queue
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -71,211 +59,115 @@ from flowbook.framework import errors
 from flowbook.ops.control_flow.control_flow_prims import DEAD
 from flowbook.runtime.codegen.compiled_loops import CompiledLoop, LoopDeadline
 from flowbook.runtime.frame_layout import ENTER, EXIT, MERGE, NEXT, ROOT, TRIGGER, Frame, Layout
-from flowbook.runtime.op_errors import deadline_error, run_error
+from flowbook.runtime.op_errors import run_error
 from flowbook.runtime.plan import Plan, as_outputs
-from flowbook.runtime.pool import drain, large, pool
-from flowbook.state.pending import WAIT_SLICE_S, Pending
-
-DEADLINE_EVERY = 256  # ops between two reads of the clock when a deadline is set
 
 
-class FrameRun:
-    """One run of a control-flow plan.  See the module docstring."""
+class Frames:
+    """The propagation rule of a plan with branches and loops.  See the module docstring."""
 
     def __init__(
         self,
         plan: Plan,
         layout: Layout,
         feeds: Sequence[Any],
-        fns: Sequence[Callable[..., Any]] | None = None,
-        order: str = "fifo",
-        before: Sequence[Callable[..., Any]] = (),
-        after: Sequence[Callable[..., Any]] = (),
-        deadline: float | None = None,
         iteration: Sequence[Callable[..., Any]] = (),
         counting: bool = False,
-        logging: bool = False,
         loops: dict[str, CompiledLoop] | None = None,
         on_loop: Sequence[Callable[..., Any]] = (),
-        threads: int = 0,
-        waits: tuple[Sequence[Callable[..., Any]], Sequence[Callable[..., Any]]] = ((), ()),
     ) -> None:
-        self.wait_hooks, self.wait_end_hooks = waits  # the observers' on_wait, on_wait_end
+        self.sched: Any = None  # the Scheduler running this rule (its hooks, its deadline)
         self.on_loop = on_loop  # the observers' on_loop hooks
-        self.threads = threads  # most heavy kernels on the pool at once (0: all inline)
-        self.in_flight = 0  # kernels on the pool or waiting (Pending), not yet collected
-        self.done: queue.SimpleQueue[tuple[int, Any, Any, BaseException | None]] = (
-            queue.SimpleQueue()
-        )  # (op, tag, result, error) from pool threads and settled waits
-        self.futures: list[Future] = []  # this run's pool kernels (drain waits on them)
-        self.parked: dict[tuple[int, tuple[Any, int]], Pending] = {}  # (op, tag) -> its wait
-        self.current: tuple[Any, int] = ROOT  # the tag of the op being stepped (run_one)
+        self.iteration = iteration  # the observers' on_iteration hooks
+        self.told: tuple[Any, int] = ROOT  # the tag the on_iteration hooks last heard of
+        self.current: tuple[Any, int] = ROOT  # the tag of the op taken last
         self.plan, self.layout, self.feeds = plan, layout, list(feeds)
         self.loops = loops or None  # frames that run compiled, by name
         self.pending: dict[tuple[tuple[Any, int], str], list[Any]] = {}  # their Enters so far
         self.compiled_iterations: dict[str, int] = {}  # body runs of the compiled frames
-        self.iteration = iteration  # the observers' on_iteration hooks
-        # per op, how many times it ran (when an observer wants on_control_flow)
+        # per op, how many times it ran (when an observer wants on_control_flow, or stepping)
         self.runs: list[int] | None = [0] * len(plan.ops) if counting else None
-        self.tags: list[tuple[Any, int]] | None = [] if logging else None  # per kernel timed
-        self.fns = plan.fns if fns is None else fns
         self.records: dict[tuple[int, tuple[Any, int]], list[Any]] = {}  # (op, tag) -> record
         self.frames: dict[tuple[tuple[Any, int], str], Frame] = {}  # (parent tag, name) -> frame
-        self.ready: deque[tuple[int, tuple[Any, int], list[Any]]] = deque()
-        self.lifo = order == "lifo"
-        self.before, self.after, self.deadline = before, after, deadline
-        self.fetched: dict[int, Any] = {}  # slot -> value, for fetched slots at the top level
+        # (op, tag, args) ready to run; args None: released with a dead input
+        self.ready: deque[tuple[int, tuple[Any, int], list[Any] | None]] = deque()
+        self.fetched_values: dict[int, Any] = {}  # slot -> value, fetched slots at the top level
         self.fetch_slots = {s for s in plan.fetch_slots if s is not None}
         for i in plan.ready:
             self.ready.append((i, ROOT, self._args(i, [None] * layout.n_inputs[i])))
 
-    # ---------------------------------------------------------------- loop
-    def run(self) -> list[Any]:
-        """Run every op in every tag it is released in; the fetched values, plan order."""
-        ready, fns, plan = self.ready, self.fns, self.plan
-        before, after, deadline = self.before, self.after, self.deadline
-        pop = ready.pop if self.lifo else ready.popleft
-        iteration, runs, tags = self.iteration, self.runs, self.tags
-        threads, heavy = self.threads, plan.heavy
-        last: tuple[Any, int] = ROOT
-        count = 0
-        while ready or self.in_flight:
-            if not ready:
-                self._collect(block=True)
-                continue
-            i, tag, args = pop()
-            count += 1
-            if deadline is not None and not count % DEADLINE_EVERY and time.monotonic() > deadline:
-                raise errors.DeadlineExceededError(
-                    None, plan.ops[i], "Timed out waiting for the run to finish"
-                )
-            if args is None:  # released with a dead input: does not run
-                self._deliver(i, tag, None, True)
-                continue
-            if iteration and tag != last:
-                last = tag
-                where = self.where(tag)
-                for hook in iteration:
-                    hook(where)
-            for hook in before:
-                hook(plan.ops[i])
-            if threads and heavy[i] and ready and self.in_flight < threads and large(args):
-                frame = tag[0]
-                if frame is None or frame.busy < frame.parallel:
-                    self.futures.append(pool().submit(self._work, i, tag, fns[i], args))
-                    self.in_flight += 1
-                    if frame is not None:
-                        frame.busy += 1
-                    continue
-            try:
-                result = fns[i](*args)
-            except Exception as e:
-                args = None
-                from_op = _run_error(plan, i, e, tag)
-                raise from_op from e
-            if tags is not None:
-                tags.append(tag)
-            if type(result) is Pending:  # it waits: its callback posts the result to done
-                self.parked[(i, tag)] = result
-                self.in_flight += 1
-                for hook in self.wait_hooks:
-                    hook(plan.ops[i], result.what)
-                result.then(lambda r, e, i=i, tag=tag: self.done.put((i, tag, r, e)))
-                continue
-            if runs is not None:
-                runs[i] += 1
-            outs = as_outputs(plan.outputs[i], result)
-            for hook in after:
-                hook(plan.ops[i], outs)
-            self._deliver(i, tag, outs, False)
-            if self.in_flight:
-                self._collect(block=False)
-        return self._results()
+    # ------------------------------------------------------------ the rule
+    def take(self, entry: tuple[int, tuple[Any, int], list[Any] | None]) -> Any:
+        """The entry to run, or None when it was dead (then its deadness is passed on)."""
+        i, tag, args = entry
+        if args is None:
+            self._deliver(i, tag, None, True)
+            return None
+        self.current = tag
+        if self.iteration and tag != self.told:
+            self.told = tag
+            where = self.where(tag)
+            for hook in self.iteration:
+                hook(where)
+        return entry
 
-    # ---------------------------------------------------------- the pool
-    def _work(self, i: int, tag: tuple[Any, int], fn: Callable[..., Any], args: list[Any]) -> None:
-        try:
-            self.done.put((i, tag, fn(*args), None))
-        except BaseException as e:
-            self.done.put((i, tag, None, e))
+    def finish(self, i: int, result: Any, tag: tuple[Any, int]) -> None:
+        """Op ``i`` ran in ``tag``: count it and deliver its outputs."""
+        if self.runs is not None:
+            self.runs[i] += 1
+        self._deliver(i, tag, as_outputs(self.plan.outputs[i], result), False)
 
-    def _collect(self, block: bool) -> None:
-        """Deliver the kernels that came back from the pool and the waits that ended."""
-        plan = self.plan
-        while self.in_flight:
-            try:
-                i, tag, result, exc = (
-                    self.done.get(timeout=WAIT_SLICE_S) if block else self.done.get_nowait()
-                )
-            except queue.Empty:
-                if block and self.deadline is not None and time.monotonic() > self.deadline:
-                    parked = {i: p for (i, _), p in self.parked.items()}
-                    raise deadline_error(plan, parked) from None
-                if block:
-                    continue
-                return
-            self.in_flight -= 1
-            if self.parked.pop((i, tag), None) is None:
-                if tag[0] is not None:
-                    tag[0].busy -= 1  # a pool kernel of a loop's iteration came back
-            else:
-                for hook in self.wait_end_hooks:
-                    hook(plan.ops[i])
-            if exc is not None:
-                raise _run_error(plan, i, exc, tag) from exc
-            self._finish(i, tag, result)
-            block = False
+    @staticmethod
+    def op(entry: tuple[int, tuple[Any, int], Any]) -> int:
+        """The op of a ready entry."""
+        return entry[0]
 
-    def stop(self) -> None:
-        """After an error: withdraw the waits, let the pool kernels finish, drop the buffers."""
-        self.ready.clear()
-        for p in list(self.parked.values()):
-            p.cancel()
-        drain(self.futures)
-        self.records.clear()
+    @staticmethod
+    def admits(tag: tuple[Any, int]) -> bool:
+        """Whether a kernel of ``tag`` may go to the pool (and if so, count it): at most its
+        loop's ``parallel_iterations`` kernels at once."""
+        frame = tag[0]
+        if frame is None:
+            return True
+        if frame.busy >= frame.parallel:
+            return False
+        frame.busy += 1
+        return True
 
-    # ------------------------------------------------------------ stepping
+    @staticmethod
+    def returned(tag: tuple[Any, int]) -> None:
+        """A pool kernel of ``tag`` came back."""
+        if tag[0] is not None:
+            tag[0].busy -= 1
+
+    def error(self, i: int, tag: tuple[Any, int], exc: BaseException) -> Exception:
+        """Op ``i``'s error, naming the loop frame and iteration it ran in."""
+        error = run_error(self.plan, i, exc)
+        frame, it = tag
+        if frame is not None:
+            error.message += f" (in loop frame '{frame.name}', iteration {it})"
+            error.args = (error.message,)
+        return error
+
+    def unready(self, entry: Any) -> None:
+        """A stepped entry ran: it leaves the ready queue (by identity: args hold arrays)."""
+        ready = self.ready
+        for k, other in enumerate(ready):
+            if other is entry:
+                del ready[k]
+                break
+
     def head(self) -> tuple[int, tuple[Any, int], list[Any]] | None:
         """The ready entry ``(op, tag, args)`` that runs next (FIFO); dead ones pass on first."""
         ready = self.ready
         while ready and ready[0][2] is None:
-            i, tag, _ = ready.popleft()
-            self._deliver(i, tag, None, True)
-        return ready[0] if ready else None
+            self.take(ready.popleft())
+        return ready[0] if ready else None  # type: ignore[return-value]
 
-    def run_one(self, entry: tuple[int, tuple[Any, int], list[Any]]) -> tuple[Any, ...]:
-        """Run one ready ``entry`` (the Stepper's step) and deliver its outputs.
-
-        A kernel error (named with the op and iteration) leaves ``entry``
-        ready, and everything else as it was.
-        """
-        i, tag, args = entry
-        self.current = tag
-        for hook in self.before:
-            hook(self.plan.ops[i])
-        try:
-            result = self.fns[i](*args)
-        except Exception as e:
-            raise _run_error(self.plan, i, e, tag) from e
-        ready = self.ready
-        for k, other in enumerate(ready):  # by identity: args hold arrays
-            if other is entry:
-                del ready[k]
-                break
-        return self._finish(i, tag, result)
-
-    def _finish(self, i: int, tag: tuple[Any, int], result: Any) -> tuple[Any, ...]:
-        """Op ``i`` ran in ``tag`` off the inline path (pool, wait, step): count, tell, deliver.
-
-        ``run`` does the same inline for the kernels it calls itself (its hot path).
-        """
-        if self.runs is not None:
-            self.runs[i] += 1
-        outs = as_outputs(self.plan.outputs[i], result)
-        for hook in self.after:
-            hook(self.plan.ops[i], outs)
-        self._deliver(i, tag, outs, False)
-        return outs
+    def drop(self) -> None:
+        """The run is over after an error: its buffers go now."""
+        self.ready.clear()
+        self.records.clear()
 
     def where(self, tag: tuple[Any, int]) -> tuple[tuple[str, int], ...]:
         """``(frame_name, iteration)`` pairs from the outermost loop in to ``tag``'s."""
@@ -297,14 +189,15 @@ class FrameRun:
             out[frame.name] = out.get(frame.name, 0) + (frame.iterations - 1) * frame.live
         return out
 
-    def _results(self) -> list[Any]:
+    def fetched(self) -> list[Any]:
+        """The fetched values, plan order (a dead one is an error)."""
         out = []
         fed = {s: k for k, s in enumerate(self.plan.feed_slots)}
         for s in self.plan.fetch_slots:
             if s is None:
                 out.append(None)
                 continue
-            v = self.feeds[fed[s]] if s in fed else self.fetched.get(s, DEAD)
+            v = self.feeds[fed[s]] if s in fed else self.fetched_values.get(s, DEAD)
             if v is DEAD:
                 p, k = self.layout.producer_of[s]
                 t = self.plan.ops[p].outputs[k]
@@ -392,7 +285,7 @@ class FrameRun:
         for hook in self.on_loop:
             hook(loop.name, lambda: cell[0])
         try:
-            values, n = loop.fn(*got[0], self.deadline, time.monotonic, cell)
+            values, n = loop.fn(*got[0], self.sched.deadline, time.monotonic, cell)
         except LoopDeadline:
             raise errors.DeadlineExceededError(
                 None, self.plan.ops[loop.exits[0]], "Timed out waiting for the run to finish"
@@ -419,7 +312,7 @@ class FrameRun:
         if tag[0] is None:  # the top level: fetched values are kept here
             for s, v in zip(plan.outputs[i], outs):
                 if s in self.fetch_slots:
-                    self.fetched[s] = v
+                    self.fetched_values[s] = v
         for c, pairs in layout.edges[i]:
             key = (c, tag)
             rec = records.get(key)
@@ -467,22 +360,12 @@ class FrameRun:
             if self.runs is not None:
                 self.runs[c] += 1
             self.current = tag
-            for hook in self.before:
+            for hook in self.sched.before:
                 hook(self.plan.ops[c])
-            for hook in self.after:
+            for hook in self.sched.after:
                 hook(self.plan.ops[c], outs)
             self._deliver(c, tag, outs, False)
         if rec[3] >= self.layout.expect[c]:
             del self.records[(c, tag)]
             if not rec[4]:
                 self._deliver(c, tag, None, True)
-
-
-def _run_error(plan: Plan, i: int, exc: BaseException, tag: tuple[Any, int]) -> Exception:
-    """Op ``i``'s error, naming the loop frame and iteration it ran in."""
-    error = run_error(plan, i, exc)
-    frame, it = tag
-    if frame is not None:
-        error.message += f" (in loop frame '{frame.name}', iteration {it})"
-        error.args = (error.message,)
-    return error
