@@ -11,9 +11,11 @@
   ``memory_plan`` frees values at their last use;
 - ``optimize/``: the graph optimiser's passes over a plan;
 - ``codegen/``: the straight-line and compiled-loop fast paths;
-- ``executor``: ``execute``, the one front door, and the scheduler;
-  ``frames``, ``frame_layout`` and ``frame_entry`` run plans with branches and
-  loops; ``pool`` is the thread pool heavy kernels run on;
+- ``executor``: ``execute``, the one front door, which chooses the path;
+  ``scheduler``: the one ready-queue state machine every interpreted run (and
+  the Stepper) goes through, with the propagation rule plugged in: flat for a
+  DAG, ``frames`` (over ``frame_layout``) for branches and loops; ``pool`` is
+  the thread pool heavy kernels run on;
 - ``observers``, ``timings`` and ``step_stats``: the callbacks a run reports
   to, the timer that wraps kernels, and the records it writes;
 - ``op_errors``: a kernel's failure as the OpError a user reads;

@@ -125,7 +125,7 @@ def _choose(
     See the module docstring."""
     if plan.control_flow:  # branches and loops: frames and iterations
         return run_frames(plan, path, feeds, observers, deadline)
-    if plan.blocking:  # an op may wait: only the threaded scheduler parks it
+    if plan.blocking:  # an op may wait: the scheduler parks it (the serial order cannot)
         return run_threaded(plan, feeds, observers, deadline, max_in_flight, path)
     # a timed run off the CPU needs the scheduler's device timers (CUDA events)
     hooks = timings_hooks(observers) if observers and not plan.off_host else None

@@ -1,4 +1,4 @@
-"""The layout of a plan with branches and loops: what the frame scheduler needs, once per plan.
+"""The layout of a plan with branches and loops: what the frame rule needs, once per plan.
 
 :class:`Layout` holds, per op of a plan, its control-flow kind (the codes
 below; 0 for every other op), the frame an Enter starts, and the edges
@@ -29,7 +29,7 @@ SWITCH, MERGE, ENTER, EXIT, NEXT, TRIGGER = 1, 2, 3, 4, 5, 6
 
 
 class Layout:
-    """What the frame scheduler needs of a plan, worked out once per plan.
+    """What the frame rule (``flowbook.runtime.frames``) needs of a plan, worked out once per plan.
 
     Per op: its control-flow ``kind`` (0 for every other op), the
     ``frame_name``/``is_constant`` of an Enter, and ``edges``: for each op it

@@ -80,7 +80,7 @@ class Observer:
         """The ops that follow run in loop iterations ``where`` (runs with loops only).
 
         ``where`` lists ``(frame_name, iteration)`` from the outermost loop in;
-        ``()`` is the top level.  The frame scheduler calls it when the next op
+        ``()`` is the top level.  The scheduler (frame rule) calls it when the next op
         runs in a different iteration than the op before it, before that op's
         ``before_op``.
         """
@@ -106,7 +106,7 @@ class Observer:
     def on_wait(self, op: Operation, what: str) -> None:
         """``op`` waits for ``what`` ("an element of queue 'q'"): its kernel returned a Pending.
 
-        The threaded scheduler calls it when it parks the op (other ready ops
+        The scheduler calls it when it parks the op (other ready ops
         go on); ``on_wait_end`` follows when the wait's result is collected.
         A run that stops while ops wait (an error, the deadline, an interrupt)
         withdraws them without ``on_wait_end``: ``on_finish`` ends every wait.

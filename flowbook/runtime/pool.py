@@ -1,4 +1,4 @@
-"""The thread pool heavy kernels run on, shared by the threaded and the frame schedulers.
+"""The thread pool heavy kernels run on, shared by every run of the scheduler.
 
 One process-wide bounded pool (``pool()``, made on first use, one thread
 per core and at least two).  A heavy op (``Plan.heavy``: matmuls,

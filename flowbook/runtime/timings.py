@@ -1,6 +1,6 @@
 """Kernel timings of one run: when each op was scheduled, started and ended, and where.
 
-Timing stays out of the executor's loops.  On the threaded scheduler a
+Timing stays out of the executor's loops.  On the scheduler a
 :class:`KernelTimer` hands the run timed wrappers of its kernels (each logs
 one ``(op, start, end, thread)`` tuple on whatever thread ran it, runs a
 kernel off the CPU through its device's timer, and records the output

@@ -1,4 +1,4 @@
-"""Stepping through branches and loops: the Stepper on the frame scheduler's state."""
+"""Stepping through branches and loops: the Stepper driving the scheduler under the frame rule."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def build(spec):
 
 
 class Forced(executor.Observer):
-    """Attaching any observer sends runs through the threaded scheduler."""
+    """Attaching any observer sends runs through the scheduler with its pool."""
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

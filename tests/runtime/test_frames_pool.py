@@ -1,4 +1,4 @@
-"""The frame scheduler's thread pool and waits: heavy kernels of branches and loop iterations
+"""The scheduler's thread pool and waits under the frame rule: heavy kernels of branches and loop iterations
 run side by side on the pool; a queue op that waits inside a branch or a loop is parked."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Everything a session learns by running it lives here, in one
 - ``runs``: how many runs asked for the straight line;
 - ``compiled`` / ``line_to_op``: the **straight line**, made from the second
   such run (or the first, for a plan with heavy ops).  When no op is heavy,
-  the threaded scheduler's ready queue would only ever run ops inline, one
+  the scheduler's ready queue would only ever run ops inline, one
   after another, so the plan's static order is emitted as one Python function
   (``v3 = f2(v1, v0)``...), reusing local names after a value's last read; it
   runs a chain of trivial ops at the speed of the equivalent hand-written

@@ -1,7 +1,7 @@
 """Compiled loops: an innermost ``while_loop`` run as one Python ``while``.
 
-The frame scheduler (``flowbook.runtime.frames``) walks every iteration through
-TensorFlow's primitives: Merge, the condition, LoopCond, Switch, the body,
+The scheduler under the frame rule (``flowbook.runtime.frames``) walks every
+iteration through TensorFlow's primitives: Merge, the condition, LoopCond, Switch, the body,
 NextIteration, each a tagged token with its bookkeeping: about 1.5 µs per
 op, 8 ops for the smallest loop.  A loop whose frame holds no other frame
 and no branch (the common innermost loop: a counter, an accumulator, a
@@ -28,7 +28,7 @@ one Python function, as ``flowbook.runtime.codegen.compile`` emits a straight li
             ...                      # every 256 iterations: the deadline
         return (s4,), it             # the Exits: Switch's false side
 
-The frame scheduler runs such a frame as one step: when every Enter of the
+The frame rule runs such a frame as one step: when every Enter of the
 frame has delivered in a tag, it calls the function and delivers its Exits
 into that tag (dead Enters, a loop on an untaken branch: dead Exits).  A
 loop around it still runs on the scheduler, its inner loop compiled.  Runs
@@ -144,11 +144,11 @@ def compile_loops(plan: Plan) -> dict[str, CompiledLoop]:
     return out
 
 
-def _compile(plan: Plan, kinds: list[int], name: str, enters: list[int]) -> CompiledLoop | None:
-    """``name``'s frame as a CompiledLoop, or None when it holds what a ``while`` cannot."""
-    consumers, ops = plan.consumers, plan.ops
-    fed = set(plan.feed_slots)
-    frame: set[int] = set()  # the frame's ops (Enters and Exits included)
+def _frame_ops(plan: Plan, kinds: list[int], enters: list[int]) -> set[int] | None:
+    """The ops of the frame its ``enters`` start (Enters and Exits included), or None when
+    a loop inside it makes it run on the scheduler."""
+    consumers = plan.consumers
+    frame: set[int] = set()
     todo = list(enters)
     while todo:
         i = todo.pop()
@@ -161,20 +161,26 @@ def _compile(plan: Plan, kinds: list[int], name: str, enters: list[int]) -> Comp
             if kinds[c] == ENTER:  # a loop inside: the frame runs on the scheduler
                 return None
             todo.append(c)
-    loop = CompiledLoop(name)
-    merges = [i for i in frame if kinds[i] == MERGE]
-    switches = [i for i in frame if kinds[i] == SWITCH]
-    conds = [i for i in frame if ops[i].type == "LoopCond"]
-    exits = [i for i in frame if kinds[i] == EXIT]
-    if len(conds) != 1 or any(kinds[i] == TRIGGER for i in frame):
-        return None
+    return frame
+
+
+def _plain(plan: Plan, kinds: list[int], frame: set[int]) -> bool:
+    """Whether the frame holds only what a ``while`` can run: one LoopCond, no trigger, no op
+    that may wait (the scheduler parks those), no value fed inside."""
+    ops, fed = plan.ops, set(plan.feed_slots)
+    if sum(ops[i].type == "LoopCond" for i in frame) != 1:
+        return False
+    if any(kinds[i] == TRIGGER for i in frame):
+        return False
     if any(getattr(getattr(ops[i], "_opdef", None), "blocking", False) for i in frame):
-        return None  # a queue op may wait: the scheduler parks it (flowbook.state.pending)
-    if any(s in fed for i in frame if kinds[i] != ENTER for s in plan.inputs[i]):
-        return None  # a value fed inside the loop: the scheduler handles it
-    (loop_cond,) = conds
-    producer = {s: (p, k) for p in frame for k, s in enumerate(plan.outputs[p]) if s != DISCARD}
-    # each Merge: (its Enter, its NextIteration); each Switch: fed by a Merge and the LoopCond
+        return False
+    return not any(s in fed for i in frame if kinds[i] != ENTER for s in plan.inputs[i])
+
+
+def _loop_merges(
+    plan: Plan, kinds: list[int], merges: list[int], producer: dict[int, tuple[int, int]]
+) -> dict[int, tuple[int, int]] | None:
+    """Each Merge's (Enter, NextIteration), or None when one is not a loop's Merge."""
     merge_of: dict[int, tuple[int, int]] = {}
     for m in merges:
         ins = [producer.get(s, (None, 0))[0] for s in plan.inputs[m]]
@@ -184,11 +190,33 @@ def _compile(plan: Plan, kinds: list[int], name: str, enters: list[int]) -> Comp
         enter = next(p for p in ins if p is not None and kinds[p] == ENTER)
         nxt = next(p for p in ins if p is not None and kinds[p] == NEXT)
         merge_of[m] = (enter, nxt)
+    return merge_of
+
+
+def _wired(
+    plan: Plan,
+    merge_of: dict[int, tuple[int, int]],
+    switches: list[int],
+    exits: list[int],
+    loop_cond: int,
+    producer: dict[int, tuple[int, int]],
+) -> bool:
+    """Whether every Switch is fed by a loop Merge and the LoopCond, every Exit by a Switch."""
     for sw in switches:
         data, pred = (producer.get(s, (None, 0))[0] for s in plan.inputs[sw])
         if data not in merge_of or pred != loop_cond:
-            return None  # a branch inside the loop
-    body: set[int] = set()  # ops that run only when the condition holds
+            return False  # a branch inside the loop
+    for e in exits:
+        p = [producer.get(s, (None, 0))[0] for s in plan.inputs[e]]
+        if len(p) != 1 or p[0] not in switches:
+            return False
+    return True
+
+
+def _body_ops(plan: Plan, kinds: list[int], frame: set[int], switches: list[int]) -> set[int]:
+    """The frame's ops that run only when the condition holds."""
+    consumers = plan.consumers
+    body: set[int] = set()
     todo = [c for sw in switches for c in consumers[sw] if kinds[c] != EXIT]
     while todo:
         i = todo.pop()
@@ -196,25 +224,37 @@ def _compile(plan: Plan, kinds: list[int], name: str, enters: list[int]) -> Comp
             continue
         body.add(i)
         todo.extend(c for c in consumers[i] if c in frame and kinds[c] not in (MERGE, EXIT))
-    for e in exits:
-        p = [producer.get(s, (None, 0))[0] for s in plan.inputs[e]]
-        if len(p) != 1 or p[0] not in switches:
-            return None
+    return body
+
+
+def _compile(plan: Plan, kinds: list[int], name: str, enters: list[int]) -> CompiledLoop | None:
+    """``name``'s frame as a CompiledLoop, or None when it holds what a ``while`` cannot."""
+    frame = _frame_ops(plan, kinds, enters)
+    if frame is None or not _plain(plan, kinds, frame):
+        return None
+    (loop_cond,) = [i for i in frame if plan.ops[i].type == "LoopCond"]
+    producer = {s: (p, k) for p in frame for k, s in enumerate(plan.outputs[p]) if s != DISCARD}
+    merge_of = _loop_merges(plan, kinds, [i for i in frame if kinds[i] == MERGE], producer)
+    switches = [i for i in frame if kinds[i] == SWITCH]
+    exits = [i for i in frame if kinds[i] == EXIT]
+    if merge_of is None or not _wired(plan, merge_of, switches, exits, loop_cond, producer):
+        return None
+    body = _body_ops(plan, kinds, frame, switches)
     loop_enters = {enter for enter, _ in merge_of.values()}
     constant = [e for e in enters if e not in loop_enters]
-    for e in constant:
-        if any(kinds[c] == MERGE for c in consumers[e]):
-            return None
+    if any(kinds[c] == MERGE for e in constant for c in plan.consumers[e]):
+        return None
     ordered = sorted(frame)  # the plan's order: topological, without the back edges
     checks = [i for i in ordered if i not in body and kinds[i] == 0]
     if loop_cond not in checks or any(p in body for i in checks for p in plan.producers[i]):
         return None  # the condition reads the body: not a loop while_loop builds
     bodies = [i for i in ordered if i in body and kinds[i] == 0]
+    loop = CompiledLoop(name)
     loop.enters = [merge_of[m][0] for m in sorted(merge_of)] + constant
     loop.position = {e: k for k, e in enumerate(loop.enters)}
     loop.exits = sorted(exits)
     loop.once = sorted(loop.exits)  # (the Enters ran as ops of the frame around)
-    loop.per_check = sorted(merges + switches + checks)
+    loop.per_check = sorted([*merge_of, *switches, *checks])
     loop.per_body = sorted(bodies + [nxt for _, nxt in merge_of.values()])
     source = _source(plan, loop, merge_of, switches, checks, loop_cond, bodies, producer)
     namespace: dict[str, Any] = {f"f{i}": plan.fns[i] for i in checks + bodies}
