@@ -111,11 +111,11 @@ from flowbook.nets import layers
 from flowbook.nets.losses import losses
 from flowbook.notebook import load_ipython_extension, unload_ipython_extension
 from flowbook.ops.array import array_ops
-from flowbook.ops.array.array_more import *
 from flowbook.ops.array.array_ops import *
+from flowbook.ops.array.broadcast_ops import *
 from flowbook.ops.array.compat_ops import *
 from flowbook.ops.array.constant_op import constant, convert_to_tensor, placeholder
-from flowbook.ops.array.identity_more import *
+from flowbook.ops.array.identity_ops import *
 from flowbook.ops.array.partition_ops import *
 from flowbook.ops.array.placeholder_ops import *
 from flowbook.ops.array.select_v2_ops import *
@@ -152,14 +152,14 @@ from flowbook.ops.io.queues import (
 from flowbook.ops.io.reader_ops import *
 from flowbook.ops.linalg.einsum_ops import *
 from flowbook.ops.linalg.linalg_decomp import *
-from flowbook.ops.linalg.linalg_more import *
+from flowbook.ops.linalg.linalg_ops import *
 from flowbook.ops.linalg.matrix_diag_ops import *
 from flowbook.ops.math import math_ops, operators
 from flowbook.ops.math.clip_ops import *
 from flowbook.ops.math.complex_ops import *
+from flowbook.ops.math.composite_ops import accumulate_n, confusion_matrix, unsorted_segment_sqrt_n
 from flowbook.ops.math.counting_ops import *
 from flowbook.ops.math.fft_ops import *
-from flowbook.ops.math.math_more import accumulate_n, confusion_matrix, unsorted_segment_sqrt_n
 from flowbook.ops.math.math_ops import *
 from flowbook.ops.math.scan_ops import *
 from flowbook.ops.math.segment_ops import *
@@ -182,10 +182,8 @@ from flowbook.ops.nn.nn_conv import required_space_to_batch_paddings
 from flowbook.ops.random import random_ops
 from flowbook.ops.random.multinomial_ops import *
 from flowbook.ops.random.random_ops import *
-from flowbook.ops.sparse.sparse_more import *
 from flowbook.ops.sparse.sparse_ops import *
 from flowbook.ops.state.accumulators import ConditionalAccumulator, ConditionalAccumulatorBase
-from flowbook.ops.state.scatter_more import *
 from flowbook.ops.state.scatter_ops import *
 from flowbook.ops.state.state_ops import assign, assign_add, assign_sub, is_variable_initialized
 from flowbook.ops.strings.string_ops import *

@@ -23,12 +23,11 @@ from flowbook.ops.linalg.linalg_decomp import cholesky_solve, svd
 from flowbook.ops.linalg.linalg_decomp import matrix_solve_ls as lstsq
 from flowbook.ops.linalg.linalg_decomp import self_adjoint_eig as eigh
 from flowbook.ops.linalg.linalg_decomp import self_adjoint_eigvals as eigvalsh
-from flowbook.ops.linalg.linalg_more import cholesky, cross, norm
-from flowbook.ops.linalg.linalg_more import matrix_solve as solve
-from flowbook.ops.linalg.linalg_more import matrix_triangular_solve as triangular_solve
-from flowbook.ops.linalg.linalg_ops import matmul, qr
+from flowbook.ops.linalg.linalg_ops import cholesky, cross, matmul, norm, qr
 from flowbook.ops.linalg.linalg_ops import matrix_determinant as det
 from flowbook.ops.linalg.linalg_ops import matrix_inverse as inv
+from flowbook.ops.linalg.linalg_ops import matrix_solve as solve
+from flowbook.ops.linalg.linalg_ops import matrix_triangular_solve as triangular_solve
 from flowbook.ops.linalg.matrix_diag_ops import diag as tensor_diag
 from flowbook.ops.linalg.matrix_diag_ops import diag_part as tensor_diag_part
 from flowbook.ops.linalg.matrix_diag_ops import eye, trace

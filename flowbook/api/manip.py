@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from flowbook.ops.array.array_more import roll
+from flowbook.ops.array.broadcast_ops import roll
 from flowbook.ops.array.shape_ops import reshape
 from flowbook.ops.array.space_ops import batch_to_space_nd, space_to_batch_nd
 from flowbook.ops.array.tile_pad_ops import tile

@@ -10,13 +10,14 @@ against ``tf.math`` runs.  Only names TF1's ``tf.math`` has are listed.
 [3, 2]
 """
 
-from flowbook.ops.array.array_more import count_nonzero, log_sigmoid, reduce_logsumexp
+from flowbook.ops.array.broadcast_ops import count_nonzero, log_sigmoid, reduce_logsumexp
 from flowbook.ops.array.selection_ops import unsorted_segment_sum
 from flowbook.ops.array.transpose_ops import invert_permutation
 from flowbook.ops.debugging.assert_ops import is_non_decreasing, is_strictly_increasing
 from flowbook.ops.math.complex_ops import *
+from flowbook.ops.math.composite_ops import *
 from flowbook.ops.math.counting_ops import bincount
-from flowbook.ops.math.elementwise_more import (
+from flowbook.ops.math.elementwise_ops import (
     acos,
     acosh,
     asin,
@@ -32,10 +33,9 @@ from flowbook.ops.math.elementwise_more import (
     truncatediv,
     truncatemod,
 )
-from flowbook.ops.math.elementwise_more import (
+from flowbook.ops.math.elementwise_ops import (
     div_no_nan as divide_no_nan,
 )
-from flowbook.ops.math.math_more import *
 from flowbook.ops.math.math_ops import (  # type: ignore[attr-defined]
     abs,
     add,

@@ -1,6 +1,6 @@
 """``tf.sparse``: the sparse ops of ``tf.sparse_*`` under TF 1.15's shorter names.
 
-The functions live in ``flowbook.ops.sparse.sparse_ops`` and ``sparse_more``
+The functions live in ``flowbook.ops.sparse.sparse_ops``
 (built from dense ops on a SparseTensor's three parts); this module names
 them as ``tf.sparse`` does: ``tf.sparse.to_dense`` is
 ``tf.sparse_tensor_to_dense``, ``tf.sparse.matmul`` is
@@ -16,31 +16,29 @@ them as ``tf.sparse`` does: ``tf.sparse.to_dense`` is
 from __future__ import annotations
 
 from flowbook.ops.io.example_ops import SparseTensor, SparseTensorValue
-from flowbook.ops.sparse.sparse_more import (
+from flowbook.ops.sparse.sparse_ops import (
     sparse_add,
     sparse_concat,
     sparse_fill_empty_rows,
     sparse_maximum,
     sparse_minimum,
+    sparse_placeholder,
+    sparse_reduce_max,
+    sparse_reduce_sum,
     sparse_reorder,
     sparse_reset_shape,
     sparse_reshape,
     sparse_retain,
-    sparse_slice,
-    sparse_softmax,
-    sparse_split,
-    sparse_to_indicator,
-    sparse_transpose,
-)
-from flowbook.ops.sparse.sparse_ops import (
-    sparse_placeholder,
-    sparse_reduce_max,
-    sparse_reduce_sum,
     sparse_segment_mean,
     sparse_segment_sqrt_n,
     sparse_segment_sum,
+    sparse_slice,
+    sparse_softmax,
+    sparse_split,
     sparse_tensor_dense_matmul,
     sparse_tensor_to_dense,
+    sparse_to_indicator,
+    sparse_transpose,
 )
 
 __all__ = [

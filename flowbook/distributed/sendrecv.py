@@ -58,7 +58,6 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import AbortedError, InternalError
 from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
-from flowbook.graph_io.graph_def import OP_ATTR_KINDS
 from flowbook.state.pending import Pending, settle, watching
 
 __all__ = ["Rendezvous"]
@@ -245,12 +244,11 @@ def _recv_infer(*, tensor_type: Any, shape: Any = None, **_: Any) -> Out:
     return Out(dtypes.as_dtype(tensor_type), shape)
 
 
-for _op in ("_Send", "_Recv"):  # their attrs' kinds in a GraphDef (the names alone mislead)
-    OP_ATTR_KINDS.update(
-        {(_op, k): "string" for k in ("tensor_name", "send_device", "recv_device")}
-    )
-    OP_ATTR_KINDS[(_op, "client_terminated")] = "bool"
-OP_ATTR_KINDS[("_Recv", "tensor_type")] = "type"
+# their attrs' kinds in a GraphDef (the names alone mislead)
+_KINDS = {
+    **{k: "string" for k in ("tensor_name", "send_device", "recv_device")},
+    "client_terminated": "bool",
+}
 
 _COMMON = {
     "stateful": True,
@@ -265,6 +263,7 @@ register(
         _ATTRS,
         infer=lambda x, **_: [],
         kernel=_send_kernel,
+        attr_kinds=_KINDS,
         doc="Sends a value to the task of recv_device (the whitepaper's Send node).",
         **_COMMON,
     )
@@ -277,6 +276,7 @@ register(
         infer=_recv_infer,
         kernel=_recv_kernel,
         blocking=True,
+        attr_kinds={**_KINDS, "tensor_type": "type"},
         doc="Receives a value sent by the task of send_device (the whitepaper's Receive node).",
         **_COMMON,
     )

@@ -32,8 +32,22 @@ and writes its result there (the element-wise ufuncs, ``Relu``,
 ``BiasAdd``): the memory plan (``flowbook.runtime.memory_plan``) hands it the
 buffer of an input that dies there.
 
-``OPS`` is a plain dict filled by ``register_op``; registering a name twice is
-an error unless ``replace=True``.
+Three more groups of fields are read by the passes that rewrite or write
+graphs, so no pass keeps a table of op names of its own.  The graph
+optimiser (``flowbook.runtime.optimize``) reads ``fusion`` (how the op joins
+a fused chain: the fused op a chain it heads becomes, the ufunc it is as a
+tail step), ``passthrough`` (when its output is its input, so its readers
+may read that instead) and ``shape_inputs`` (inputs whose shape alone decides
+the result, for constant folding).  GraphDef export and import
+(``flowbook.graph_io.graph_def``) read ``num_outputs`` (TF's output count),
+``type_attrs`` (TF's polymorphic type attrs, each taking an input's dtype)
+and ``attr_kinds`` (an attr's OpDef type, where its name misleads).
+
+Ops are declared in one form: a factory call that builds the OpDef, registers
+it and returns it, the gradient beside it.  :func:`op` is the general one;
+the families have theirs (``flowbook.ops.math.elementwise.unary`` and
+``binary``), built on it.  ``OPS`` is a plain dict filled by them;
+registering a name twice is an error unless ``replace=True``.
 
     >>> from flowbook.framework.registry import OPS
     >>> OPS["MatMul"].inputs
@@ -72,6 +86,21 @@ class _NotDifferentiable:
 NOT_DIFFERENTIABLE = _NotDifferentiable()  # grad slot value for ops with no gradient
 
 
+class Fusion(NamedTuple):
+    """How the optimiser's fusion pass (``flowbook.runtime.optimize.fuse``) takes an op in.
+
+    >>> Fusion(step="add", order="either").head is None
+    True
+    """
+
+    head: str | None = None  # the fused op type a chain this op heads becomes; None: never heads
+    follows: int = 0  # the output a chain it heads follows
+    step: str | None = None  # as a tail step: the xp function its kernel calls; None: never a step
+    # a binary step's operands: "either" order, "left" (the chain's value first) or "bias"
+    # (first, a BiasAdd's channels last only); None: a unary step
+    order: str | None = None
+
+
 @dataclass
 class OpDef:
     """Everything declared about one op type.  See the module docstring."""
@@ -95,6 +124,16 @@ class OpDef:
     meta_inputs: tuple[int, ...] = ()  # inputs whose shape/dtype only is read: never copied
     takes_out: bool = False  # the bound kernel takes out=: writes its result into that array
     grad: Any = None  # gradient builder (see flowbook.autodiff.gradients) or NOT_DIFFERENTIABLE
+    fusion: Fusion | None = None  # how the optimiser fuses it into a chain; None: never
+    # when its output is its input (the optimiser drops it): "always", "same_shape" (a reshape to
+    # the shape it has), "no_axes" (a reduction over an empty axes list); None: never
+    passthrough: str | None = None
+    shape_inputs: tuple[int, ...] = ()  # inputs whose shape alone the result depends on
+    num_outputs: int = 1  # outputs in TensorFlow's OpDef (-1: it varies, as Split's)
+    # TF's polymorphic type attrs: {attr: index of the input whose dtype it takes (-1: the last)};
+    # None: {"T": 0}
+    type_attrs: dict[str, int] | None = None
+    attr_kinds: dict[str, str] = field(default_factory=dict)  # attr -> OpDef type, where needed
     doc: str = field(default="", repr=False)
 
     def bound_kernel(self, xp: Any, attrs: dict[str, Any]) -> Callable[..., Any]:
@@ -128,6 +167,29 @@ def register(opdef: OpDef, replace: bool = False) -> OpDef:
     return opdef
 
 
+def op(
+    name: str,
+    inputs: tuple[str, ...],
+    attrs: tuple[str, ...] = (),
+    infer: Callable[..., Out | list[Out]] | None = None,
+    kernel: Callable[..., Any] | None = None,
+    *,
+    replace: bool = False,
+    **fields: Any,
+) -> OpDef:
+    """Declare an op: build its OpDef from the fields given, register it and return it.
+
+    >>> twice = op("Twice", ("x",), infer=lambda x: Out(x.dtype, x.shape),
+    ...            kernel=lambda xp, x: x * 2, grad=lambda op, g: 2 * g)
+    >>> OPS["Twice"] is twice
+    True
+    >>> del OPS["Twice"]
+    """
+    if infer is None:
+        raise TypeError(f"Op type {name} declares no infer")
+    return register(OpDef(name, tuple(inputs), tuple(attrs), infer, kernel, **fields), replace)
+
+
 def register_op(
     name: str,
     inputs: tuple[str, ...],
@@ -135,7 +197,7 @@ def register_op(
     attrs: tuple[str, ...] = (),
     **options: Any,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator form: register the decorated function as the op's kernel.
+    """Decorator: register the decorated function as the op's kernel (ops/ uses :func:`op`).
 
     >>> @register_op("Twice", ("x",), infer=lambda x: Out(x.dtype, x.shape))
     ... def twice(xp, x):

@@ -13,9 +13,10 @@ Export (:func:`to_graph_def`) writes one NodeDef per op, in creation order
 (a topological order): inputs as ``"op"``/``"op:1"``, control inputs as
 ``"^op"``, attrs converted by their Python type (DType, shape tuple, ndarray,
 bool, int, float, str, list).  flowbook does not store TensorFlow's
-polymorphic type attrs (``T``, ``Tidx``...); :data:`TYPE_ATTRS` says, per op
-type, which attr takes the dtype of which input, so TensorFlow's importer
-accepts the file.
+polymorphic type attrs (``T``, ``Tidx``...); each op's row says which attr
+takes the dtype of which input (``OpDef.type_attrs``), so TensorFlow's
+importer accepts the file; its output count (``num_outputs``) and the kinds
+of attrs whose names mislead (``attr_kinds``) come from the row too.
 
 Import (:func:`import_graph_def`) is in three steps, and only the last one
 touches the caller's graph:
@@ -58,96 +59,14 @@ DT_ENUM: dict[str, int] = {
 }  # fmt: skip
 _ENUM_DT: dict[int, DType] = {v: dtypes.as_dtype(k) for k, v in DT_ENUM.items()}
 
-_NO_T = frozenset(
-    {
-        "Const",
-        "Placeholder",
-        "VariableV2",
-        "NoOp",
-        "Cast",
-        "LogicalAnd",
-        "LogicalOr",
-        "LogicalNot",
-        "ConcatOffset",
-        "PrintV2",
-        "Assert",
-        "PlaceholderWithDefault",
-        "MergeSummary",
-        "IsVariableInitialized",
-        "Range",
-        "RandomUniform",
-        "RandomStandardNormal",
-        "TruncatedNormal",
-        "RandomUniformInt",
-        "LogUniformCandidateSampler",
-        "UniformCandidateSampler",
-    }
-)  # op types whose TensorFlow OpDef has no "T" from input 0
-
-# op type -> {TF-only type attr: index of the input whose dtype it takes (-1: the last)}
-TYPE_ATTRS: dict[str, dict[str, int]] = dict(
-    {
-        **{r: {"T": 0, "Tidx": 1} for r in ("Sum", "Mean", "Max", "Min", "Prod", "All", "Any")},
-        "ArgMax": {"T": 0, "Tidx": 1},
-        "ArgMin": {"T": 0, "Tidx": 1},
-        "ConcatV2": {"T": 0, "Tidx": -1},
-        "Reshape": {"T": 0, "Tshape": 1},
-        "Transpose": {"T": 0, "Tperm": 1},
-        "StridedSlice": {"T": 0, "Index": 1},
-        "StridedSliceGrad": {"T": 4, "Index": 0},
-        "Slice": {"T": 0, "Index": 1},
-        "Pad": {"T": 0, "Tpaddings": 1},
-        "PadV2": {"T": 0, "Tpaddings": 1},
-        "MirrorPad": {"T": 0, "Tpaddings": 1},
-        "Tile": {"T": 0, "Tmultiples": 1},
-        "ExpandDims": {"T": 0, "Tdim": 1},
-        "ReverseV2": {"T": 0, "Tidx": 1},
-        "Fill": {"T": 1, "index_type": 0},
-        "Select": {"T": 1},
-        "Split": {"T": 1},
-        "SplitV": {"T": 0, "Tlen": 1},
-        "GatherV2": {"Tparams": 0, "Tindices": 1, "Taxis": 2},
-        "OneHot": {"T": 2, "TI": 0},
-        "UnsortedSegmentSum": {"T": 0, "Tindices": 1, "Tnumsegments": 2},
-        "Range": {},
-        "RandomUniform": {"T": 0},
-        "RandomStandardNormal": {"T": 0},
-        "TruncatedNormal": {"T": 0},
-        "RandomUniformInt": {"T": 0},
-        "Conv2DBackpropInput": {"T": 1},
-        "AvgPoolGrad": {"T": 1},
-        "DepthwiseConv2dNativeBackpropInput": {"T": 1},
-        "SpaceToBatchND": {"T": 0, "Tblock_shape": 1, "Tpaddings": 2},
-        "BatchToSpaceND": {"T": 0, "Tblock_shape": 1, "Tcrops": 2},
-        "ScalarSummary": {"T": 1},
-        "HistogramSummary": {"T": 1},
-        **{s: {"T": 0, "Tidx": 1} for s in ("Cumsum", "Cumprod")},
-        **{s: {"T": 0, "Tindices": 1} for s in ("ScatterUpdate", "ScatterAdd", "ScatterSub")},
-        "GatherNd": {"Tparams": 0, "Tindices": 1},
-        "ScatterNd": {"T": 1, "Tindices": 0},
-        "DynamicStitch": {"T": -1},
-        "IdentityN": {},
-        "InTopKV2": {"T": 1},
-        "ReverseSequence": {"T": 0, "Tlen": 1},
-        "LinSpace": {"T": 0, "Tidx": 2},
-        "SelectV2": {"T": 1},
-        "BroadcastTo": {"T": 0, "Tidx": 1},
-        "Roll": {"T": 0, "Tshift": 1, "Taxis": 2},
-        "MatrixBandPart": {"T": 0, "Tindex": 1},
-        **{f"Segment{k}": {"T": 0, "Tindices": 1} for k in ("Sum", "Mean", "Max", "Min", "Prod")},
-        **{
-            f"UnsortedSegment{k}": {"T": 0, "Tindices": 1, "Tnumsegments": 2}
-            for k in ("Max", "Min", "Prod")
-        },
-    }
-)
-
 
 def type_attrs(op_type: str) -> dict[str, int]:
-    """TF-only type attrs of an op type: ``{"T": 0}`` (input 0's dtype) unless listed."""
-    if op_type in TYPE_ATTRS:
-        return TYPE_ATTRS[op_type]
-    return {} if op_type in _NO_T else {"T": 0}
+    """TF-only type attrs of an op type, as its row declares them (``OpDef.type_attrs``):
+    ``{"T": 0}`` (input 0's dtype) unless it says otherwise."""
+    od = registry.OPS.get(op_type)
+    if od is None or od.type_attrs is None:
+        return {"T": 0}
+    return od.type_attrs
 
 
 _DROP_DEFAULTS: dict[str, dict[str, Any]] = {"Softmax": {"axis": -1}, "LogSoftmax": {"axis": -1}}
@@ -156,53 +75,16 @@ _TF_ONLY = frozenset(
     {"explicit_paddings", "Truncate", "container", "shared_name", "U", "grad_a", "grad_b"}
 )
 _TUPLE_ATTRS = frozenset({"ksize", "strides", "dilations", "shape"})
-OUTPUT_COUNTS: dict[str, int] = {
-    "BroadcastGradientArgs": 2,
-    "SoftmaxCrossEntropyWithLogits": 2,
-    "SparseSoftmaxCrossEntropyWithLogits": 2,
-    "LogUniformCandidateSampler": 3,
-    "UniformCandidateSampler": 3,
-    "TopKV2": 2,
-    "MaxPoolWithArgmax": 2,
-    "Unique": 2,
-    "UniqueWithCounts": 3,
-    "ListDiff": 2,
-    "Assert": 0,
-    "Svd": 3,
-    "SelfAdjointEigV2": 2,
-}  # fmt: skip  (ops with a fixed number of outputs other than one; Split/Unpack vary)
-
-
-# (op type, attr) -> its OpDef attr type, where the name alone would mislead attr_kind
-OP_ATTR_KINDS: dict[tuple[str, str], str] = {
-    ("PyFunc", "Tout"): "list(type)",
-    ("PyFuncStateless", "Tout"): "list(type)",
-    ("IdentityN", "T"): "list(type)",
-    ("Bitcast", "type"): "type",
-}
-for _op, _kinds in (  # tf.data's iterator ops and the parsing ops: "attr=kind ..."
-    ("IteratorGetNext", "output_types=list(type) output_shapes=list(shape) shared_name=string"),
-    ("MakeIterator", "shared_name=string"),
-    ("DecodeCSV", "OUT_TYPE=list(type) field_delim=string na_value=string select_cols=list(int)"),
-    ("DecodeRaw", "little_endian=bool"),
-    (
-        "ParseExample",
-        "sparse_keys=list(string) dense_keys=list(string) sparse_types=list(type) "
-        "dense_types=list(type) dense_shapes=list(shape)",
-    ),
-):
-    OP_ATTR_KINDS.update({(_op, k): v for k, v in (p.split("=") for p in _kinds.split())})
-# op type -> its list(type) attr, which types its variadic input and gives one output per entry
-TYPE_LISTS: dict[str, str] = {"IdentityN": "T"}
 
 
 def op_attr_kind(op_type: str, name: str) -> str:
-    """:func:`attr_kind` of an op's attr, with the exceptions of :data:`OP_ATTR_KINDS`.
+    """:func:`attr_kind` of an op's attr, unless its row says (``OpDef.attr_kinds``).
 
     >>> op_attr_kind("PyFunc", "Tout"), op_attr_kind("RandomStandardNormal", "Tout")
     ('list(type)', 'type')
     """
-    return OP_ATTR_KINDS.get((op_type, name)) or attr_kind(name)
+    od = registry.OPS.get(op_type)
+    return (od.attr_kinds.get(name) if od is not None else None) or attr_kind(name)
 
 
 def attr_kind(name: str) -> str:
@@ -302,25 +184,29 @@ def _set_attr(attr: Any, value: Any) -> None:
     elif isinstance(value, np.ndarray):
         _tensor_proto(value, attr.tensor)
     elif isinstance(value, list | tuple):
-        lst = attr.list
-        lst.SetInParent()
-        for v in value:
-            if isinstance(v, DType):
-                lst.type.append(DT_ENUM[v.name])
-            elif isinstance(v, bool | np.bool_):
-                lst.b.append(bool(v))
-            elif isinstance(v, int | np.integer):
-                lst.i.append(int(v))
-            elif isinstance(v, float | np.floating):
-                lst.f.append(float(v))
-            elif isinstance(v, str | bytes):
-                lst.s.append(v.encode() if isinstance(v, str) else v)
-            elif v is None or isinstance(v, tuple):  # a shape (None: unknown rank)
-                _shape_proto(v, lst.shape.add())
-            else:
-                raise TypeError(f"can't write list item {v!r} of type {type(v).__name__}")
+        _set_list(attr.list, value)
     else:
         raise TypeError(f"can't write attr value {value!r} of type {type(value).__name__}")
+
+
+def _set_list(lst: Any, value: list | tuple) -> None:
+    """Fill an AttrValue's list from a Python list, item by item."""
+    lst.SetInParent()
+    for v in value:
+        if isinstance(v, DType):
+            lst.type.append(DT_ENUM[v.name])
+        elif isinstance(v, bool | np.bool_):
+            lst.b.append(bool(v))
+        elif isinstance(v, int | np.integer):
+            lst.i.append(int(v))
+        elif isinstance(v, float | np.floating):
+            lst.f.append(float(v))
+        elif isinstance(v, str | bytes):
+            lst.s.append(v.encode() if isinstance(v, str) else v)
+        elif v is None or isinstance(v, tuple):  # a shape (None: unknown rank)
+            _shape_proto(v, lst.shape.add())
+        else:
+            raise TypeError(f"can't write list item {v!r} of type {type(v).__name__}")
 
 
 def _input_name(t: Tensor) -> str:
@@ -427,8 +313,8 @@ def op_def(op_type: str) -> Any:
     _, _, op_def_pb2, _ = _pb()
     od = registry.get(op_type)
     proto = op_def_pb2.OpDef(name=od.name, is_stateful=od.stateful, summary=od.doc[:80])
-    if od.name in TYPE_LISTS:  # IdentityN: as many outputs as the list has types
-        attr = TYPE_LISTS[od.name]
+    attr = _type_list(od)
+    if attr is not None:  # IdentityN: as many outputs as the list has types
         proto.input_arg.add(name=od.inputs[0].lstrip("*"), type_list_attr=attr)
         proto.output_arg.add(name="output", type_list_attr=attr)
         proto.attr.add(name=attr, type="list(type)")
@@ -442,7 +328,7 @@ def op_def(op_type: str) -> Any:
             arg.type_attr = "T"
         else:
             arg.type = DT_ENUM["float32"]
-    n_out = OUTPUT_COUNTS.get(od.name, 0 if od.name == "NoOp" else 1)
+    n_out = od.num_outputs
     for i in range(n_out):
         arg = proto.output_arg.add(name="output" if n_out == 1 else f"output_{i}")
         arg.type_attr = "T" if "T" in t_attrs else ""
@@ -455,6 +341,14 @@ def op_def(op_type: str) -> Any:
         kind = "type" if name in t_attrs else op_attr_kind(od.name, name)
         proto.attr.add(name=name, type=kind)
     return proto
+
+
+def _type_list(od: registry.OpDef) -> str | None:
+    """The list(type) attr that types an op's variadic input and gives one output per entry
+    (IdentityN's ``T``): an op of varying outputs, with such an attr."""
+    if od.num_outputs != -1 or not od.inputs or not od.inputs[0].startswith("*"):
+        return None
+    return next((a for a, kind in od.attr_kinds.items() if kind == "list(type)"), None)
 
 
 def parse_graph_def(graph_def: Any) -> Any:

@@ -5,8 +5,8 @@ every other module converts Python values with it.
 """
 
 from flowbook.ops.array import (
-    array_more,  # noqa: F401  (importing registers the ops)
     array_ops,  # noqa: F401  (importing registers the ops)
+    broadcast_ops,  # noqa: F401  (importing registers the ops)
     compat_ops,  # noqa: F401  (importing registers the ops)
     constant_op,  # noqa: F401  (importing registers the ops)
     partition_ops,  # noqa: F401  (importing registers the ops)
@@ -40,7 +40,7 @@ from flowbook.ops.io import (
 )
 from flowbook.ops.linalg import (
     einsum_ops,  # noqa: F401  (importing registers the ops)
-    linalg_more,  # noqa: F401  (importing registers the ops)
+    linalg_ops,  # noqa: F401  (importing registers the ops)
     matrix_diag_ops,  # noqa: F401  (importing registers the ops)
 )
 from flowbook.ops.math import (
@@ -70,12 +70,10 @@ from flowbook.ops.random import (
     random_ops,  # noqa: F401  (importing registers the ops)
 )
 from flowbook.ops.sparse import (
-    sparse_more,  # noqa: F401  (importing registers the ops)
     sparse_ops,  # noqa: F401  (importing registers the ops)
 )
 from flowbook.ops.state import (
     accumulator_ops,  # noqa: F401  (importing registers the ops)
-    scatter_more,  # noqa: F401  (importing registers the ops)
     scatter_ops,  # noqa: F401  (importing registers the ops)
     state_ops,  # noqa: F401  (importing registers the ops)
     training_ops,  # noqa: F401  (importing registers the ops)

@@ -20,7 +20,6 @@ from flowbook.ops.array import cast_ops
 from flowbook.ops.linalg import linalg_ops
 from flowbook.ops.math import (
     elementwise,
-    elementwise_more,
     elementwise_ops,
     math_ops,
     reduction_ops,
@@ -37,7 +36,6 @@ MODULES = {
         math_ops,
         elementwise,
         elementwise_ops,
-        elementwise_more,
         cast_ops,
         reduction_ops,
         linalg_ops,

@@ -131,20 +131,23 @@ def _attr(draw: st.DrawFn, attr) -> None:
     elif kind == "tensor":
         _tensor(draw, attr.tensor)
     elif kind == "list":
-        lst = attr.list
-        which = draw(st.sampled_from(["i", "f", "s", "type", "shape"]))
-        for _ in range(draw(st.integers(0, 4))):
-            if which == "i":
-                lst.i.append(draw(st.integers(-(2**31), 2**31)))
-            elif which == "f":
-                lst.f.append(draw(st.floats(width=32)))
-            elif which == "s":
-                lst.s.append(draw(st.binary(max_size=6)))
-            elif which == "type":
-                lst.type.append(draw(DTYPES))
-            else:
-                for d in draw(DIMS):
-                    lst.shape.add().dim.add(size=d)
+        _list_attr(draw, attr.list)
+
+
+def _list_attr(draw: st.DrawFn, lst) -> None:
+    which = draw(st.sampled_from(["i", "f", "s", "type", "shape"]))
+    for _ in range(draw(st.integers(0, 4))):
+        if which == "i":
+            lst.i.append(draw(st.integers(-(2**31), 2**31)))
+        elif which == "f":
+            lst.f.append(draw(st.floats(width=32)))
+        elif which == "s":
+            lst.s.append(draw(st.binary(max_size=6)))
+        elif which == "type":
+            lst.type.append(draw(DTYPES))
+        else:
+            for d in draw(DIMS):
+                lst.shape.add().dim.add(size=d)
 
 
 @st.composite

@@ -20,7 +20,7 @@ from typing import Any
 from flowbook.framework import dtypes
 from flowbook.framework.dtypes import DType
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make1, operands, tensor
 from flowbook.ops.math.elementwise import INEXACT
@@ -56,16 +56,15 @@ def _cast_grad(op: Operation, g: Tensor) -> Tensor | None:
     return cast(g, src) if src in INEXACT and g.dtype in INEXACT else None
 
 
-register(
-    OpDef(
-        "Cast",
-        ("x",),
-        ("SrcT", "DstT"),
-        _cast_infer,
-        lambda xp, x, SrcT, DstT, **_: _cast_bind(xp, SrcT, DstT)(x),
-        bind=_cast_bind,
-        grad=_cast_grad,
-    )
+op(
+    "Cast",
+    ("x",),
+    ("SrcT", "DstT"),
+    _cast_infer,
+    lambda xp, x, SrcT, DstT, **_: _cast_bind(xp, SrcT, DstT)(x),
+    bind=_cast_bind,
+    grad=_cast_grad,
+    type_attrs={},
 )
 
 

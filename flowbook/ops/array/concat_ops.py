@@ -34,7 +34,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_gradient, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import Shape, fmt, merge
 from flowbook.ops._builder import make, make1, same_dtype
@@ -108,9 +108,19 @@ def _concat_infer(*inputs: Tensor, N: int) -> Out:
     return Out(dtype, tuple(out))
 
 
-@register_op("ConcatV2", ("*values", "axis"), infer=_concat_infer, attrs=("N",), host_inputs=(-1,))
 def _concat_kernel(xp: Any, *arrays: Any, N: int) -> Any:
     return xp.concatenate(arrays[:-1], axis=int(arrays[-1]))
+
+
+op(
+    "ConcatV2",
+    ("*values", "axis"),
+    infer=_concat_infer,
+    attrs=("N",),
+    kernel=_concat_kernel,
+    host_inputs=(-1,),
+    type_attrs={"T": 0, "Tidx": -1},
+)
 
 
 @register_gradient("ConcatV2")
@@ -165,9 +175,11 @@ def _pack_infer(*values: Tensor, N: int, axis: int) -> Out:
     return Out(dtype, (*merged[:a], len(values), *merged[a:]))
 
 
-@register_op("Pack", ("*values",), infer=_pack_infer, attrs=("N", "axis"))
 def _pack_kernel(xp: Any, *values: Any, N: int, axis: int) -> Any:
     return xp.stack(values, axis=axis)
+
+
+op("Pack", ("*values",), infer=_pack_infer, attrs=("N", "axis"), kernel=_pack_kernel)
 
 
 @register_gradient("Pack")
@@ -205,13 +217,6 @@ def _concat_offset_infer(concat_dim: Tensor, *shapes: Tensor, N: int) -> list[Ou
     return [Out(s.dtype, s._shape) for s in shapes]
 
 
-@register_op(
-    "ConcatOffset",
-    ("concat_dim", "*shape"),
-    infer=_concat_offset_infer,
-    attrs=("N",),
-    grad=NOT_DIFFERENTIABLE,
-)
 def _concat_offset_kernel(xp: Any, concat_dim: Any, *shapes: Any, N: int) -> Any:
     dims = [host_ints(s) for s in shapes]
     r = len(dims[0])
@@ -228,6 +233,17 @@ def _concat_offset_kernel(xp: Any, concat_dim: Any, *shapes: Any, N: int) -> Any
         )
         at += d[axis]
     return offsets[0] if N == 1 else tuple(offsets)  # one output: the bare array
+
+
+op(
+    "ConcatOffset",
+    ("concat_dim", "*shape"),
+    infer=_concat_offset_infer,
+    attrs=("N",),
+    kernel=_concat_offset_kernel,
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={},
+)
 
 
 def _outputs(pieces: list[Any]) -> Any:
@@ -256,9 +272,6 @@ def _split_infer(split_dim: Tensor, value: Tensor, num_split: int) -> list[Out]:
     return [Out(value.dtype, piece)] * num_split
 
 
-@register_op(
-    "Split", ("split_dim", "value"), infer=_split_infer, attrs=("num_split",), host_inputs=(0,)
-)
 def _split_kernel(xp: Any, split_dim: Any, value: Any, num_split: int) -> Any:
     axis = int(split_dim) % value.ndim
     if value.shape[axis] % num_split:
@@ -268,6 +281,17 @@ def _split_kernel(xp: Any, split_dim: Any, value: Any, num_split: int) -> Any:
             f"Dimension {axis} of shape {list(value.shape)} is not divisible by {num_split}",
         )
     return _outputs(xp.split(value, num_split, axis=axis))
+
+
+op(
+    "Split",
+    ("split_dim", "value"),
+    infer=_split_infer,
+    attrs=("num_split",),
+    kernel=_split_kernel,
+    host_inputs=(0,),
+    type_attrs={"T": 1},
+)
 
 
 @register_gradient("Split")
@@ -309,13 +333,6 @@ def _splitv_infer(
     return [Out(value.dtype, (*shape[:axis], d, *shape[axis + 1 :])) for d in filled]
 
 
-@register_op(
-    "SplitV",
-    ("value", "size_splits", "split_dim"),
-    infer=_splitv_infer,
-    attrs=("num_split",),
-    host_inputs=(1, 2),
-)
 def _splitv_kernel(xp: Any, value: Any, size_splits: Any, split_dim: Any, num_split: int) -> Any:
     axis = int(split_dim) % value.ndim
     try:
@@ -323,6 +340,17 @@ def _splitv_kernel(xp: Any, value: Any, size_splits: Any, split_dim: Any, num_sp
     except ValueError as err:
         raise InvalidArgumentError(None, None, str(err)) from None
     return _outputs(xp.split(value, np.cumsum(sizes[:-1]).tolist(), axis=axis))
+
+
+op(
+    "SplitV",
+    ("value", "size_splits", "split_dim"),
+    infer=_splitv_infer,
+    attrs=("num_split",),
+    kernel=_splitv_kernel,
+    host_inputs=(1, 2),
+    type_attrs={"T": 0, "Tlen": 1},
+)
 
 
 @register_gradient("SplitV")
@@ -370,7 +398,6 @@ def _unpack_infer(value: Tensor, num: int, axis: int) -> list[Out]:
     return [Out(value.dtype, shape[:axis] + shape[axis + 1 :])] * num
 
 
-@register_op("Unpack", ("value",), infer=_unpack_infer, attrs=("num", "axis"))
 def _unpack_kernel(xp: Any, value: Any, num: int, axis: int) -> Any:
     if value.shape[axis] != num:
         raise InvalidArgumentError(
@@ -381,6 +408,9 @@ def _unpack_kernel(xp: Any, value: Any, num: int, axis: int) -> Any:
         )
     moved = xp.moveaxis(value, axis, 0)
     return _outputs([moved[i, ...] for i in range(num)])
+
+
+op("Unpack", ("value",), infer=_unpack_infer, attrs=("num", "axis"), kernel=_unpack_kernel)
 
 
 @register_gradient("Unpack")

@@ -23,7 +23,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import get_default_graph, name_scope
-from flowbook.framework.registry import OpDef, Out, no_gradient, register
+from flowbook.framework.registry import Out, no_gradient, op
 from flowbook.framework.source import capture
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import as_shape, fmt, num_elements
@@ -34,16 +34,15 @@ def _const_bind(xp: Any, value: np.ndarray, dtype: Any) -> Any:
     return lambda: on_device
 
 
-register(
-    OpDef(
-        "Const",
-        (),
-        ("value", "dtype"),
-        infer=lambda value, dtype: Out(dtype, value.shape),
-        kernel=lambda xp, value, dtype: value if xp is np else xp.asarray(value),
-        bind=_const_bind,
-        doc="A constant tensor; its value is an attr.",
-    )
+op(
+    "Const",
+    (),
+    ("value", "dtype"),
+    infer=lambda value, dtype: Out(dtype, value.shape),
+    kernel=lambda xp, value, dtype: value if xp is np else xp.asarray(value),
+    bind=_const_bind,
+    doc="A constant tensor; its value is an attr.",
+    type_attrs={},
 )
 
 
@@ -55,15 +54,14 @@ def _placeholder_kernel(xp: Any, dtype: Any, shape: Any) -> Any:
     )
 
 
-register(
-    OpDef(
-        "Placeholder",
-        (),
-        ("dtype", "shape"),
-        infer=lambda dtype, shape: Out(dtype, shape),
-        kernel=_placeholder_kernel,
-        doc="A value the run must feed.",
-    )
+op(
+    "Placeholder",
+    (),
+    ("dtype", "shape"),
+    infer=lambda dtype, shape: Out(dtype, shape),
+    kernel=_placeholder_kernel,
+    doc="A value the run must feed.",
+    type_attrs={},
 )
 
 

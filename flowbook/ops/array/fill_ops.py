@@ -27,7 +27,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
 from flowbook.framework.limits import claimed_bytes, human
-from flowbook.framework.registry import Out, no_gradient, register_gradient, register_op
+from flowbook.framework.registry import Out, no_gradient, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import as_shape, fmt
 from flowbook.ops._builder import make1, same_as_input, same_dtype
@@ -56,13 +56,22 @@ def _fill_infer(dims: Tensor, value: Tensor) -> Out:
     return Out(value.dtype, partial_shape_value(dims))
 
 
-@register_op("Fill", ("dims", "value"), infer=_fill_infer, host_inputs=(0,))
 def _fill_kernel(xp: Any, dims: Any, value: Any) -> Any:
     shape = host_ints(dims)
     nbytes = claimed_bytes(shape, value.dtype.itemsize)
     if nbytes >= 2**63:  # past what numpy can even index: out of memory, said plainly
         raise MemoryError(f"shape {list(shape)} of {value.dtype} needs {human(nbytes)}")
     return xp.broadcast_to(value, shape).copy()  # value stays on the device
+
+
+op(
+    "Fill",
+    ("dims", "value"),
+    infer=_fill_infer,
+    kernel=_fill_kernel,
+    host_inputs=(0,),
+    type_attrs={"T": 1, "index_type": 0},
+)
 
 
 @register_gradient("Fill")
@@ -123,14 +132,18 @@ def ones(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Te
     return _filled(shape, 1, dtype, name, "ones")
 
 
-@register_op("ZerosLike", ("x",), infer=same_as_input)
 def _zeros_like_kernel(xp: Any, x: Any) -> Any:
     return xp.zeros_like(x)
 
 
-@register_op("OnesLike", ("x",), infer=same_as_input)
+op("ZerosLike", ("x",), infer=same_as_input, kernel=_zeros_like_kernel, shape_inputs=(0,))
+
+
 def _ones_like_kernel(xp: Any, x: Any) -> Any:
     return xp.ones_like(x)
+
+
+op("OnesLike", ("x",), infer=same_as_input, kernel=_ones_like_kernel, shape_inputs=(0,))
 
 
 def _like(op_type: str, tensor: Any, dtype: Any, name: str | None, default: str) -> Tensor:
@@ -188,13 +201,6 @@ def _one_hot_infer(
     return Out(dtype, (*shape[:a], d, *shape[a:]))
 
 
-@register_op(
-    "OneHot",
-    ("indices", "depth", "on_value", "off_value"),
-    infer=_one_hot_infer,
-    attrs=("axis",),
-    host_inputs=(1,),
-)
 def _one_hot_kernel(
     xp: Any, indices: Any, depth: Any, on_value: Any, off_value: Any, axis: int
 ) -> Any:
@@ -202,6 +208,17 @@ def _one_hot_kernel(
     classes = xp.arange(int(depth)).reshape((int(depth),) + (1,) * (indices.ndim - a))
     hot = xp.expand_dims(indices, a) == classes
     return xp.where(hot, on_value, off_value).astype(on_value.dtype, copy=False)
+
+
+op(
+    "OneHot",
+    ("indices", "depth", "on_value", "off_value"),
+    infer=_one_hot_infer,
+    attrs=("axis",),
+    kernel=_one_hot_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 2, "TI": 0},
+)
 
 
 def one_hot(

@@ -33,7 +33,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import compatible, fmt
 from flowbook.ops._builder import make, make1, same_dtype
@@ -83,15 +83,13 @@ def _partition_grad(op: Operation, *grads: Tensor) -> list[Tensor | None]:
     return [reshape(stitched, shape(data)), None]
 
 
-register(
-    OpDef(
-        "DynamicPartition",
-        ("data", "partitions"),
-        ("num_partitions",),
-        _partition_infer,
-        _partition_kernel,
-        grad=_partition_grad,
-    )
+op(
+    "DynamicPartition",
+    ("data", "partitions"),
+    ("num_partitions",),
+    _partition_infer,
+    _partition_kernel,
+    grad=_partition_grad,
 )
 
 
@@ -164,15 +162,14 @@ def _stitch_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [None] * n + [gather(g, cast(i, dtypes.int32)) for i in indices]
 
 
-register(
-    OpDef(
-        "DynamicStitch",
-        ("*indices", "*data"),
-        ("N",),
-        _stitch_infer,
-        _stitch_kernel,
-        grad=_stitch_grad,
-    )
+op(
+    "DynamicStitch",
+    ("*indices", "*data"),
+    ("N",),
+    _stitch_infer,
+    _stitch_kernel,
+    grad=_stitch_grad,
+    type_attrs={"T": -1},
 )
 
 

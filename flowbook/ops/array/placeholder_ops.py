@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import TensorShape, compatible, fmt
 from flowbook.ops._builder import make1, tensor
@@ -41,15 +41,14 @@ def _infer(input: Tensor, dtype: Any, shape: Any) -> Out:
     return Out(dtype, want)
 
 
-register(
-    OpDef(
-        "PlaceholderWithDefault",
-        ("input",),
-        ("dtype", "shape"),
-        _infer,
-        lambda xp, input, dtype, shape: input,
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "PlaceholderWithDefault",
+    ("input",),
+    ("dtype", "shape"),
+    _infer,
+    lambda xp, input, dtype, shape: input,
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={},
 )
 
 

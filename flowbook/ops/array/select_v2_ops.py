@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import OpDef, Out, register, register_gradient
+from flowbook.framework.registry import Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import broadcast, fmt
 from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
@@ -37,14 +37,13 @@ def _infer(condition: Tensor, t: Tensor, e: Tensor) -> Out:
         raise ValueError(f"condition, t and e do not broadcast together: {shapes}") from None
 
 
-register(
-    OpDef(
-        "SelectV2",
-        ("condition", "t", "e"),
-        (),
-        _infer,
-        lambda xp, condition, t, e: xp.where(condition, t, e),
-    )
+op(
+    "SelectV2",
+    ("condition", "t", "e"),
+    (),
+    _infer,
+    lambda xp, condition, t, e: xp.where(condition, t, e),
+    type_attrs={"T": 1},
 )
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_gradient, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, merge
 from flowbook.ops._builder import make1, operands, same_dtype
@@ -67,13 +67,6 @@ def _gather_infer(params: Tensor, indices: Tensor, axis: Tensor, batch_dims: int
     return Out(params.dtype, p[:a] + i + p[a + 1 :])
 
 
-@register_op(
-    "GatherV2",
-    ("params", "indices", "axis"),
-    infer=_gather_infer,
-    attrs=("batch_dims",),
-    host_inputs=(2,),
-)
 def _gather_kernel(xp: Any, params: Any, indices: Any, axis: Any, batch_dims: int) -> Any:
     a = int(axis) % params.ndim
     n = params.shape[a]
@@ -89,6 +82,17 @@ def _gather_kernel(xp: Any, params: Any, indices: Any, axis: Any, batch_dims: in
         bad = int(indices.min()) if int(indices.min()) < 0 else int(indices.max())
         raise InvalidArgumentError(None, None, f"indices contain {bad}, which is not in [0, {n})")
     return xp.take(params, indices, axis=a)
+
+
+op(
+    "GatherV2",
+    ("params", "indices", "axis"),
+    infer=_gather_infer,
+    attrs=("batch_dims",),
+    kernel=_gather_kernel,
+    host_inputs=(2,),
+    type_attrs={"Tparams": 0, "Tindices": 1, "Taxis": 2},
+)
 
 
 @register_gradient("GatherV2")
@@ -148,12 +152,6 @@ def _segment_sum_infer(data: Tensor, segment_ids: Tensor, num_segments: Tensor) 
     return Out(data.dtype, (n, *d[len(i) :]))
 
 
-@register_op(
-    "UnsortedSegmentSum",
-    ("data", "segment_ids", "num_segments"),
-    infer=_segment_sum_infer,
-    host_inputs=(2,),
-)
 def _segment_sum_kernel(xp: Any, data: Any, segment_ids: Any, num_segments: Any) -> Any:
     """``out[segment_ids[i]] += data[i]`` (negative ids are dropped), as one ``bincount``."""
     n, ids = int(num_segments), segment_ids.ravel().astype(np.int64)
@@ -170,6 +168,16 @@ def _segment_sum_kernel(xp: Any, data: Any, segment_ids: Any, num_segments: Any)
 
     total = add(rows.real) + 1j * add(rows.imag) if rows.dtype.kind == "c" else add(rows)
     return total.astype(data.dtype).reshape((n, *inner))
+
+
+op(
+    "UnsortedSegmentSum",
+    ("data", "segment_ids", "num_segments"),
+    infer=_segment_sum_infer,
+    kernel=_segment_sum_kernel,
+    host_inputs=(2,),
+    type_attrs={"T": 0, "Tindices": 1, "Tnumsegments": 2},
+)
 
 
 @register_gradient("UnsortedSegmentSum")
@@ -204,9 +212,11 @@ def _where_infer(x: Tensor) -> Out:
     return Out(dtypes.int64, (None, None if x._shape is None else len(x._shape)))
 
 
-@register_op("Where", ("input",), infer=_where_infer, grad=NOT_DIFFERENTIABLE)
 def _where_kernel(xp: Any, x: Any) -> Any:
     return xp.argwhere(x).astype(np.int64, copy=False)
+
+
+op("Where", ("input",), infer=_where_infer, kernel=_where_kernel, grad=NOT_DIFFERENTIABLE)
 
 
 def _select_infer(condition: Tensor, t: Tensor, e: Tensor) -> Out:
@@ -229,11 +239,19 @@ def _select_infer(condition: Tensor, t: Tensor, e: Tensor) -> Out:
     return Out(dtype, shape)
 
 
-@register_op("Select", ("condition", "t", "e"), infer=_select_infer)
 def _select_kernel(xp: Any, condition: Any, t: Any, e: Any) -> Any:
     if condition.ndim == 1 and t.ndim > 1:
         condition = condition.reshape(condition.shape + (1,) * (t.ndim - 1))
     return xp.where(condition, t, e)
+
+
+op(
+    "Select",
+    ("condition", "t", "e"),
+    infer=_select_infer,
+    kernel=_select_kernel,
+    type_attrs={"T": 1},
+)
 
 
 @register_gradient("Select")

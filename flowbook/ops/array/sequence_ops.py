@@ -32,7 +32,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1
@@ -92,15 +92,14 @@ def _reverse_sequence_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [make1("ReverseSequence", [g, op.inputs[1]], dict(op.attrs)), None]
 
 
-register(
-    OpDef(
-        "ReverseSequence",
-        ("input", "seq_lengths"),
-        ("seq_dim", "batch_dim"),
-        _reverse_sequence_infer,
-        _reverse_sequence_kernel,
-        grad=_reverse_sequence_grad,
-    )
+op(
+    "ReverseSequence",
+    ("input", "seq_lengths"),
+    ("seq_dim", "batch_dim"),
+    _reverse_sequence_infer,
+    _reverse_sequence_kernel,
+    grad=_reverse_sequence_grad,
+    type_attrs={"T": 0, "Tlen": 1},
 )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make, same_dtype, tensor
@@ -89,30 +89,32 @@ def _list_diff_infer(x: Tensor, y: Tensor, out_idx: Any = dtypes.int32) -> list[
     return [Out(dt, (None,)), Out(out_idx, (None,))]
 
 
-register(
-    OpDef(
-        "Unique",
-        ("x",),
-        ("out_idx",),
-        _unique_infer,
-        lambda xp, x, out_idx=dtypes.int32: _unique_in_order(xp, x, out_idx)[:2],
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "Unique",
+    ("x",),
+    ("out_idx",),
+    _unique_infer,
+    lambda xp, x, out_idx=dtypes.int32: _unique_in_order(xp, x, out_idx)[:2],
+    grad=NOT_DIFFERENTIABLE,
+    num_outputs=2,
 )
-register(
-    OpDef(
-        "UniqueWithCounts",
-        ("x",),
-        ("out_idx",),
-        lambda x, out_idx=dtypes.int32: _unique_infer(x, out_idx, counts=True),
-        _unique_in_order,
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "UniqueWithCounts",
+    ("x",),
+    ("out_idx",),
+    lambda x, out_idx=dtypes.int32: _unique_infer(x, out_idx, counts=True),
+    _unique_in_order,
+    grad=NOT_DIFFERENTIABLE,
+    num_outputs=3,
 )
-register(
-    OpDef(
-        "ListDiff", ("x", "y"), ("out_idx",), _list_diff_infer, _list_diff, grad=NOT_DIFFERENTIABLE
-    )
+op(
+    "ListDiff",
+    ("x", "y"),
+    ("out_idx",),
+    _list_diff_infer,
+    _list_diff,
+    grad=NOT_DIFFERENTIABLE,
+    num_outputs=2,
 )
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_gradient, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_gradient
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt, num_elements
 from flowbook.ops._builder import make1, same_as_input, tensor
@@ -60,14 +60,32 @@ __all__ = [
 
 
 # ------------------------------------------------------- Identity, StopGradient
-@register_op("Identity", ("input",), infer=same_as_input, grad=lambda op, grad: grad)
 def _identity_kernel(xp: Any, x: Any) -> Any:
     return x
 
 
-@register_op("StopGradient", ("input",), infer=same_as_input, grad=NOT_DIFFERENTIABLE)
+op(
+    "Identity",
+    ("input",),
+    infer=same_as_input,
+    kernel=_identity_kernel,
+    grad=lambda op, grad: grad,
+    passthrough="always",
+)
+
+
 def _stop_gradient_kernel(xp: Any, x: Any) -> Any:
     return x
+
+
+op(
+    "StopGradient",
+    ("input",),
+    infer=same_as_input,
+    kernel=_stop_gradient_kernel,
+    grad=NOT_DIFFERENTIABLE,
+    passthrough="always",
+)
 
 
 def identity(input: Any, name: str | None = None) -> Tensor:
@@ -112,19 +130,25 @@ _INT_RESULT = {"grad": NOT_DIFFERENTIABLE}  # the shape of x does not change wit
 _META = {**_INT_RESULT, "meta_inputs": (0,)}  # reads x's shape only: x is never copied
 
 
-@register_op("Shape", ("input",), infer=_shape_infer, attrs=("out_type",), **_META)
 def _shape_kernel(xp: Any, x: Any, out_type: dtypes.DType) -> Any:
     return xp.asarray(x.shape, dtype=out_type.np)
 
 
-@register_op("Size", ("input",), infer=_size_infer, attrs=("out_type",), **_META)
+op("Shape", ("input",), infer=_shape_infer, attrs=("out_type",), kernel=_shape_kernel, **_META)
+
+
 def _size_kernel(xp: Any, x: Any, out_type: dtypes.DType) -> Any:
     return xp.asarray(x.size, dtype=out_type.np)
 
 
-@register_op("Rank", ("input",), infer=lambda x: Out(dtypes.int32, ()), **_META)
+op("Size", ("input",), infer=_size_infer, attrs=("out_type",), kernel=_size_kernel, **_META)
+
+
 def _rank_kernel(xp: Any, x: Any) -> Any:
     return xp.asarray(x.ndim, dtype=np.int32)
+
+
+op("Rank", ("input",), infer=lambda x: Out(dtypes.int32, ()), kernel=_rank_kernel, **_META)
 
 
 def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:
@@ -197,7 +221,6 @@ def _reshape_infer(tensor: Tensor, shape: Tensor) -> Out:
     return Out(tensor.dtype, _reshape_static(tensor._shape, dims))
 
 
-@register_op("Reshape", ("tensor", "shape"), infer=_reshape_infer, host_inputs=(1,))
 def _reshape_kernel(xp: Any, tensor: Any, shape: Any) -> Any:
     dims = host_ints(shape)
     try:
@@ -209,6 +232,17 @@ def _reshape_kernel(xp: Any, tensor: Any, shape: Any) -> Any:
             f"Input to reshape is a tensor with {tensor.size} values (shape {list(tensor.shape)}), "
             f"but the requested shape is {list(dims)}",
         ) from None
+
+
+op(
+    "Reshape",
+    ("tensor", "shape"),
+    infer=_reshape_infer,
+    kernel=_reshape_kernel,
+    host_inputs=(1,),
+    passthrough="same_shape",
+    type_attrs={"T": 0, "Tshape": 1},
+)
 
 
 @register_gradient("Reshape")
@@ -241,13 +275,22 @@ def _expand_dims_infer(x: Tensor, dim: Tensor) -> Out:
     return Out(x.dtype, (*shape[:d], 1, *shape[d:]))
 
 
-@register_op("ExpandDims", ("input", "dim"), infer=_expand_dims_infer, host_inputs=(1,))
 def _expand_dims_kernel(xp: Any, x: Any, dim: Any) -> Any:
     d, n = host_ints(dim)[0], x.ndim + 1  # dim: a scalar, or TF's 1-element vector
     if not -n <= d < n:
         raise ValueError(f"dim {d} is out of range for an input of rank {x.ndim}")
     d %= n
     return x.reshape((*x.shape[:d], 1, *x.shape[d:]))  # a view, as xp.expand_dims gives
+
+
+op(
+    "ExpandDims",
+    ("input", "dim"),
+    infer=_expand_dims_infer,
+    kernel=_expand_dims_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tdim": 1},
+)
 
 
 @register_gradient("ExpandDims")
@@ -289,7 +332,6 @@ def _squeeze_infer(x: Tensor, squeeze_dims: list[int]) -> Out:
     return Out(x.dtype, tuple(n for i, n in enumerate(shape) if i not in dims))
 
 
-@register_op("Squeeze", ("input",), infer=_squeeze_infer, attrs=("squeeze_dims",))
 def _squeeze_kernel(xp: Any, x: Any, squeeze_dims: list[int]) -> Any:
     if not squeeze_dims:
         return xp.reshape(x, tuple(n for n in x.shape if n != 1))
@@ -299,6 +341,9 @@ def _squeeze_kernel(xp: Any, x: Any, squeeze_dims: list[int]) -> Any:
             None, None, f"Can not squeeze dims {squeeze_dims} of shape {list(x.shape)}"
         )
     return xp.squeeze(x, axis=axes)
+
+
+op("Squeeze", ("input",), infer=_squeeze_infer, attrs=("squeeze_dims",), kernel=_squeeze_kernel)
 
 
 @register_gradient("Squeeze")
@@ -354,14 +399,6 @@ def _range_infer(start: Tensor, limit: Tensor, delta: Tensor, Tidx: dtypes.DType
     return Out(Tidx, (_range_len(*(v.item() for v in vals)),))  # type: ignore[union-attr]
 
 
-@register_op(
-    "Range",
-    ("start", "limit", "delta"),
-    infer=_range_infer,
-    attrs=("Tidx",),
-    grad=NOT_DIFFERENTIABLE,
-    host_inputs=(0, 1, 2),
-)
 def _range_kernel(xp: Any, start: Any, limit: Any, delta: Any, Tidx: dtypes.DType) -> Any:
     s, lim, d = start.item(), limit.item(), delta.item()
     try:
@@ -369,6 +406,18 @@ def _range_kernel(xp: Any, start: Any, limit: Any, delta: Any, Tidx: dtypes.DTyp
     except ValueError as err:
         raise InvalidArgumentError(None, None, str(err)) from None
     return xp.arange(s, lim, d, dtype=Tidx.np)
+
+
+op(
+    "Range",
+    ("start", "limit", "delta"),
+    infer=_range_infer,
+    attrs=("Tidx",),
+    kernel=_range_kernel,
+    grad=NOT_DIFFERENTIABLE,
+    host_inputs=(0, 1, 2),
+    type_attrs={},
+)
 
 
 def _as_dtype_tensor(value: Any, dtype: dtypes.DType, name: str) -> Tensor:

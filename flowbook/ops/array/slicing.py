@@ -36,7 +36,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, register_gradient, register_op
+from flowbook.framework.registry import Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import Shape, fmt
 from flowbook.ops._builder import make1
@@ -102,7 +102,6 @@ def _slice_infer(x: Tensor, begin: Tensor, size: Tensor) -> Out:
     return Out(x.dtype, tuple(out))
 
 
-@register_op("Slice", ("input", "begin", "size"), infer=_slice_infer, host_inputs=(1, 2))
 def _slice_kernel(xp: Any, x: Any, begin: Any, size: Any) -> Any:
     key = []
     for i, (b, s) in enumerate(zip(host_ints(begin), host_ints(size))):
@@ -115,6 +114,16 @@ def _slice_kernel(xp: Any, x: Any, begin: Any, size: Any) -> Any:
             )
         key.append(builtins.slice(b, end))
     return x[(*key, ...)]
+
+
+op(
+    "Slice",
+    ("input", "begin", "size"),
+    infer=_slice_infer,
+    kernel=_slice_kernel,
+    host_inputs=(1, 2),
+    type_attrs={"T": 0, "Index": 1},
+)
 
 
 @register_gradient("Slice")
@@ -238,13 +247,6 @@ def _strided_slice_infer(
     return Out(x.dtype, _strided_shape(x._shape, n, b, e, s, masks))
 
 
-@register_op(
-    "StridedSlice",
-    ("input", "begin", "end", "strides"),
-    infer=_strided_slice_infer,
-    attrs=_MASKS,
-    host_inputs=(1, 2, 3),
-)
 def _strided_slice_kernel(xp: Any, x: Any, begin: Any, end: Any, strides: Any, **masks: int) -> Any:
     key = _index_key(host_ints(begin), host_ints(end), host_ints(strides), **masks)
     try:
@@ -253,6 +255,17 @@ def _strided_slice_kernel(xp: Any, x: Any, begin: Any, end: Any, strides: Any, *
         raise InvalidArgumentError(
             None, None, f"slice {key} of shape {list(x.shape)}: {err}"
         ) from None
+
+
+op(
+    "StridedSlice",
+    ("input", "begin", "end", "strides"),
+    infer=_strided_slice_infer,
+    attrs=_MASKS,
+    kernel=_strided_slice_kernel,
+    host_inputs=(1, 2, 3),
+    type_attrs={"T": 0, "Index": 1},
+)
 
 
 @register_gradient("StridedSlice")
@@ -272,13 +285,6 @@ def _strided_slice_grad_infer(
     return Out(dy.dtype, partial_shape_value(shape))
 
 
-@register_op(
-    "StridedSliceGrad",
-    ("shape", "begin", "end", "strides", "dy"),
-    infer=_strided_slice_grad_infer,
-    attrs=_MASKS,
-    host_inputs=(0, 1, 2, 3),
-)
 def _strided_slice_grad_kernel(
     xp: Any, shape: Any, begin: Any, end: Any, strides: Any, dy: Any, **masks: int
 ) -> Any:
@@ -291,6 +297,17 @@ def _strided_slice_grad_kernel(
             None, None, f"gradient of slice {key} of shape {list(dx.shape)}: {err}"
         ) from None
     return dx
+
+
+op(
+    "StridedSliceGrad",
+    ("shape", "begin", "end", "strides", "dy"),
+    infer=_strided_slice_grad_infer,
+    attrs=_MASKS,
+    kernel=_strided_slice_grad_kernel,
+    host_inputs=(0, 1, 2, 3),
+    type_attrs={"T": 4, "Index": 0},
+)
 
 
 @register_gradient("StridedSliceGrad")

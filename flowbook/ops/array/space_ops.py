@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Out, register_gradient, register_op
+from flowbook.framework.registry import Out, op, register_gradient
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt
 from flowbook.kernels.windows import rank4
@@ -89,7 +89,6 @@ def _prod(values: Any) -> int:
     return out
 
 
-@register_op("SpaceToBatchND", ("input", "block_shape", "paddings"), _s2b_infer, host_inputs=(1, 2))
 def _space_to_batch_nd(xp: Any, x: Any, block_shape: Any, paddings: Any) -> Any:
     b, p = host_ints(block_shape), host_ints(paddings)
     m = len(b)
@@ -107,6 +106,16 @@ def _space_to_batch_nd(xp: Any, x: Any, block_shape: Any, paddings: Any) -> Any:
     perm += list(range(2 * m + 1, len(split)))
     y = x.reshape(split).transpose(perm)
     return y.reshape([n * _prod(b)] + [x.shape[1 + i] // b[i] for i in range(m)] + list(rest))
+
+
+op(
+    "SpaceToBatchND",
+    ("input", "block_shape", "paddings"),
+    infer=_s2b_infer,
+    kernel=_space_to_batch_nd,
+    host_inputs=(1, 2),
+    type_attrs={"T": 0, "Tblock_shape": 1, "Tpaddings": 2},
+)
 
 
 def _b2s_infer(input: Tensor, block_shape: Tensor, crops: Tensor) -> Out:
@@ -132,7 +141,6 @@ def _b2s_infer(input: Tensor, block_shape: Tensor, crops: Tensor) -> Out:
     return Out(input.dtype, (batch, *dims, *x[m + 1 :]))
 
 
-@register_op("BatchToSpaceND", ("input", "block_shape", "crops"), _b2s_infer, host_inputs=(1, 2))
 def _batch_to_space_nd(xp: Any, x: Any, block_shape: Any, crops: Any) -> Any:
     b, c = host_ints(block_shape), host_ints(crops)
     m, k = len(b), _prod(host_ints(block_shape))
@@ -149,6 +157,16 @@ def _batch_to_space_nd(xp: Any, x: Any, block_shape: Any, crops: Any) -> Any:
         raise InvalidArgumentError(None, None, f"crops {list(c)} exceed the shape {fmt(y.shape)}")
     cut = tuple(slice(c[2 * i], y.shape[1 + i] - c[2 * i + 1]) for i in range(m))
     return y[(slice(None), *cut)]
+
+
+op(
+    "BatchToSpaceND",
+    ("input", "block_shape", "crops"),
+    infer=_b2s_infer,
+    kernel=_batch_to_space_nd,
+    host_inputs=(1, 2),
+    type_attrs={"T": 0, "Tblock_shape": 1, "Tcrops": 2},
+)
 
 
 @register_gradient("SpaceToBatchND")
@@ -196,7 +214,6 @@ def _s2d_infer(input: Tensor, block_size: int, data_format: str = "NHWC") -> Out
     )
 
 
-@register_op("SpaceToDepth", ("input",), _s2d_infer, ("block_size", "data_format"))
 def _space_to_depth(xp: Any, x: Any, block_size: int, **_: Any) -> Any:
     n, h, w, c = x.shape
     bs = block_size
@@ -206,6 +223,15 @@ def _space_to_depth(xp: Any, x: Any, block_size: int, **_: Any) -> Any:
         )
     y = x.reshape(n, h // bs, bs, w // bs, bs, c).transpose(0, 1, 3, 2, 4, 5)
     return y.reshape(n, h // bs, w // bs, bs * bs * c)
+
+
+op(
+    "SpaceToDepth",
+    ("input",),
+    infer=_s2d_infer,
+    attrs=("block_size", "data_format"),
+    kernel=_space_to_depth,
+)
 
 
 def _d2s_infer(input: Tensor, block_size: int, data_format: str = "NHWC") -> Out:
@@ -229,7 +255,6 @@ def _d2s_infer(input: Tensor, block_size: int, data_format: str = "NHWC") -> Out
     )
 
 
-@register_op("DepthToSpace", ("input",), _d2s_infer, ("block_size", "data_format"))
 def _depth_to_space(xp: Any, x: Any, block_size: int, **_: Any) -> Any:
     n, h, w, c = x.shape
     bs = block_size
@@ -239,6 +264,15 @@ def _depth_to_space(xp: Any, x: Any, block_size: int, **_: Any) -> Any:
         )
     y = x.reshape(n, h, w, bs, bs, c // (bs * bs)).transpose(0, 1, 3, 2, 4, 5)
     return y.reshape(n, h * bs, w * bs, c // (bs * bs))
+
+
+op(
+    "DepthToSpace",
+    ("input",),
+    infer=_d2s_infer,
+    attrs=("block_size", "data_format"),
+    kernel=_depth_to_space,
+)
 
 
 @register_gradient("SpaceToDepth")

@@ -29,7 +29,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, register_gradient, register_op
+from flowbook.framework.registry import Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1
@@ -63,12 +63,21 @@ def _tile_infer(x: Tensor, multiples: Tensor) -> Out:
     return Out(x.dtype, tuple(None if d is None else d * k for d, k in zip(shape, m)))
 
 
-@register_op("Tile", ("input", "multiples"), infer=_tile_infer, host_inputs=(1,))
 def _tile_kernel(xp: Any, x: Any, multiples: Any) -> Any:
     reps = host_ints(multiples)
     if len(reps) != x.ndim:
         raise InvalidArgumentError(None, None, f"multiples {list(reps)} must have {x.ndim} entries")
     return xp.tile(x, reps)
+
+
+op(
+    "Tile",
+    ("input", "multiples"),
+    infer=_tile_infer,
+    kernel=_tile_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tmultiples": 1},
+)
 
 
 @register_gradient("Tile")
@@ -139,25 +148,49 @@ def _pad_widths(x: Any, paddings: Any) -> list[tuple[int, int]]:
     return rows
 
 
-@register_op("Pad", ("input", "paddings"), infer=_pad_infer, host_inputs=(1,))
 def _pad_kernel(xp: Any, x: Any, paddings: Any) -> Any:
     return xp.pad(x, _pad_widths(x, paddings), mode="constant")
 
 
-@register_op(
-    "PadV2", ("input", "paddings", "constant_values"), infer=_pad_infer, host_inputs=(1, 2)
+op(
+    "Pad",
+    ("input", "paddings"),
+    infer=_pad_infer,
+    kernel=_pad_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tpaddings": 1},
 )
+
+
 def _padv2_kernel(xp: Any, x: Any, paddings: Any, constant_values: Any) -> Any:
     return xp.pad(
         x, _pad_widths(x, paddings), mode="constant", constant_values=constant_values.item()
     )
 
 
-@register_op(
-    "MirrorPad", ("input", "paddings"), infer=_pad_infer, attrs=("mode",), host_inputs=(1,)
+op(
+    "PadV2",
+    ("input", "paddings", "constant_values"),
+    infer=_pad_infer,
+    kernel=_padv2_kernel,
+    host_inputs=(1, 2),
+    type_attrs={"T": 0, "Tpaddings": 1},
 )
+
+
 def _mirror_pad_kernel(xp: Any, x: Any, paddings: Any, mode: str) -> Any:
     return xp.pad(x, _pad_widths(x, paddings), mode=mode.lower())
+
+
+op(
+    "MirrorPad",
+    ("input", "paddings"),
+    infer=_pad_infer,
+    attrs=("mode",),
+    kernel=_mirror_pad_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tpaddings": 1},
+)
 
 
 def pad(
@@ -211,13 +244,6 @@ def _mirror_pad_grad_infer(x: Tensor, paddings: Tensor, mode: str) -> Out:
     return Out(x.dtype, tuple(None if d is None else d - a - b for d, (a, b) in zip(s, rows)))
 
 
-@register_op(
-    "MirrorPadGrad",
-    ("input", "paddings"),
-    infer=_mirror_pad_grad_infer,
-    attrs=("mode",),
-    host_inputs=(1,),
-)
 def _mirror_pad_grad_kernel(xp: Any, x: Any, paddings: Any, mode: str) -> Any:
     """Per dimension: the middle, plus each border flipped onto the entries it copied."""
     skip = 1 if mode == "REFLECT" else 0  # REFLECT does not repeat the edge, SYMMETRIC does
@@ -229,6 +255,16 @@ def _mirror_pad_grad_kernel(xp: Any, x: Any, paddings: Any, mode: str) -> Any:
         out[n - skip - b : n - skip] += g[a + n :][::-1]
         x = xp.moveaxis(out, 0, axis)
     return x
+
+
+op(
+    "MirrorPadGrad",
+    ("input", "paddings"),
+    infer=_mirror_pad_grad_infer,
+    attrs=("mode",),
+    kernel=_mirror_pad_grad_kernel,
+    host_inputs=(1,),
+)
 
 
 @register_gradient("MirrorPad")

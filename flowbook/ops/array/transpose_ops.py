@@ -22,7 +22,7 @@ from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_gradient, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, same_as_input
@@ -52,7 +52,6 @@ def _transpose_infer(x: Tensor, perm: Tensor) -> Out:
     return Out(x.dtype, (None,) * len(p) if shape is None else tuple(shape[a] for a in normed))
 
 
-@register_op("Transpose", ("x", "perm"), infer=_transpose_infer, host_inputs=(1,))
 def _transpose_kernel(xp: Any, x: Any, perm: Any) -> Any:
     try:
         return xp.transpose(x, host_ints(perm))
@@ -60,6 +59,16 @@ def _transpose_kernel(xp: Any, x: Any, perm: Any) -> Any:
         raise InvalidArgumentError(
             None, None, f"transpose of shape {list(x.shape)}: {err}"
         ) from None
+
+
+op(
+    "Transpose",
+    ("x", "perm"),
+    infer=_transpose_infer,
+    kernel=_transpose_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tperm": 1},
+)
 
 
 @register_gradient("Transpose")
@@ -93,7 +102,6 @@ def _invert_permutation_infer(x: Tensor) -> Out:
     return same_as_input(x)
 
 
-@register_op("InvertPermutation", ("x",), infer=_invert_permutation_infer, grad=NOT_DIFFERENTIABLE)
 def _invert_permutation_kernel(xp: Any, x: Any) -> Any:
     p = host_ints(x)
     if sorted(p) != list(range(len(p))):
@@ -101,6 +109,15 @@ def _invert_permutation_kernel(xp: Any, x: Any) -> Any:
     out = xp.empty_like(x)
     out[x] = xp.arange(len(p), dtype=x.dtype)
     return out
+
+
+op(
+    "InvertPermutation",
+    ("x",),
+    infer=_invert_permutation_infer,
+    kernel=_invert_permutation_kernel,
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def invert_permutation(x: Any, name: str | None = None) -> Tensor:
@@ -126,9 +143,18 @@ def _reverse_infer(x: Tensor, axis: Tensor) -> Out:
     return same_as_input(x)
 
 
-@register_op("ReverseV2", ("tensor", "axis"), infer=_reverse_infer, host_inputs=(1,))
 def _reverse_kernel(xp: Any, x: Any, axis: Any) -> Any:
     return xp.flip(x, axis=tuple(a % x.ndim for a in host_ints(axis)))
+
+
+op(
+    "ReverseV2",
+    ("tensor", "axis"),
+    infer=_reverse_infer,
+    kernel=_reverse_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tidx": 1},
+)
 
 
 @register_gradient("ReverseV2")

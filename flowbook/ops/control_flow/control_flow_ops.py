@@ -15,11 +15,21 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.graph import _as_operation, get_default_graph
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make1
 
-register(OpDef("NoOp", (), (), infer=lambda: [], kernel=lambda xp: (), grad=NOT_DIFFERENTIABLE))
+op(
+    "NoOp",
+    (),
+    (),
+    infer=lambda: [],
+    kernel=lambda xp: (),
+    grad=NOT_DIFFERENTIABLE,
+    passthrough="always",  # does nothing: what waits for it may wait for what it waits for
+    num_outputs=0,
+    type_attrs={},
+)
 
 __all__ = ["group", "no_op", "tuple", "with_dependencies"]
 _builtin_tuple = tuple  # this module defines TF's tuple()

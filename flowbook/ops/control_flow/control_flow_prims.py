@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OPS, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OPS, OpDef, Out, op, register
 from flowbook.framework.tensor import Tensor
 
 __all__ = ["CONTROL_FLOW_TYPES", "DEAD", "is_dead"]
@@ -168,9 +168,7 @@ def _loop_cond_infer(x: Tensor) -> Out:
     return Out(dtypes.bool, ())
 
 
-register(
-    OpDef("LoopCond", ("input",), (), _loop_cond_infer, _identity_kernel, grad=NOT_DIFFERENTIABLE)
-)
+op("LoopCond", ("input",), (), _loop_cond_infer, _identity_kernel, grad=NOT_DIFFERENTIABLE)
 _register(
     "ControlTrigger",
     6,

@@ -25,7 +25,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 
 __all__: list[str] = []
@@ -64,36 +64,30 @@ def _pop(xp: Any, handle: RunStack, **_: Any) -> Any:
     return handle.pop()
 
 
-register(
-    OpDef(
-        "Stack",
-        (),
-        ("elem_type", "stack_name"),
-        _stack_infer,
-        lambda xp, elem_type=None, stack_name="": RunStack(stack_name),
-        stateful=True,
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "Stack",
+    (),
+    ("elem_type", "stack_name"),
+    _stack_infer,
+    lambda xp, elem_type=None, stack_name="": RunStack(stack_name),
+    stateful=True,
+    grad=NOT_DIFFERENTIABLE,
 )
-register(
-    OpDef(
-        "StackPush",
-        ("handle", "elem"),
-        ("swap_memory",),
-        _push_infer,
-        _push,
-        stateful=True,
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "StackPush",
+    ("handle", "elem"),
+    ("swap_memory",),
+    _push_infer,
+    _push,
+    stateful=True,
+    grad=NOT_DIFFERENTIABLE,
 )
-register(
-    OpDef(
-        "StackPop",
-        ("handle",),
-        ("elem_type",),
-        _pop_infer,
-        _pop,
-        stateful=True,
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "StackPop",
+    ("handle",),
+    ("elem_type",),
+    _pop_infer,
+    _pop,
+    stateful=True,
+    grad=NOT_DIFFERENTIABLE,
 )

@@ -44,10 +44,9 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, as_shape, compatible, fmt
-from flowbook.graph_io import graph_def
 
 __all__ = ["RunTensorArray"]
 
@@ -367,66 +366,111 @@ _TA = (
     "identical_element_shapes",
     "tensor_array_name",
 )
-for _name, _inputs, _attrs, _infer, _kernel in (
-    ("TensorArrayV3", ("size",), _TA, _ta_infer, _ta_kernel),
-    ("TensorArrayWriteV3", ("handle", "index", "value", "flow_in"), (), _flow_infer, _write),
-    ("TensorArrayReadV3", ("handle", "index", "flow_in"), ("dtype",), _read_infer, _read),
-    (
-        "TensorArrayGatherV3",
-        ("handle", "indices", "flow_in"),
-        ("dtype", "element_shape"),
-        _gather_infer,
-        _gather,
-    ),
-    ("TensorArrayScatterV3", ("handle", "indices", "value", "flow_in"), (), _flow_infer, _scatter),
-    (
-        "TensorArrayConcatV3",
-        ("handle", "flow_in"),
-        ("dtype", "element_shape_except0"),
-        _concat_infer,
-        _concat,
-    ),
-    ("TensorArraySplitV3", ("handle", "value", "lengths", "flow_in"), (), _flow_infer, _split),
-    ("TensorArraySizeV3", ("handle", "flow_in"), (), lambda h, f: Out(dtypes.int32, ()), _size),
-    ("TensorArrayCloseV3", ("handle",), (), lambda h: [], _close),
-    ("TensorArrayGradV3", ("handle", "flow_in"), ("source",), _grad_infer, _grad),
-):
-    # gradients: flowbook.ops.control_flow.tensor_array declares those of the read and write ops
-    register(
-        OpDef(
-            _name,
-            _inputs,
-            _attrs,
-            _infer,
-            _kernel,
-            stateful=True,
-            host_only=True,
-            grad=NOT_DIFFERENTIABLE,
-        )
-    )
-
-# how the ops look in a GraphDef: TF's output counts, the "T" of the value written, shape attrs
-_OUTPUTS = {
-    "TensorArrayV3": 2,
-    "TensorArrayGradV3": 2,
-    "TensorArrayConcatV3": 2,
-    "TensorArrayCloseV3": 0,
-}
-_T = {
-    "TensorArrayWriteV3": {"T": 2},
-    "TensorArrayScatterV3": {"T": 2},
-    "TensorArraySplitV3": {"T": 1},
-}
-_KINDS = {("TensorArrayV3", "element_shape"): "shape",
-          ("TensorArrayGatherV3", "element_shape"): "shape",
-          ("TensorArrayConcatV3", "element_shape_except0"): "shape",
-          ("TensorArrayV3", "dynamic_size"): "bool", ("TensorArrayV3", "clear_after_read"): "bool",
-          ("TensorArrayV3", "identical_element_shapes"): "bool",
-          ("TensorArrayV3", "tensor_array_name"): "string",
-          ("TensorArrayGradV3", "source"): "string"}  # fmt: skip
-graph_def.OUTPUT_COUNTS.update(_OUTPUTS)
-graph_def.TYPE_ATTRS.update({n: _T.get(n, {}) for n in _OUTPUTS.keys() | _T.keys()})
-graph_def.TYPE_ATTRS.update(
-    {n: {} for n in ("TensorArrayReadV3", "TensorArrayGatherV3", "TensorArraySizeV3")}
+# Every op is stateful and host only, with no gradient of its own (those of the read and
+# write ops are declared in flowbook.ops.control_flow.tensor_array); the rest of each row is
+# how it looks in a GraphDef: TF's output count, the "T" of the value written, attr kinds.
+_TA_OP = {"stateful": True, "host_only": True, "grad": NOT_DIFFERENTIABLE}
+op(
+    "TensorArrayV3",
+    ("size",),
+    _TA,
+    _ta_infer,
+    _ta_kernel,
+    num_outputs=2,
+    type_attrs={},
+    attr_kinds={
+        "element_shape": "shape",
+        "dynamic_size": "bool",
+        "clear_after_read": "bool",
+        "identical_element_shapes": "bool",
+        "tensor_array_name": "string",
+    },
+    **_TA_OP,
 )
-graph_def.OP_ATTR_KINDS.update(_KINDS)
+op(
+    "TensorArrayWriteV3",
+    ("handle", "index", "value", "flow_in"),
+    (),
+    _flow_infer,
+    _write,
+    type_attrs={"T": 2},
+    **_TA_OP,
+)
+op(
+    "TensorArrayReadV3",
+    ("handle", "index", "flow_in"),
+    ("dtype",),
+    _read_infer,
+    _read,
+    type_attrs={},
+    **_TA_OP,
+)
+op(
+    "TensorArrayGatherV3",
+    ("handle", "indices", "flow_in"),
+    ("dtype", "element_shape"),
+    _gather_infer,
+    _gather,
+    type_attrs={},
+    attr_kinds={"element_shape": "shape"},
+    **_TA_OP,
+)
+op(
+    "TensorArrayScatterV3",
+    ("handle", "indices", "value", "flow_in"),
+    (),
+    _flow_infer,
+    _scatter,
+    type_attrs={"T": 2},
+    **_TA_OP,
+)
+op(
+    "TensorArrayConcatV3",
+    ("handle", "flow_in"),
+    ("dtype", "element_shape_except0"),
+    _concat_infer,
+    _concat,
+    num_outputs=2,
+    type_attrs={},
+    attr_kinds={"element_shape_except0": "shape"},
+    **_TA_OP,
+)
+op(
+    "TensorArraySplitV3",
+    ("handle", "value", "lengths", "flow_in"),
+    (),
+    _flow_infer,
+    _split,
+    type_attrs={"T": 1},
+    **_TA_OP,
+)
+op(
+    "TensorArraySizeV3",
+    ("handle", "flow_in"),
+    (),
+    lambda h, f: Out(dtypes.int32, ()),
+    _size,
+    type_attrs={},
+    **_TA_OP,
+)
+op(
+    "TensorArrayCloseV3",
+    ("handle",),
+    (),
+    lambda h: [],
+    _close,
+    num_outputs=0,
+    type_attrs={},
+    **_TA_OP,
+)
+op(
+    "TensorArrayGradV3",
+    ("handle", "flow_in"),
+    ("source",),
+    _grad_infer,
+    _grad,
+    num_outputs=2,
+    type_attrs={},
+    attr_kinds={"source": "string"},
+    **_TA_OP,
+)

@@ -30,7 +30,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make, operands, tensor
 from flowbook.ops.array import array_ops
@@ -102,20 +102,18 @@ def _assert_infer(condition: Tensor, *data: Tensor, summarize: int = 3) -> list:
     return []
 
 
-register(
-    OpDef(
-        "Assert",
-        ("condition", "*data"),
-        ("summarize",),
-        _assert_infer,
-        kernel=lambda xp, condition, *data, summarize=3: _assert_bind(xp, summarize)(
-            condition, *data
-        ),
-        bind=_assert_bind,
-        stateful=True,
-        host_only=True,  # formats its data on the host, as TF's CPU-only kernel
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "Assert",
+    ("condition", "*data"),
+    ("summarize",),
+    _assert_infer,
+    kernel=lambda xp, condition, *data, summarize=3: _assert_bind(xp, summarize)(condition, *data),
+    bind=_assert_bind,
+    stateful=True,
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={},
+    num_outputs=0,
 )
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import get_default_graph
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops.control_flow.control_flow_ops import group
@@ -55,19 +55,22 @@ def _check_numerics_infer(tensor: Tensor, message: str) -> Out:
     return Out(tensor.dtype, tensor._shape)
 
 
-@register_op(
-    "CheckNumerics",
-    ("tensor",),
-    infer=_check_numerics_infer,
-    attrs=("message",),
-    grad=lambda op, grad: grad,
-)
 def _check_numerics_kernel(xp: Any, x: Any, message: str) -> Any:
     if xp.isfinite(x).all():
         return x
     nan, inf = bool(xp.isnan(x).any()), bool(xp.isinf(x).any())
     what = "Inf and NaN" if nan and inf else ("NaN" if nan else "Inf")
     raise InvalidArgumentError(None, None, f"{message} : Tensor had {what} values")
+
+
+op(
+    "CheckNumerics",
+    ("tensor",),
+    infer=_check_numerics_infer,
+    attrs=("message",),
+    kernel=_check_numerics_kernel,
+    grad=lambda op, grad: grad,
+)
 
 
 def check_numerics(tensor_: Any, message: str, name: str | None = None) -> Tensor:
@@ -100,14 +103,14 @@ def add_check_numerics_ops() -> Operation:
     """
     graph = get_default_graph()
     checks: list[Tensor] = []
-    for op in graph.get_operations():
-        if op.type in ("CheckNumerics", "VariableV2"):
+    for node in graph.get_operations():
+        if node.type in ("CheckNumerics", "VariableV2"):
             continue
-        for out in op.outputs:
+        for out in node.outputs:
             if out.dtype.name not in _FLOATS:
                 continue
             with graph.control_dependencies(checks):
-                checks = [check_numerics(out, f"{op.name}:{out.value_index}")]
+                checks = [check_numerics(out, f"{node.name}:{out.value_index}")]
     return group(*checks, name="CheckNumerics_group")
 
 
@@ -170,19 +173,17 @@ def _print_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     return [grad] + [None] * (len(op.inputs) - 1)
 
 
-register(
-    OpDef(
-        "Print",
-        ("input", "*data"),
-        ("message", "first_n", "summarize"),
-        _print_infer,
-        kernel=None,  # bind only: the closure holds the first_n counter
-        bind=_print_bind,
-        stateful=True,
-        host_only=True,  # prints on the host, as TF's CPU-only Print kernel
-        grad=_print_grad,
-        doc="input_ unchanged; writes message and data to sys.stdout when it runs.",
-    )
+op(
+    "Print",
+    ("input", "*data"),
+    ("message", "first_n", "summarize"),
+    _print_infer,
+    kernel=None,
+    bind=_print_bind,
+    stateful=True,
+    host_only=True,
+    grad=_print_grad,
+    doc="input_ unchanged; writes message and data to sys.stdout when it runs.",
 )
 
 
@@ -286,19 +287,18 @@ def _placeholder(texts: list[str]) -> str:
     return mark
 
 
-register(
-    OpDef(
-        "PrintV2",
-        ("*inputs",),
-        ("template", "placeholder", "output_stream", "end", "summarize"),
-        _print_v2_infer,
-        kernel=None,
-        bind=_print_v2_bind,
-        stateful=True,
-        host_only=True,
-        grad=NOT_DIFFERENTIABLE,
-        doc="Writes its inputs to output_stream when it runs (tf.print); no outputs.",
-    )
+op(
+    "PrintV2",
+    ("*inputs",),
+    ("template", "placeholder", "output_stream", "end", "summarize"),
+    _print_v2_infer,
+    kernel=None,
+    bind=_print_v2_bind,
+    stateful=True,
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+    doc="Writes its inputs to output_stream when it runs (tf.print); no outputs.",
+    type_attrs={},
 )
 
 

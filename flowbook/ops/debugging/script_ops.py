@@ -29,7 +29,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.ops._builder import make, tensor
 
@@ -71,17 +71,16 @@ def _infer(*inputs: Tensor, token: str, Tout: list) -> list[Out]:
 
 
 for _name, _stateful in (("PyFunc", True), ("PyFuncStateless", False)):
-    register(
-        OpDef(
-            _name,
-            ("*input",),
-            ("token", "Tout"),
-            _infer,
-            _call,
-            stateful=_stateful,
-            host_only=True,  # calls Python with numpy arrays
-            grad=NOT_DIFFERENTIABLE,
-        )
+    op(
+        _name,
+        ("*input",),
+        ("token", "Tout"),
+        _infer,
+        _call,
+        stateful=_stateful,
+        host_only=True,
+        grad=NOT_DIFFERENTIABLE,
+        attr_kinds={"Tout": "list(type)"},
     )
 
 

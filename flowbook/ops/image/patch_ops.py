@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook.framework.registry import OpDef, Out, register, register_gradient
+from flowbook.framework.registry import Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.kernels.windows import (
     check_padding,
@@ -97,16 +97,14 @@ def _attrs(op: Operation) -> dict[str, Any]:
     return {a: op.attrs[a] for a in _ATTRS}
 
 
-register(OpDef("ExtractImagePatches", ("images",), _ATTRS, _patches_infer, _patches))
-register(
-    OpDef(
-        "ExtractImagePatchesGrad",
-        ("grad", "input_sizes"),
-        _ATTRS,
-        lambda grad, sizes, **_: Out(grad.dtype, _sizes(sizes)),
-        _patches_grad_kernel,
-        host_inputs=(1,),
-    )
+op("ExtractImagePatches", ("images",), _ATTRS, _patches_infer, _patches)
+op(
+    "ExtractImagePatchesGrad",
+    ("grad", "input_sizes"),
+    _ATTRS,
+    lambda grad, sizes, **_: Out(grad.dtype, _sizes(sizes)),
+    _patches_grad_kernel,
+    host_inputs=(1,),
 )
 
 

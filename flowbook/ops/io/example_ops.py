@@ -36,7 +36,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, as_shape
 from flowbook.ops._builder import make, tensor
@@ -118,14 +118,6 @@ def _infer(
     return outs
 
 
-@register_op(
-    "ParseExample",
-    ("serialized", "*dense_defaults"),
-    _infer,
-    ("sparse_keys", "sparse_types", "dense_keys", "dense_types", "dense_shapes"),
-    host_only=True,
-    grad=NOT_DIFFERENTIABLE,
-)
 def _parse_example(
     xp: Any,
     serialized: Any,
@@ -152,6 +144,24 @@ def _parse_example(
     for key, t, shape, default in zip(dense_keys, dense_types, dense_shapes, dense_defaults):
         outs.append(_dense(key, t, tuple(shape), default, features))
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+op(
+    "ParseExample",
+    ("serialized", "*dense_defaults"),
+    infer=_infer,
+    attrs=("sparse_keys", "sparse_types", "dense_keys", "dense_types", "dense_shapes"),
+    kernel=_parse_example,
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+    attr_kinds={
+        "sparse_keys": "list(string)",
+        "dense_keys": "list(string)",
+        "sparse_types": "list(type)",
+        "dense_types": "list(type)",
+        "dense_shapes": "list(shape)",
+    },
+)
 
 
 def _values(feature: Any, key: str, t: dtypes.DType, b: int) -> list[Any]:

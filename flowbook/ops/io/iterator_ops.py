@@ -33,7 +33,7 @@ import itertools
 from typing import Any
 
 from flowbook.framework.errors import NotFoundError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.state.iterator_state import IteratorState
 
 __all__ = ["DATASETS", "new_token"]
@@ -93,25 +93,27 @@ def _get_next_infer(
     return [Out(t, None if s is None else tuple(s)) for t, s in zip(output_types, output_shapes)]
 
 
-register(
-    OpDef(
-        "MakeIterator",
-        ("*captured",),
-        ("shared_name", "token"),
-        _make_infer,
-        _make_iterator,
-        grad=NOT_DIFFERENTIABLE,
-        **_ITERATOR,
-    )
+op(
+    "MakeIterator",
+    ("*captured",),
+    ("shared_name", "token"),
+    _make_infer,
+    _make_iterator,
+    grad=NOT_DIFFERENTIABLE,
+    **_ITERATOR,
+    attr_kinds={"shared_name": "string"},
 )
-register(
-    OpDef(
-        "IteratorGetNext",
-        ("*captured",),
-        ("shared_name", "token", "output_types", "output_shapes"),
-        _get_next_infer,
-        _get_next,
-        grad=NOT_DIFFERENTIABLE,
-        **_ITERATOR,
-    )
+op(
+    "IteratorGetNext",
+    ("*captured",),
+    ("shared_name", "token", "output_types", "output_shapes"),
+    _get_next_infer,
+    _get_next,
+    grad=NOT_DIFFERENTIABLE,
+    **_ITERATOR,
+    attr_kinds={
+        "output_types": "list(type)",
+        "output_shapes": "list(shape)",
+        "shared_name": "string",
+    },
 )

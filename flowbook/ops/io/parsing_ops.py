@@ -35,7 +35,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.ops._builder import make, make1, tensor
 from flowbook.platform.gfile import GFile, makedirs
@@ -80,13 +80,6 @@ def _split(record: str, delim: str, quotes: bool) -> list[str]:
     return next(csv.reader([record], delimiter=delim, quotechar='"', doublequote=True, strict=True))
 
 
-@register_op(
-    "DecodeCSV",
-    ("records", "*record_defaults"),
-    _csv_infer,
-    ("OUT_TYPE", "field_delim", "use_quote_delim", "na_value", "select_cols"),
-    **_HOST,
-)
 def _decode_csv(
     xp: Any,
     records: Any,
@@ -117,6 +110,22 @@ def _decode_csv(
         for k, (field, t, default) in enumerate(zip(picked, OUT_TYPE, defaults)):
             columns[k].reshape(-1)[i] = _field(field, t, default, na_value, i, k, line)
     return columns[0] if n == 1 else tuple(columns)
+
+
+op(
+    "DecodeCSV",
+    ("records", "*record_defaults"),
+    infer=_csv_infer,
+    attrs=("OUT_TYPE", "field_delim", "use_quote_delim", "na_value", "select_cols"),
+    kernel=_decode_csv,
+    **_HOST,
+    attr_kinds={
+        "OUT_TYPE": "list(type)",
+        "field_delim": "string",
+        "na_value": "string",
+        "select_cols": "list(int)",
+    },
+)
 
 
 def _field(field: str, t: dtypes.DType, default: Any, na: str, i: int, k: int, line: str) -> Any:
@@ -180,7 +189,6 @@ def _raw_infer(bytes: Tensor, out_type: dtypes.DType, little_endian: bool) -> Ou
     return Out(out_type, shape)
 
 
-@register_op("DecodeRaw", ("bytes",), _raw_infer, ("out_type", "little_endian"), **_HOST)
 def _decode_raw(xp: Any, bytes: Any, out_type: dtypes.DType, little_endian: bool) -> Any:
     items = np.asarray(bytes, dtype=object)
     dtype = np.dtype(out_type.np).newbyteorder("<" if little_endian else ">")
@@ -203,6 +211,17 @@ def _decode_raw(xp: Any, bytes: Any, out_type: dtypes.DType, little_endian: bool
     count = width // dtype.itemsize
     out = np.frombuffer(b"".join(flat), dtype=dtype) if flat.size else np.empty(0, dtype)
     return out.astype(out_type.np).reshape((*items.shape, count))
+
+
+op(
+    "DecodeRaw",
+    ("bytes",),
+    infer=_raw_infer,
+    attrs=("out_type", "little_endian"),
+    kernel=_decode_raw,
+    **_HOST,
+    attr_kinds={"little_endian": "bool"},
+)
 
 
 def decode_raw(
@@ -229,7 +248,6 @@ def _read_infer(filename: Tensor) -> Out:
     return Out(dtypes.string, ())
 
 
-@register_op("ReadFile", ("filename",), _read_infer, stateful=True, **_HOST)
 def _read_file(xp: Any, filename: Any) -> Any:
     with GFile(_text(np.asarray(filename, dtype=object).item()), "rb") as f:
         data = f.read()
@@ -238,11 +256,13 @@ def _read_file(xp: Any, filename: Any) -> Any:
     return out
 
 
+op("ReadFile", ("filename",), infer=_read_infer, kernel=_read_file, stateful=True, **_HOST)
+
+
 def _write_infer(filename: Tensor, contents: Tensor) -> list[Out]:
     return []
 
 
-@register_op("WriteFile", ("filename", "contents"), _write_infer, stateful=True, **_HOST)
 def _write_file(xp: Any, filename: Any, contents: Any) -> tuple:
     path = _text(np.asarray(filename, dtype=object).item())
     folder = path.rpartition("/")[0]
@@ -252,6 +272,16 @@ def _write_file(xp: Any, filename: Any, contents: Any) -> tuple:
     with GFile(path, "wb") as f:
         f.write(data if isinstance(data, bytes) else str(data).encode())
     return ()
+
+
+op(
+    "WriteFile",
+    ("filename", "contents"),
+    infer=_write_infer,
+    kernel=_write_file,
+    stateful=True,
+    **_HOST,
+)
 
 
 def read_file(filename: Any, name: str | None = None) -> Tensor:

@@ -41,7 +41,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError, OutOfRangeError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.state.pending import settle
@@ -102,9 +102,7 @@ for _op, _kind in _TYPES.items():
     _attrs = _QUEUE_ATTRS + (
         ("min_after_dequeue", "seed", "seed2") if _kind == "random_shuffle" else ()
     )
-    register(
-        OpDef(_op, (), _attrs, _queue_infer, _queue_kernel(_kind), resource="container", **_STATE)
-    )
+    op(_op, (), _attrs, _queue_infer, _queue_kernel(_kind), resource="container", **_STATE)
 
 
 # ------------------------------------------------------------ enqueueing
@@ -164,16 +162,14 @@ def _enqueue_infer(
 
 
 for _op, _fn in (("QueueEnqueueV2", _enqueue), ("QueueEnqueueManyV2", _enqueue_many)):
-    register(
-        OpDef(
-            _op,
-            ("handle", "*components"),
-            ("Tcomponents", "timeout_ms"),
-            _enqueue_infer,
-            _fn,
-            blocking=True,
-            **_STATE,
-        )
+    op(
+        _op,
+        ("handle", "*components"),
+        ("Tcomponents", "timeout_ms"),
+        _enqueue_infer,
+        _fn,
+        blocking=True,
+        **_STATE,
     )
 
 
@@ -247,17 +243,7 @@ for _op, _ins, _fn in (
     ("QueueDequeueManyV2", ("handle", "n"), _dequeue_many),
     ("QueueDequeueUpToV2", ("handle", "n"), _dequeue_up_to),
 ):
-    register(
-        OpDef(
-            _op,
-            _ins,
-            ("component_types", "timeout_ms"),
-            _dequeue_infer,
-            _fn,
-            blocking=True,
-            **_STATE,
-        )
-    )
+    op(_op, _ins, ("component_types", "timeout_ms"), _dequeue_infer, _fn, blocking=True, **_STATE)
 
 
 # ------------------------------------------------------------ the rest
@@ -266,35 +252,22 @@ def _close(xp: Any, handle: QueueState, cancel_pending_enqueues: bool = False) -
     return ()
 
 
-register(
-    OpDef(
-        "QueueCloseV2",
-        ("handle",),
-        ("cancel_pending_enqueues",),
-        lambda h, **a: [],
-        _close,
-        **_STATE,
-    )
+op("QueueCloseV2", ("handle",), ("cancel_pending_enqueues",), lambda h, **a: [], _close, **_STATE)
+op(
+    "QueueSizeV2",
+    ("handle",),
+    (),
+    lambda h: Out(dtypes.int32, ()),
+    lambda xp, q: np.int32(q.size()),
+    **_STATE,
 )
-register(
-    OpDef(
-        "QueueSizeV2",
-        ("handle",),
-        (),
-        lambda h: Out(dtypes.int32, ()),
-        lambda xp, q: np.int32(q.size()),
-        **_STATE,
-    )
-)
-register(
-    OpDef(
-        "QueueIsClosedV2",
-        ("handle",),
-        (),
-        lambda h: Out(dtypes.bool, ()),
-        lambda xp, q: np.bool_(q.closed),
-        **_STATE,
-    )
+op(
+    "QueueIsClosedV2",
+    ("handle",),
+    (),
+    lambda h: Out(dtypes.bool, ()),
+    lambda xp, q: np.bool_(q.closed),
+    **_STATE,
 )
 
 
@@ -314,16 +287,14 @@ def _count_infer(ref: Tensor, limit: int) -> Out:
     return Out(ref.dtype, ())
 
 
-register(
-    OpDef(
-        "CountUpTo",
-        ("ref",),
-        ("limit",),
-        _count_infer,
-        _count_up_to,
-        stateful=True,
-        ref_inputs=(0,),
-        host_only=True,
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "CountUpTo",
+    ("ref",),
+    ("limit",),
+    _count_infer,
+    _count_up_to,
+    stateful=True,
+    ref_inputs=(0,),
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
 )

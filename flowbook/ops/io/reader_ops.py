@@ -42,7 +42,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import OutOfRangeError
 from flowbook.framework.graph import get_default_graph
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.graph_io import record_files
 from flowbook.ops._builder import make, make1, tensor
@@ -176,16 +176,14 @@ def _reader_kernel(make_fns: Any) -> Any:
 
 
 for _op, (_attrs, _fns) in _READERS.items():
-    register(
-        OpDef(
-            _op,
-            (),
-            (*_attrs, "container", "shared_name"),
-            lambda **a: Out(dtypes.string, ()),
-            _reader_kernel(_fns),
-            resource="container",
-            **_STATE,
-        )
+    op(
+        _op,
+        (),
+        (*_attrs, "container", "shared_name"),
+        lambda **a: Out(dtypes.string, ()),
+        _reader_kernel(_fns),
+        resource="container",
+        **_STATE,
     )
 
 
@@ -225,27 +223,23 @@ def _mapped(p: Pending, fn: Callable[[Any], Any]) -> Pending:
     return q
 
 
-register(
-    OpDef(
-        "ReaderReadV2",
-        ("reader_handle", "queue_handle"),
-        (),
-        lambda r, q: [Out(dtypes.string, ()), Out(dtypes.string, ())],
-        _read,
-        blocking=True,
-        **_STATE,
-    )
+op(
+    "ReaderReadV2",
+    ("reader_handle", "queue_handle"),
+    (),
+    lambda r, q: [Out(dtypes.string, ()), Out(dtypes.string, ())],
+    _read,
+    blocking=True,
+    **_STATE,
 )
-register(
-    OpDef(
-        "ReaderReadUpToV2",
-        ("reader_handle", "queue_handle", "num_records"),
-        (),
-        lambda r, q, n: [Out(dtypes.string, (None,)), Out(dtypes.string, (None,))],
-        _read_up_to,
-        blocking=True,
-        **_STATE,
-    )
+op(
+    "ReaderReadUpToV2",
+    ("reader_handle", "queue_handle", "num_records"),
+    (),
+    lambda r, q, n: [Out(dtypes.string, (None,)), Out(dtypes.string, (None,))],
+    _read_up_to,
+    blocking=True,
+    **_STATE,
 )
 
 
@@ -256,27 +250,23 @@ def _reset(xp: Any, reader: ReaderState) -> tuple:
     return ()
 
 
-register(
-    OpDef(
-        "ReaderNumRecordsProducedV2",
-        ("reader_handle",),
-        (),
-        lambda r: Out(dtypes.int64, ()),
-        lambda xp, r: np.int64(r.produced),
-        **_STATE,
-    )
+op(
+    "ReaderNumRecordsProducedV2",
+    ("reader_handle",),
+    (),
+    lambda r: Out(dtypes.int64, ()),
+    lambda xp, r: np.int64(r.produced),
+    **_STATE,
 )
-register(
-    OpDef(
-        "ReaderNumWorkUnitsCompletedV2",
-        ("reader_handle",),
-        (),
-        lambda r: Out(dtypes.int64, ()),
-        lambda xp, r: np.int64(r.completed),
-        **_STATE,
-    )
+op(
+    "ReaderNumWorkUnitsCompletedV2",
+    ("reader_handle",),
+    (),
+    lambda r: Out(dtypes.int64, ()),
+    lambda xp, r: np.int64(r.completed),
+    **_STATE,
 )
-register(OpDef("ReaderResetV2", ("reader_handle",), (), lambda r: [], _reset, **_STATE))
+op("ReaderResetV2", ("reader_handle",), (), lambda r: [], _reset, **_STATE)
 
 
 # ----------------------------------------------------------- Python classes

@@ -37,7 +37,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.ops._builder import make1, tensor
 
@@ -131,7 +131,6 @@ def _scalar_infer(tags: Tensor, values: Tensor) -> Out:
     return Out(dtypes.string, ())
 
 
-@register_op("ScalarSummary", ("tags", "values"), infer=_scalar_infer, grad=NOT_DIFFERENTIABLE)
 def _scalar_kernel(xp: Any, tags: Any, values: Any) -> np.ndarray:
     tags, values = _host(tags), _host(values)
     if tags.shape != values.shape:
@@ -147,7 +146,16 @@ def _scalar_kernel(xp: Any, tags: Any, values: Any) -> np.ndarray:
     return _as_bytes(s)
 
 
-@register_op("HistogramSummary", ("tag", "values"), infer=_string_scalar, grad=NOT_DIFFERENTIABLE)
+op(
+    "ScalarSummary",
+    ("tags", "values"),
+    infer=_scalar_infer,
+    kernel=_scalar_kernel,
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={"T": 1},
+)
+
+
 def _histogram_kernel(xp: Any, tag: Any, values: Any) -> np.ndarray:
     name = _tag(_host(tag)[()])
     x = _host(values).astype(np.float64)
@@ -159,7 +167,16 @@ def _histogram_kernel(xp: Any, tag: Any, values: Any) -> np.ndarray:
     return _as_bytes(s)
 
 
-@register_op("MergeSummary", ("*inputs",), infer=_string_scalar, grad=NOT_DIFFERENTIABLE)
+op(
+    "HistogramSummary",
+    ("tag", "values"),
+    infer=_string_scalar,
+    kernel=_histogram_kernel,
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={"T": 1},
+)
+
+
 def _merge_kernel(xp: Any, *inputs: Any) -> np.ndarray:
     pb = _summary_pb2()
     out, seen = pb.Summary(), set()
@@ -174,6 +191,16 @@ def _merge_kernel(xp: Any, *inputs: Any) -> np.ndarray:
                 seen.add(v.tag)
                 out.value.add().CopyFrom(v)
     return _as_bytes(out)
+
+
+op(
+    "MergeSummary",
+    ("*inputs",),
+    infer=_string_scalar,
+    kernel=_merge_kernel,
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={},
+)
 
 
 # ----------------------------------------------------------------- wrappers

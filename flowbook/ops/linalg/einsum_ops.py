@@ -30,7 +30,7 @@ import string
 from typing import Any
 
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, same_dtype
@@ -124,11 +124,7 @@ def _einsum_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return grads
 
 
-register(
-    OpDef(
-        "Einsum", ("*inputs",), ("equation", "N"), _einsum_infer, _einsum_kernel, grad=_einsum_grad
-    )
-)
+op("Einsum", ("*inputs",), ("equation", "N"), _einsum_infer, _einsum_kernel, grad=_einsum_grad)
 
 
 def einsum(equation: str, *inputs: Any, name: str | None = None) -> Tensor:

@@ -25,17 +25,23 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register, register_gradient
+from flowbook.framework.registry import (
+    NOT_DIFFERENTIABLE,
+    Out,
+    op,
+    register_gradient,
+)
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make, tensor
 from flowbook.ops.array import array_ops
-from flowbook.ops.linalg.linalg_more import cholesky, matrix_triangular_solve
 from flowbook.ops.linalg.linalg_ops import (
     _adjoint,
     _cubic_heavy,
     _matrix_dims,
     _square_infer,
+    cholesky,
     matmul,
+    matrix_triangular_solve,
 )
 from flowbook.ops.linalg.matrix_diag_ops import (
     eye,
@@ -91,19 +97,24 @@ def _eig(xp: Any, a: Any, compute_v: bool = True) -> tuple:
     return e, v
 
 
-register(
-    OpDef(
-        "Svd",
-        ("input",),
-        ("compute_uv", "full_matrices"),
-        _svd_infer,
-        _svd,
-        heavy=_cubic_heavy,
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "Svd",
+    ("input",),
+    ("compute_uv", "full_matrices"),
+    _svd_infer,
+    _svd,
+    heavy=_cubic_heavy,
+    grad=NOT_DIFFERENTIABLE,
+    num_outputs=3,
 )
-register(
-    OpDef("SelfAdjointEigV2", ("input",), ("compute_v",), _eig_infer, _eig, heavy=_cubic_heavy)
+op(
+    "SelfAdjointEigV2",
+    ("input",),
+    ("compute_v",),
+    _eig_infer,
+    _eig,
+    heavy=_cubic_heavy,
+    num_outputs=2,
 )
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register, register_gradient
+from flowbook.framework.registry import Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -155,11 +155,18 @@ for _name, _inputs, _infer, _kernel in (
     ("MatrixDiag", ("diagonal",), _matrix_diag_infer, _matrix_diag),
     ("MatrixDiagPart", ("input",), _matrix_diag_part_infer, _matrix_diag_part),
     ("MatrixSetDiag", ("input", "diagonal"), _matrix_set_diag_infer, _matrix_set_diag),
-    ("MatrixBandPart", ("input", "num_lower", "num_upper"), _band_infer, _matrix_band_part),
     ("Diag", ("diagonal",), _diag_infer, _diag),
     ("DiagPart", ("input",), _diag_part_infer, _diag_part),
 ):
-    register(OpDef(_name, _inputs, (), _infer, _kernel))
+    op(_name, _inputs, (), _infer, _kernel)
+op(
+    "MatrixBandPart",
+    ("input", "num_lower", "num_upper"),
+    (),
+    _band_infer,
+    _matrix_band_part,
+    type_attrs={"T": 0, "Tindex": 1},
+)
 
 
 # ---------------------------------------------------------------- gradients

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops.array.constant_op import constant_value
@@ -76,16 +76,15 @@ def _broadcast_axes(a: tuple[int, ...], b: tuple[int, ...], dtype: str) -> tuple
     return out
 
 
-register(
-    OpDef(
-        "BroadcastGradientArgs",
-        ("s0", "s1"),
-        (),
-        _bga_infer,
-        _bga_kernel,
-        grad=NOT_DIFFERENTIABLE,
-        doc="The axes each input was broadcast along, to sum a gradient over.",
-    )
+op(
+    "BroadcastGradientArgs",
+    ("s0", "s1"),
+    (),
+    _bga_infer,
+    _bga_kernel,
+    grad=NOT_DIFFERENTIABLE,
+    doc="The axes each input was broadcast along, to sum a gradient over.",
+    num_outputs=2,
 )
 
 

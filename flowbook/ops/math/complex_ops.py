@@ -22,7 +22,7 @@ from typing import Any
 from flowbook.framework import dtypes
 from flowbook.framework.dtypes import DType
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import broadcast
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -68,17 +68,13 @@ def _angle_grad(op: Operation, g: Tensor) -> Tensor:
 
 def _part(name: str, fn: str, grad: Any) -> None:
     kernel = lambda xp, x, Tout, **_: getattr(xp, fn)(x).astype(Tout.np)
-    register(OpDef(name, ("input",), ("Tout",), _part_infer, kernel, grad=grad))
+    op(name, ("input",), ("Tout",), _part_infer, kernel, grad=grad)
 
 
 _part("Real", "real", lambda op, g: complex(g, array_ops.zeros_like(g)))
 _part("Imag", "imag", lambda op, g: complex(array_ops.zeros_like(g), g))
 _part("Angle", "angle", _angle_grad)
-register(
-    OpDef(
-        "Complex", ("real", "imag"), ("Tout",), _complex_infer, _complex_kernel, grad=_complex_grad
-    )
-)
+op("Complex", ("real", "imag"), ("Tout",), _complex_infer, _complex_kernel, grad=_complex_grad)
 
 
 def real(input: Any, name: str | None = None) -> Tensor:

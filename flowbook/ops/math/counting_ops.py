@@ -22,7 +22,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import compatible, fmt
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -123,9 +123,7 @@ for _name, _inputs, _attrs, _infer, _kernel, _host in (
     ("UpperBound", ("sorted_inputs", "values"), ("out_type",), _search_infer, _search("right"), ()),
     ("UnravelIndex", ("indices", "dims"), (), _unravel_infer, _unravel, (1,)),
 ):
-    register(
-        OpDef(_name, _inputs, _attrs, _infer, _kernel, host_inputs=_host, grad=NOT_DIFFERENTIABLE)
-    )
+    op(_name, _inputs, _attrs, _infer, _kernel, host_inputs=_host, grad=NOT_DIFFERENTIABLE)
 
 
 def bincount(

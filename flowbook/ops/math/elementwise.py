@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from flowbook.framework import dtypes
 from flowbook.framework.dtypes import DType
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Fusion, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import broadcast
 from flowbook.ops._builder import make1, operands, same_dtype, tensor
@@ -73,6 +73,16 @@ class Elementwise(NamedTuple):
     out: DType | None = None  # output dtype; None: the input's
     grad: Any = None  # grad(op, g) -> one gradient per input, or NOT_DIFFERENTIABLE
     doc: tuple[str, str, str] | None = None  # summary, example call, its value
+    fusion: Fusion | None = None  # how the optimiser fuses it (flowbook.framework.registry)
+
+
+# the fused op a chain headed by an element-wise op becomes (flowbook.ops.nn.fused_ops)
+FUSED = "_FusedElementwise"
+
+
+def step(fn: str, order: str | None = "either") -> Fusion:
+    """The fusion of an element-wise op: it heads a chain, and is a step ``xp.<fn>`` in one."""
+    return Fusion(head=FUSED, step=fn, order=order)
 
 
 BINARY: list[Elementwise] = []  # the binary rows, in declaration order
@@ -117,8 +127,17 @@ def _declare(row: Elementwise, table: list[Elementwise], infer: Any, inputs: tup
     kernel, bind = _kernel_and_bind(row.fn)
     # a ufunc takes out= (flowbook.runtime.memory_plan writes into a dead input's buffer)
     takes_out = isinstance(row.fn, str)
-    register(
-        OpDef(row.op_type, inputs, (), infer, kernel, bind=bind, grad=row.grad, takes_out=takes_out)
+    op(
+        row.op_type,
+        inputs,
+        (),
+        infer,
+        kernel,
+        bind=bind,
+        grad=row.grad,
+        takes_out=takes_out,
+        fusion=row.fusion,
+        type_attrs={} if row.dtypes == BOOL else None,  # TF's logical ops have no "T"
     )
     table.append(row)
 

@@ -20,6 +20,20 @@ tables come the TF1 functions built of them: ``truediv``, ``div``,
     >>> with fb.Session() as s:
     ...     s.run(dx).tolist()
     [0.5, 0.25]
+
+Trigonometry, hyperbolics and truncating division close the table.  The inverse and
+hyperbolic functions' gradients are TF's formulas: ``Asin``: ``g /
+sqrt(1 - x**2)``, ``Asinh``: ``g / cosh(y)``, ``Atan2(y, x)``: ``g * x /
+(x**2 + y**2)`` and ``-g * y / (x**2 + y**2)``...  ``Rint``, ``TruncateDiv``
+and ``TruncateMod`` have none (TF's ``NotDifferentiable``); ``DivNoNan`` is
+``x / y`` with 0 wherever ``y`` is 0, its gradient TF's.
+
+    >>> import flowbook as fb
+    >>> x = fb.constant([0.5])
+    >>> (dx,) = fb.gradients(fb.asin(x), [x])
+    >>> with fb.Session() as s:
+    ...     print(f"{float(s.run(dx)[0]):.4f}")
+    1.1547
 """
 
 from __future__ import annotations
@@ -28,7 +42,7 @@ from typing import Any
 
 from flowbook.framework import dtypes, registry
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, operands, tensor
@@ -48,20 +62,32 @@ from flowbook.ops.math.elementwise import (
     binary,
     binary_infer,
     doctests,
+    step,
     unary,
 )
 
 __all__ = [
     "abs",
+    "acos",
+    "acosh",
     "add",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
     "ceil",
     "conj",
     "cos",
+    "cosh",
     "div",
+    "div_no_nan",
     "divide",
     "equal",
     "exp",
+    "expm1",
     "floor",
+    "floor_div",
     "floordiv",
     "floormod",
     "greater",
@@ -88,19 +114,24 @@ __all__ = [
     "pow",
     "realdiv",
     "reciprocal",
+    "rint",
     "round",
     "rsqrt",
     "scalar_mul",
     "sigmoid",
     "sign",
     "sin",
+    "sinh",
     "sqrt",
     "square",
     "squared_difference",
     "sub",
     "subtract",
+    "tan",
     "tanh",
     "truediv",
+    "truncatediv",
+    "truncatemod",
 ]
 
 Grads = tuple[Tensor | None, ...]
@@ -199,6 +230,7 @@ add = binary(
     NUMBER | {dtypes.string},
     ("add",),
     grad=lambda op, g: unbroadcast(g, *op.inputs),
+    fusion=step("add", "either"),
     doc=("x + y element-wise, with numpy broadcasting.", "add([1, 2], 10)", "[11, 12]"),
 )
 subtract = sub = binary(
@@ -207,6 +239,7 @@ subtract = sub = binary(
     NUMBER,
     ("subtract", "sub"),
     grad=_sub_grad,
+    fusion=step("subtract", "left"),
     doc=("x - y element-wise, with broadcasting.", "subtract([5, 7], 2)", "[3, 5]"),
 )
 multiply = mul = binary(
@@ -215,6 +248,7 @@ multiply = mul = binary(
     NUMBER,
     ("multiply", "mul"),
     grad=_mul_grad,
+    fusion=step("multiply", "either"),
     doc=("x * y element-wise, with broadcasting.", "multiply([1, 2], 3)", "[3, 6]"),
 )
 realdiv = binary(
@@ -223,6 +257,7 @@ realdiv = binary(
     INEXACT,
     ("realdiv",),
     grad=_realdiv_grad,
+    fusion=step("divide", "left"),
     doc=("x / y for floats, element-wise.", "realdiv([1.0, 3.0], 2.0)", "[0.5, 1.5]"),
 )
 floordiv = binary(
@@ -255,6 +290,7 @@ maximum = binary(
     REAL,
     ("maximum",),
     grad=_max_min_grad(lambda x, y: greater_equal(x, y)),
+    fusion=step("maximum", "either"),
     doc=("The larger of x and y, element-wise.", "maximum([1, 5], 3)", "[3, 5]"),
 )
 minimum = binary(
@@ -263,6 +299,7 @@ minimum = binary(
     REAL,
     ("minimum",),
     grad=_max_min_grad(lambda x, y: less_equal(x, y)),
+    fusion=step("minimum", "either"),
     doc=("The smaller of x and y, element-wise.", "minimum([1, 5], 3)", "[1, 3]"),
 )
 squared_difference = binary(
@@ -553,10 +590,15 @@ __test__ = doctests(
 # TensorFlow's GraphDefs spell Add "AddV2": the same kernel, infer and gradient
 _ADD = registry.OPS["Add"]
 _ADD_V2 = BINARY[0]._replace(op_type="AddV2")
-register(
-    OpDef(
-        "AddV2", _ADD.inputs, (), binary_infer(_ADD_V2), _ADD.kernel, bind=_ADD.bind, grad=_ADD.grad
-    )
+op(
+    "AddV2",
+    _ADD.inputs,
+    (),
+    binary_infer(_ADD_V2),
+    _ADD.kernel,
+    bind=_ADD.bind,
+    grad=_ADD.grad,
+    fusion=_ADD.fusion,
 )
 
 
@@ -663,3 +705,207 @@ def conj(x: Any, name: str | None = None) -> Tensor:
     """
     x = tensor(x)
     return _conj(x, name=name) if x.dtype.is_complex else x
+
+
+_NO = NOT_DIFFERENTIABLE
+
+
+def _x(op: Operation) -> Tensor:
+    return conj(op.inputs[0])
+
+
+def _y(op: Operation) -> Tensor:
+    return conj(op.outputs[0])
+
+
+def _one_minus_x2(op: Operation) -> Tensor:
+    return subtract(1, square(_x(op)))
+
+
+def _atan2_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
+    """TF's: d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2)."""
+    y, x = op.inputs
+    scale = realdiv(g, add(square(x), square(y)))
+    return (
+        unbroadcast(multiply(x, scale), y, x)[0],
+        unbroadcast(multiply(negative(y), scale), y, x)[1],
+    )
+
+
+def _div_no_nan(xp: Any, x: Any, y: Any) -> Any:
+    safe = xp.where(y == 0, xp.ones_like(y), y)
+    return xp.where(y == 0, xp.zeros_like(x * y), x / safe)
+
+
+def _div_no_nan_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
+    """TF's: div_no_nan(g, y) and g * div_no_nan(div_no_nan(-x, y), y)."""
+    x, y = op.inputs
+    gy = multiply(g, div_no_nan(div_no_nan(negative(conj(x)), conj(y)), conj(y)))
+    return unbroadcast(div_no_nan(g, conj(y)), x, y)[0], unbroadcast(gy, x, y)[1]
+
+
+def _truncate_div(xp: Any, x: Any, y: Any) -> Any:
+    if x.dtype.kind == "f":
+        return xp.trunc(x / y)
+    return (xp.abs(x) // xp.abs(y)) * (xp.sign(x) * xp.sign(y))  # rounds toward zero, as C
+
+
+# ----------------------------------------------------------------- binary
+atan2 = binary(
+    "Atan2",
+    "arctan2",
+    FLOAT,
+    ("atan2",),
+    grad=_atan2_grad,
+    doc=(
+        "The angle of the point (x, y) from the x axis: atan(y / x) in all quadrants.",
+        "atan2([1.0], [1.0])",
+        "[0.7853981]",
+    ),
+)
+truncatediv = binary(
+    "TruncateDiv",
+    _truncate_div,
+    REAL,
+    ("truncatediv",),
+    grad=_NO,
+    doc=(
+        "x / y rounded toward zero, element-wise (C's integer division).",
+        "truncatediv([7, -7], 2)",
+        "[3, -3]",
+    ),
+)
+truncatemod = binary(
+    "TruncateMod",
+    "fmod",
+    REAL,
+    ("truncatemod",),
+    grad=_NO,
+    doc=(
+        "The remainder of truncatediv, with the sign of x (C's %).",
+        "truncatemod([7, -7], 3)",
+        "[1, -1]",
+    ),
+)
+div_no_nan = binary(
+    "DivNoNan",
+    _div_no_nan,
+    INEXACT,
+    ("div_no_nan",),
+    grad=_div_no_nan_grad,
+    doc=("x / y, and 0 wherever y is 0.", "div_no_nan([1.0, 2.0], [2.0, 0.0])", "[0.5, 0.0]"),
+)
+
+# ------------------------------------------------------------------ unary
+tan = unary(
+    "Tan",
+    "tan",
+    INEXACT,
+    ("tan",),
+    grad=lambda op, g: multiply(g, square(reciprocal(cos(_x(op))))),
+    doc=("The tangent, element-wise.", "tan([0.0])", "[0.0]"),
+)
+asin = unary(
+    "Asin",
+    "arcsin",
+    INEXACT,
+    ("asin",),
+    grad=lambda op, g: multiply(g, rsqrt(_one_minus_x2(op))),
+    doc=("The arcsine, element-wise.", "asin([0.0, 1.0])", "[0.0, 1.5707964]"),
+)
+acos = unary(
+    "Acos",
+    "arccos",
+    INEXACT,
+    ("acos",),
+    grad=lambda op, g: negative(multiply(g, rsqrt(_one_minus_x2(op)))),
+    doc=("The arccosine, element-wise.", "acos([1.0])", "[0.0]"),
+)
+atan = unary(
+    "Atan",
+    "arctan",
+    INEXACT,
+    ("atan",),
+    grad=lambda op, g: realdiv(g, add(square(_x(op)), 1)),
+    doc=("The arctangent, element-wise.", "atan([0.0])", "[0.0]"),
+)
+sinh = unary(
+    "Sinh",
+    "sinh",
+    INEXACT,
+    ("sinh",),
+    grad=lambda op, g: multiply(g, cosh(_x(op))),
+    doc=("The hyperbolic sine, element-wise.", "sinh([0.0])", "[0.0]"),
+)
+cosh = unary(
+    "Cosh",
+    "cosh",
+    INEXACT,
+    ("cosh",),
+    grad=lambda op, g: multiply(g, sinh(_x(op))),
+    doc=("The hyperbolic cosine, element-wise.", "cosh([0.0])", "[1.0]"),
+)
+asinh = unary(
+    "Asinh",
+    "arcsinh",
+    INEXACT,
+    ("asinh",),
+    grad=lambda op, g: realdiv(g, cosh(_y(op))),
+    doc=("The inverse hyperbolic sine, element-wise.", "asinh([0.0])", "[0.0]"),
+)
+acosh = unary(
+    "Acosh",
+    "arccosh",
+    INEXACT,
+    ("acosh",),
+    grad=lambda op, g: realdiv(g, sinh(_y(op))),
+    doc=("The inverse hyperbolic cosine, element-wise.", "acosh([1.0])", "[0.0]"),
+)
+atanh = unary(
+    "Atanh",
+    "arctanh",
+    INEXACT,
+    ("atanh",),
+    grad=lambda op, g: realdiv(g, _one_minus_x2(op)),
+    doc=("The inverse hyperbolic tangent, element-wise.", "atanh([0.0])", "[0.0]"),
+)
+expm1 = unary(
+    "Expm1",
+    "expm1",
+    INEXACT,
+    ("expm1",),
+    grad=lambda op, g: multiply(g, exp(_x(op))),
+    doc=("e ** x - 1 element-wise, accurate for small x.", "expm1([0.0])", "[0.0]"),
+)
+rint = unary(
+    "Rint",
+    "rint",
+    FLOAT,
+    ("rint",),
+    grad=_NO,
+    doc=(
+        "The nearest integer, halves to even, element-wise.",
+        "rint([0.5, 1.5, -1.7])",
+        "[0.0, 2.0, -2.0]",
+    ),
+)
+
+floor_div = floordiv  # TF1's second name for FloorDiv
+
+__test__ |= doctests(
+    atan2,
+    truncatediv,
+    truncatemod,
+    div_no_nan,
+    tan,
+    asin,
+    acos,
+    atan,
+    sinh,
+    cosh,
+    asinh,
+    acosh,
+    atanh,
+    expm1,
+    rint,
+)

@@ -29,7 +29,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make1, tensor
 from flowbook.ops.array import array_ops
@@ -92,16 +92,14 @@ def _grad(rank: int, inverse: bool) -> Any:
 for _rank in (1, 2, 3):
     for _inverse in (False, True):
         _name = ("FFT", "IFFT")[_inverse] + ("", "2D", "3D")[_rank - 1]
-        register(
-            OpDef(
-                _name,
-                ("input",),
-                (),
-                _infer(_rank, _name),
-                _kernel(_rank, _inverse),
-                heavy=True,
-                grad=_grad(_rank, _inverse),
-            )
+        op(
+            _name,
+            ("input",),
+            (),
+            _infer(_rank, _name),
+            _kernel(_rank, _inverse),
+            heavy=True,
+            grad=_grad(_rank, _inverse),
         )
 
 

@@ -28,16 +28,9 @@ from flowbook.ops.array import cast_ops
 from flowbook.ops.array.cast_ops import *  # noqa: F403
 from flowbook.ops.linalg import linalg_ops
 from flowbook.ops.linalg.linalg_ops import *  # noqa: F403
-from flowbook.ops.math import elementwise_more, elementwise_ops, reduction_ops
+from flowbook.ops.math import elementwise_ops, reduction_ops
 from flowbook.ops.math.elementwise import BINARY, UNARY  # noqa: F401  (the rows, for tests)
-from flowbook.ops.math.elementwise_more import *  # noqa: F403
 from flowbook.ops.math.elementwise_ops import *  # noqa: F403
 from flowbook.ops.math.reduction_ops import *  # noqa: F403
 
-__all__ = (
-    elementwise_ops.__all__
-    + elementwise_more.__all__
-    + cast_ops.__all__
-    + reduction_ops.__all__
-    + linalg_ops.__all__
-)
+__all__ = elementwise_ops.__all__ + cast_ops.__all__ + reduction_ops.__all__ + linalg_ops.__all__

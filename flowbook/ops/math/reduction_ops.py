@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Fusion, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import Shape, fmt, merge, num_elements
 from flowbook.ops._builder import make1, tensor
@@ -183,12 +183,26 @@ def reduction(
     *,
     grad: Any,
     doc: tuple[str, str, str],
+    **fields: Any,
 ) -> Callable[..., Tensor]:
-    """Declare a reduction from its row: register the op, record the row, return the wrapper."""
+    """Declare a reduction from its row: register the op, record the row, return the wrapper.
+
+    ``fields``: more of the op's OpDef fields (``fusion``, ``passthrough``).
+    """
     row = Reduction(op_type, wrapper, fn, allowed, grad, doc)
     infer, kernel = _reduction_infer(row), _reduction_kernel(fn)
     inputs = ("input", "reduction_indices")  # the axes are read on the host as Python ints
-    register(OpDef(op_type, inputs, ("keep_dims",), infer, kernel, host_inputs=(1,), grad=grad))
+    op(
+        op_type,
+        inputs,
+        ("keep_dims",),
+        infer,
+        kernel,
+        host_inputs=(1,),
+        grad=grad,
+        type_attrs={"T": 0, "Tidx": 1},
+        **fields,
+    )
     REDUCTIONS.append(row)
     built = _reduction_wrapper(op_type)
     built.__name__ = built.__qualname__ = wrapper
@@ -293,6 +307,9 @@ reduce_sum = reduction(
     _sum,
     NUMBER,
     grad=_sum_grad,
+    # heads a _FusedSum over folded axes; over no axes a copy: a step, or dropped
+    fusion=Fusion(head="_FusedSum", step="sum"),
+    passthrough="no_axes",
     doc=("The sum of elements across axes.", "reduce_sum([[1, 2], [3, 4]], axis=1)", "[3, 7]"),
 )
 reduce_mean = reduction(
@@ -387,8 +404,15 @@ def _arg_reduction(op_type: str, fn: str, extreme: str, example: str) -> Callabl
     """Declare ArgMax or ArgMin (``xp.<fn>`` along one axis); returns TF1's wrapper."""
     kernel, inputs = _arg_kernel(fn), ("input", "dimension")
     no_grad = NOT_DIFFERENTIABLE  # an index does not vary smoothly with x
-    register(
-        OpDef(op_type, inputs, ("output_type",), _arg_infer, kernel, host_inputs=(1,), grad=no_grad)
+    op(
+        op_type,
+        inputs,
+        ("output_type",),
+        _arg_infer,
+        kernel,
+        host_inputs=(1,),
+        grad=no_grad,
+        type_attrs={"T": 0, "Tidx": 1},
     )
 
     def wrapper(
@@ -452,16 +476,7 @@ def _add_n(xp: Any, *arrays: Any, **_: Any) -> Any:
     return out
 
 
-register(
-    OpDef(
-        "AddN",
-        ("*inputs",),
-        (),
-        _add_n_infer,
-        _add_n,
-        grad=lambda op, g: [g] * len(op.inputs),  # TF: the same gradient to every input
-    )
-)
+op("AddN", ("*inputs",), (), _add_n_infer, _add_n, grad=lambda op, g: [g] * len(op.inputs))
 
 
 def add_n(inputs: Any, name: str | None = None) -> Tensor:

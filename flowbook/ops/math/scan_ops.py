@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make1
 from flowbook.ops._shape_inputs import check_int, const_int, int_input, norm_axis
@@ -95,16 +95,15 @@ for _op, _fn, _identity, _grad in (
     ("Cumsum", "cumsum", 0, _cumsum_grad),
     ("Cumprod", "cumprod", 1, _cumprod_grad),
 ):
-    register(
-        OpDef(
-            _op,
-            ("x", "axis"),
-            ("exclusive", "reverse"),
-            _scan_infer(_op),
-            _scan_kernel(_fn, _identity),
-            host_inputs=(1,),
-            grad=_grad,
-        )
+    op(
+        _op,
+        ("x", "axis"),
+        ("exclusive", "reverse"),
+        _scan_infer(_op),
+        _scan_kernel(_fn, _identity),
+        host_inputs=(1,),
+        grad=_grad,
+        type_attrs={"T": 0, "Tidx": 1},
     )
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1
@@ -238,29 +238,27 @@ _GRADS = {
 }
 for _kind in ("Sum", "Mean", "Max", "Min", "Prod"):
     _host = {"host_only": True} if _kind == "Prod" else {}
-    register(
-        OpDef(
-            f"Segment{_kind}",
-            ("data", "segment_ids"),
-            (),
-            _sorted_infer(_kind),
-            _sorted_kernel(_kind),
-            grad=_GRADS[_kind],
-            **_host,
-        )
+    op(
+        f"Segment{_kind}",
+        ("data", "segment_ids"),
+        (),
+        _sorted_infer(_kind),
+        _sorted_kernel(_kind),
+        grad=_GRADS[_kind],
+        type_attrs={"T": 0, "Tindices": 1},
+        **_host,
     )
     if _kind in ("Max", "Min", "Prod"):
-        register(
-            OpDef(
-                f"UnsortedSegment{_kind}",
-                ("data", "segment_ids", "num_segments"),
-                (),
-                _unsorted_infer(_kind),
-                _unsorted_kernel(_kind),
-                host_inputs=(2,),
-                grad=_GRADS[_kind],
-                **_host,
-            )
+        op(
+            f"UnsortedSegment{_kind}",
+            ("data", "segment_ids", "num_segments"),
+            (),
+            _unsorted_infer(_kind),
+            _unsorted_kernel(_kind),
+            host_inputs=(2,),
+            grad=_GRADS[_kind],
+            type_attrs={"T": 0, "Tindices": 1, "Tnumsegments": 2},
+            **_host,
         )
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make, make1
@@ -83,16 +83,15 @@ def _top_k_grad(op: Operation, g: Tensor, _indices_grad: Tensor) -> list[Tensor 
     return [reshape(summed, shape(x)), None]
 
 
-register(
-    OpDef(
-        "TopKV2",
-        ("input", "k"),
-        ("sorted",),
-        _top_k_infer,
-        _top_k_kernel,
-        host_inputs=(1,),
-        grad=_top_k_grad,
-    )
+op(
+    "TopKV2",
+    ("input", "k"),
+    ("sorted",),
+    _top_k_infer,
+    _top_k_kernel,
+    host_inputs=(1,),
+    grad=_top_k_grad,
+    num_outputs=2,
 )
 
 
@@ -142,16 +141,15 @@ def _in_top_k_kernel(xp: Any, predictions: Any, targets: Any, k: Any) -> Any:
     return valid & xp.isfinite(chosen[:, 0]) & (larger < int(k))
 
 
-register(
-    OpDef(
-        "InTopKV2",
-        ("predictions", "targets", "k"),
-        (),
-        _in_top_k_infer,
-        _in_top_k_kernel,
-        host_inputs=(2,),
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "InTopKV2",
+    ("predictions", "targets", "k"),
+    (),
+    _in_top_k_infer,
+    _in_top_k_kernel,
+    host_inputs=(2,),
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={"T": 1},
 )
 
 

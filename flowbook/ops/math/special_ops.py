@@ -25,7 +25,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import broadcast
 from flowbook.kernels import special_kernels as k
@@ -229,25 +229,21 @@ nextafter = binary(
 
 _POLYGAMMA = Elementwise("Polygamma", k.polygamma, ("polygamma",), FLOAT)
 _ZETA = Elementwise("Zeta", k.zeta, ("zeta",), FLOAT)
-register(
-    OpDef(
-        "Polygamma",
-        ("a", "x"),
-        (),
-        binary_infer(_POLYGAMMA),
-        k.polygamma,
-        grad=_second_grad(lambda a, x: polygamma(add(a, 1.0), x)),
-    )
+op(
+    "Polygamma",
+    ("a", "x"),
+    (),
+    binary_infer(_POLYGAMMA),
+    k.polygamma,
+    grad=_second_grad(lambda a, x: polygamma(add(a, 1.0), x)),
 )
-register(
-    OpDef(
-        "Zeta",
-        ("x", "q"),
-        (),
-        binary_infer(_ZETA),
-        k.zeta,
-        grad=_second_grad(lambda s, q: negative(multiply(s, zeta(add(s, 1.0), q)))),
-    )
+op(
+    "Zeta",
+    ("x", "q"),
+    (),
+    binary_infer(_ZETA),
+    k.zeta,
+    grad=_second_grad(lambda s, q: negative(multiply(s, zeta(add(s, 1.0), q)))),
 )
 
 
@@ -259,7 +255,7 @@ def _igamma_dx(a: Tensor, x: Tensor) -> Tensor:
 for _name, _kernel, _sign in (("Igamma", k.igamma, 1.0), ("Igammac", k.igammac, -1.0)):
     _row = Elementwise(_name, _kernel, (_name.lower(),), FLOAT)
     _d = lambda a, x, s=_sign: multiply(s, _igamma_dx(a, x))
-    register(OpDef(_name, ("a", "x"), (), binary_infer(_row), _kernel, grad=_second_grad(_d)))
+    op(_name, ("a", "x"), (), binary_infer(_row), _kernel, grad=_second_grad(_d))
 
 
 def igamma(a: Any, x: Any, name: str | None = None) -> Tensor:
@@ -300,7 +296,7 @@ def _betainc_grad(op: Operation, g: Tensor) -> tuple[None, None, Tensor]:
     return None, None, sum_to_shape_of(multiply(g, exp(subtract(log_d, log_b))), x)
 
 
-register(OpDef("Betainc", ("a", "b", "x"), (), _betainc_infer, k.betainc, grad=_betainc_grad))
+op("Betainc", ("a", "b", "x"), (), _betainc_infer, k.betainc, grad=_betainc_grad)
 
 
 def betainc(a: Any, b: Any, x: Any, name: str | None = None) -> Tensor:

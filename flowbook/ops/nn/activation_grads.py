@@ -31,13 +31,13 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import OpDef, Out, register
+from flowbook.framework.registry import Fusion, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import merge
 from flowbook.ops._builder import make1, same_dtype
 from flowbook.ops.array import array_ops
 from flowbook.ops.math import math_ops
-from flowbook.ops.math.elementwise import FLOAT, REAL, check_dtype
+from flowbook.ops.math.elementwise import FLOAT, FUSED, REAL, check_dtype
 
 SELU_ALPHA = 1.6732632423543772848170429916717  # the SELU paper's constants (Klambauer 2017)
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -98,10 +98,11 @@ class GradRow(NamedTuple):
     dtypes: frozenset  # dtypes the op takes
     grad: Callable[[Operation, Tensor], list[Tensor]]  # TF's gradient of the op
     attrs: tuple[str, ...] = ()
+    fusion: Fusion | None = None  # how the optimiser fuses it (flowbook.framework.registry)
 
 
 ROWS: list[GradRow] = [
-    GradRow("ReluGrad", "features", _relu_grad, REAL, _same_grad),
+    GradRow("ReluGrad", "features", _relu_grad, REAL, _same_grad, fusion=Fusion(head=FUSED)),
     GradRow("Relu6Grad", "features", _relu6_grad, REAL, _same_grad),
     GradRow("EluGrad", "outputs", _elu_grad, FLOAT, _exp_family_grad),
     GradRow("SeluGrad", "outputs", _selu_grad, FLOAT, _exp_family_grad),
@@ -143,16 +144,15 @@ def _checked(row: GradRow) -> Callable[..., Any]:
 
 for _row in ROWS:
     _inputs = ("gradients", _row.second)
-    register(
-        OpDef(
-            _row.op_type,
-            _inputs,
-            _row.attrs,
-            _infer(_row),
-            _checked(_row),
-            grad=_row.grad,
-            takes_out=_row.kernel is _relu_grad,
-        )
+    op(
+        _row.op_type,
+        _inputs,
+        _row.attrs,
+        _infer(_row),
+        _checked(_row),
+        grad=_row.grad,
+        takes_out=_row.kernel is _relu_grad,
+        fusion=_row.fusion,
     )  # ReluGrad's kernel takes out=
 
 

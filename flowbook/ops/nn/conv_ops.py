@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Out, register_gradient, register_op
+from flowbook.framework.registry import Fusion, OpDef, Out, op, register_gradient
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt
 from flowbook.kernels import conv_patches as cp
@@ -130,7 +130,6 @@ def _geometry_for(
     return win.window_geometry(x_shape[1:3], span, (strides[1], strides[2]), padding)
 
 
-@register_op("Conv2D", ("input", "filter"), _conv2d_infer, _CONV_ATTRS, heavy=True)
 def _conv2d(
     xp: Any, x: Any, f: Any, strides: Any, padding: str, dilations: Any = None, **kw: Any
 ) -> Any:  # kw "tail": a fused conv's in-place steps, run band by band (conv_patches)
@@ -140,6 +139,17 @@ def _conv2d(
     out, cols = cp.conv_gemm(xp, x, f, g, k, s, d, kw.get("tail"))
     cp.CACHE.put(xp, x, cp.lend_key(x, g, k, s, d), cols)  # for Conv2DBackpropFilter
     return out
+
+
+op(
+    "Conv2D",
+    ("input", "filter"),
+    infer=_conv2d_infer,
+    attrs=_CONV_ATTRS,
+    kernel=_conv2d,
+    heavy=True,
+    fusion=Fusion(head="_FusedConv2D"),
+)
 
 
 def _conv_attrs(op: Any) -> dict[str, Any]:
@@ -201,11 +211,13 @@ def _backprop_infer(op_type: str) -> Any:
     return infer
 
 
-def _backprop_op(op_type: str, inputs: tuple[str, ...]) -> Any:
-    """Register the decorated kernel as a conv backprop; its ``*_sizes`` input stays on the host."""
+def _backprop_op(op_type: str, inputs: tuple[str, ...], kernel: Any, **fields: Any) -> OpDef:
+    """Declare a conv backprop with its kernel; its ``*_sizes`` input stays on the host."""
     sizes = next(i for i, name in enumerate(inputs) if name.endswith("_sizes"))
     infer = _backprop_infer(op_type)
-    return register_op(op_type, inputs, infer, _CONV_ATTRS, heavy=True, host_inputs=(sizes,))
+    return op(
+        op_type, inputs, _CONV_ATTRS, infer, kernel, heavy=True, host_inputs=(sizes,), **fields
+    )
 
 
 def _check_dy(dy: Any, x_shape: tuple[int, ...], g: win.Geometry, o: int) -> None:
@@ -213,7 +225,6 @@ def _check_dy(dy: Any, x_shape: tuple[int, ...], g: win.Geometry, o: int) -> Non
     win.check_runtime("out_backprop", dy, (x_shape[0], g.oh, g.ow, o), "the forward output")
 
 
-@_backprop_op("Conv2DBackpropInput", ("input_sizes", "filter", "out_backprop"))
 def _conv2d_backprop_input(
     xp: Any, input_sizes: Any, f: Any, dy: Any, strides: Any, padding: str, **attrs: Any
 ) -> Any:
@@ -233,6 +244,14 @@ def _conv2d_backprop_input(
     return out
 
 
+_backprop_op(
+    "Conv2DBackpropInput",
+    ("input_sizes", "filter", "out_backprop"),
+    _conv2d_backprop_input,
+    type_attrs={"T": 1},
+)
+
+
 @register_gradient("Conv2DBackpropInput")
 def _conv2d_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
     _, f, dy = op.inputs
@@ -248,7 +267,6 @@ def _conv2d_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
 _ROWS_ABOVE_BYTES = 16 << 20  # a larger im2col matrix is built and multiplied row by row
 
 
-@_backprop_op("Conv2DBackpropFilter", ("input", "filter_sizes", "out_backprop"))
 def _conv2d_backprop_filter(
     xp: Any, x: Any, filter_sizes: Any, dy: Any, strides: Any, padding: str, **attrs: Any
 ) -> Any:
@@ -267,6 +285,11 @@ def _conv2d_backprop_filter(
         rows = win.row_windows(xp, padded, g, k, s, i, d).T
         out[i] = gemm.matmul(rows, dy2).reshape(fshape[1:])
     return out
+
+
+_backprop_op(
+    "Conv2DBackpropFilter", ("input", "filter_sizes", "out_backprop"), _conv2d_backprop_filter
+)
 
 
 @register_gradient("Conv2DBackpropFilter")
@@ -310,7 +333,6 @@ def _bias_add_infer(value: Tensor, bias: Tensor, data_format: str = "NHWC") -> O
     return Out(dt, vs)
 
 
-@register_op("BiasAdd", ("value", "bias"), _bias_add_infer, ("data_format",), takes_out=True)
 def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC", out: Any = None) -> Any:
     axis = _channel_axis(value.ndim, data_format)
     if value.shape[axis] != bias.shape[0]:
@@ -323,6 +345,17 @@ def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC", out: An
     if axis == value.ndim - 1:  # out: a dead input's buffer (flowbook.runtime.memory_plan)
         return add_bias(xp, value, bias, out=out)
     return xp.add(value, bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis)), out=out)
+
+
+op(
+    "BiasAdd",
+    ("value", "bias"),
+    infer=_bias_add_infer,
+    attrs=("data_format",),
+    kernel=_bias_add,
+    takes_out=True,
+    fusion=Fusion(step="add", order="bias"),
+)
 
 
 @register_gradient("BiasAdd")
@@ -343,7 +376,6 @@ def _bias_add_grad_infer(out_backprop: Tensor, data_format: str = "NHWC") -> Out
     return Out(out_backprop.dtype, (s[_channel_axis(len(s), data_format)],))
 
 
-@register_op("BiasAddGrad", ("out_backprop",), _bias_add_grad_infer, ("data_format",))
 def _bias_add_grad_kernel(xp: Any, dy: Any, data_format: str = "NHWC") -> Any:
     """The sum over all but the channel axis; for floats a product with a ones vector.
 
@@ -360,6 +392,15 @@ def _bias_add_grad_kernel(xp: Any, dy: Any, data_format: str = "NHWC") -> Any:
         return xp.ones(rows.shape[0], dtype=dy.dtype) @ rows
     per_image = dy.reshape(dy.shape[0], c, -1) @ xp.ones(dy.size // (dy.shape[0] * c), dy.dtype)
     return xp.ones(dy.shape[0], dtype=dy.dtype) @ per_image  # NCHW: [N, C] then over N
+
+
+op(
+    "BiasAddGrad",
+    ("out_backprop",),
+    infer=_bias_add_grad_infer,
+    attrs=("data_format",),
+    kernel=_bias_add_grad_kernel,
+)
 
 
 @register_gradient("BiasAddGrad")

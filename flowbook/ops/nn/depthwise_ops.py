@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Out, register_gradient, register_op
+from flowbook.framework.registry import OpDef, Out, op, register_gradient
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt
 from flowbook.kernels import windows as win
@@ -102,12 +102,14 @@ def _fwd_infer(input: Tensor, filter: Tensor, strides: Any, padding: str, **attr
     return Out(dt, _out_shape(_FWD, input._shape, filter._shape, st, padding))
 
 
-@register_op(_FWD, ("input", "filter"), _fwd_infer, _ATTRS, heavy=True)
 def _depthwise(xp: Any, x: Any, f: Any, strides: Any, padding: str, **_: Any) -> Any:
     g = _geometry(x.shape, f.shape, strides, padding)
     w = _windows(xp, x, g, f.shape[:2], strides)
     y = xp.einsum("nhwijc,ijcm->nhwcm", w, f)
     return y.reshape(x.shape[0], g.oh, g.ow, f.shape[2] * f.shape[3])
+
+
+op(_FWD, ("input", "filter"), infer=_fwd_infer, attrs=_ATTRS, kernel=_depthwise, heavy=True)
 
 
 @register_gradient(_FWD)
@@ -142,12 +144,14 @@ def _backprop_infer(op_type: str) -> Any:
     return infer
 
 
-def _backprop(op_type: str, inputs: tuple[str, ...], sizes: int) -> Any:
+def _backprop(
+    op_type: str, inputs: tuple[str, ...], sizes: int, kernel: Any, **fields: Any
+) -> OpDef:
+    """Declare a depthwise backprop with its kernel; its ``*_sizes`` input stays on the host."""
     infer = _backprop_infer(op_type)
-    return register_op(op_type, inputs, infer, _ATTRS, heavy=True, host_inputs=(sizes,))
+    return op(op_type, inputs, _ATTRS, infer, kernel, heavy=True, host_inputs=(sizes,), **fields)
 
 
-@_backprop(_FWD + "BackpropInput", ("input_sizes", "filter", "out_backprop"), 0)
 def _depthwise_backprop_input(
     xp: Any, input_sizes: Any, f: Any, dy: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -158,6 +162,15 @@ def _depthwise_backprop_input(
     return win.scatter_windows(
         xp, shape, g, k, s, lambda i, j: xp.einsum("nhwcm,cm->nhwc", d5, f[i, j])
     )
+
+
+_backprop(
+    _FWD + "BackpropInput",
+    ("input_sizes", "filter", "out_backprop"),
+    0,
+    _depthwise_backprop_input,
+    type_attrs={"T": 1},
+)
 
 
 @register_gradient(_FWD + "BackpropInput")
@@ -171,7 +184,6 @@ def _depthwise_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]
     ]
 
 
-@_backprop(_FWD + "BackpropFilter", ("input", "filter_sizes", "out_backprop"), 1)
 def _depthwise_backprop_filter(
     xp: Any, x: Any, filter_sizes: Any, dy: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -179,6 +191,14 @@ def _depthwise_backprop_filter(
     g = _geometry(x.shape, fshape, strides, padding)
     d5 = _dy5(dy, x.shape, g, fshape)
     return xp.einsum("nhwijc,nhwcm->ijcm", _windows(xp, x, g, fshape[:2], strides), d5)
+
+
+_backprop(
+    _FWD + "BackpropFilter",
+    ("input", "filter_sizes", "out_backprop"),
+    1,
+    _depthwise_backprop_filter,
+)
 
 
 @register_gradient(_FWD + "BackpropFilter")

@@ -33,7 +33,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops.math import math_ops
@@ -103,29 +103,35 @@ def _vars_grad(op_type: str) -> Any:
     return grad
 
 
-@register_op(
-    "FakeQuantWithMinMaxArgs",
-    ("inputs",),
-    _float_infer("FakeQuantWithMinMaxArgs"),
-    ("min", "max", *_ATTRS),
-    grad=_args_grad,
-)
 def _fq_args(xp: Any, inputs: Any, min: float, max: float, num_bits: int, narrow_range: bool):
     return _quantize(xp, inputs, min, max, num_bits, narrow_range)
 
 
-@register_op(
-    "FakeQuantWithMinMaxArgsGradient",
-    ("gradients", "inputs"),
-    _float_infer("FakeQuantWithMinMaxArgsGradient"),
-    ("min", "max", *_ATTRS),
-    grad=NOT_DIFFERENTIABLE,
+op(
+    "FakeQuantWithMinMaxArgs",
+    ("inputs",),
+    infer=_float_infer("FakeQuantWithMinMaxArgs"),
+    attrs=("min", "max", *_ATTRS),
+    kernel=_fq_args,
+    grad=_args_grad,
 )
+
+
 def _fq_args_grad(
     xp: Any, gradients: Any, inputs: Any, min: float, max: float, num_bits: int, narrow_range: bool
 ) -> Any:
     below, above = _inside(xp, inputs, min, max, num_bits, narrow_range)
     return xp.where(below | above, np.float32(0), gradients).astype(np.float32)
+
+
+op(
+    "FakeQuantWithMinMaxArgsGradient",
+    ("gradients", "inputs"),
+    infer=_float_infer("FakeQuantWithMinMaxArgsGradient"),
+    attrs=("min", "max", *_ATTRS),
+    kernel=_fq_args_grad,
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def _vars_infer(op_type: str, per_channel: bool) -> Any:
@@ -141,26 +147,32 @@ def _vars_infer(op_type: str, per_channel: bool) -> Any:
     return infer
 
 
-@register_op(
-    "FakeQuantWithMinMaxVars",
-    ("inputs", "min", "max"),
-    _vars_infer("FakeQuantWithMinMaxVars", False),
-    _ATTRS,
-    grad=_vars_grad("FakeQuantWithMinMaxVarsGradient"),
-)
 def _fq_vars(xp: Any, inputs: Any, min: Any, max: Any, num_bits: int, narrow_range: bool) -> Any:
     return _quantize(xp, inputs, min, max, num_bits, narrow_range)
 
 
-@register_op(
-    "FakeQuantWithMinMaxVarsPerChannel",
+op(
+    "FakeQuantWithMinMaxVars",
     ("inputs", "min", "max"),
-    _vars_infer("FakeQuantWithMinMaxVarsPerChannel", True),
-    _ATTRS,
-    grad=_vars_grad("FakeQuantWithMinMaxVarsPerChannelGradient"),
+    infer=_vars_infer("FakeQuantWithMinMaxVars", False),
+    attrs=_ATTRS,
+    kernel=_fq_vars,
+    grad=_vars_grad("FakeQuantWithMinMaxVarsGradient"),
 )
+
+
 def _fq_channels(xp: Any, inputs: Any, min: Any, max: Any, num_bits: int, narrow_range: bool):
     return _quantize(xp, inputs, min, max, num_bits, narrow_range)
+
+
+op(
+    "FakeQuantWithMinMaxVarsPerChannel",
+    ("inputs", "min", "max"),
+    infer=_vars_infer("FakeQuantWithMinMaxVarsPerChannel", True),
+    attrs=_ATTRS,
+    kernel=_fq_channels,
+    grad=_vars_grad("FakeQuantWithMinMaxVarsPerChannelGradient"),
+)
 
 
 def _vars_grad_infer(inputs_grad: Tensor, inputs: Tensor, lo: Tensor, hi: Tensor, **_: Any):
@@ -304,16 +316,19 @@ def fake_quant_with_min_max_vars_per_channel_gradient(
     return _vars_gradient(op, gradients, inputs, min, max, num_bits, narrow_range, name)
 
 
-@register_op(
+def _timestamp(xp: Any) -> Any:
+    return np.array(time.time(), np.float64)
+
+
+op(
     "Timestamp",
     (),
-    lambda: Out(dtypes.float64, ()),
+    infer=lambda: Out(dtypes.float64, ()),
+    kernel=_timestamp,
     stateful=True,
     host_only=True,
     grad=NOT_DIFFERENTIABLE,
 )
-def _timestamp(xp: Any) -> Any:
-    return np.array(time.time(), np.float64)
 
 
 def timestamp(name: str | None = None) -> Tensor:

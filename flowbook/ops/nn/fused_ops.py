@@ -49,29 +49,25 @@ from typing import Any
 import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import OPS, OpDef, Out, no_gradient, register
+from flowbook.framework.registry import OPS, Out, no_gradient, op
 from flowbook.framework.tensor import Tensor
 from flowbook.kernels.bias_kernels import add_bias, relu
 from flowbook.ops.math.elementwise import FLOAT, check_dtype
 from flowbook.ops.nn.loss_ops import _check_labels
 
-# tail step -> (the ufunc's name, the binary ops' operand order: "either" or "left")
-STEPS: dict[str, tuple[str, str | None]] = {
-    "BiasAdd": ("add", "left"),
-    "Add": ("add", "either"),
-    "AddV2": ("add", "either"),
-    "Mul": ("multiply", "either"),
-    "Maximum": ("maximum", "either"),
-    "Minimum": ("minimum", "either"),
-    "Sub": ("subtract", "left"),
-    "RealDiv": ("divide", "left"),
-    "Relu": ("maximum", None),  # maximum(x, 0), as the Relu kernel
-    "Sum": ("sum", None),  # over no axes
-}
-BIAS_STEPS = frozenset({"BiasAdd", "Add", "AddV2"})  # a 1-D operand: bias_kernels.add_bias
-UNARY_STEPS = frozenset(k for k, (_, order) in STEPS.items() if order is None)
+# The steps a tail may take are the ops whose row declares a ``fusion`` with a ``step``
+# (flowbook.framework.registry.Fusion): the xp function the written kernel calls, and for a
+# binary step the order of its operands.
 
-__all__ = ["STEPS", "UNARY_STEPS"]
+
+def _step_call(xp: Any, op_type: str) -> tuple[Any, int]:
+    """A tail step's function and kind: 0 unary (a ReLU), 1 an add (``add_bias`` for a 1-D
+    operand), 2 another binary ufunc."""
+    fusion = OPS[op_type].fusion
+    if fusion is None or fusion.step is None:
+        raise ValueError(f"{op_type} is not a step of a fused op")
+    kind = 0 if fusion.order is None else 1 if fusion.step == "add" else 2
+    return getattr(xp, fusion.step), kind
 
 
 def _as_is(v: Any, operands: Sequence[Any]) -> Any:
@@ -87,11 +83,7 @@ def _tail(xp: Any, steps: Sequence[str]) -> Callable[[Any, Sequence[Any]], Any]:
     step in place (``out=``) and stays that array; a 0-d one (numpy gives scalars, not
     buffers) takes the same calls without ``out=``.
     """
-    calls = tuple(
-        (getattr(xp, STEPS[s][0]), 0 if s == "Relu" else 1 if s in BIAS_STEPS else 2)
-        for s in steps
-        if s != "Sum"
-    )
+    calls = tuple(_step_call(xp, s) for s in steps if OPS[s].fusion.step != "sum")
     if not calls:
         return _as_is
 
@@ -141,15 +133,13 @@ def _matmul_infer(a: Tensor, b: Tensor, *args: Tensor, **_: Any) -> Out:
     return Out(a.dtype, None)
 
 
-register(
-    OpDef(
-        "_FusedMatMul",
-        ("a", "b", "*args"),
-        ("transpose_a", "transpose_b", "fused_ops"),
-        _matmul_infer,
-        None,
-        bind=_bind_matmul,
-    )
+op(
+    "_FusedMatMul",
+    ("a", "b", "*args"),
+    ("transpose_a", "transpose_b", "fused_ops"),
+    _matmul_infer,
+    None,
+    bind=_bind_matmul,
 )
 
 
@@ -165,15 +155,13 @@ def _bind_elementwise(xp: Any, head: str, fused_ops: Sequence[str] = ()) -> Call
     return fused_elementwise
 
 
-register(
-    OpDef(
-        "_FusedElementwise",
-        ("*args",),
-        ("head", "fused_ops"),
-        _fused_infer,
-        None,
-        bind=_bind_elementwise,
-    )
+op(
+    "_FusedElementwise",
+    ("*args",),
+    ("head", "fused_ops"),
+    _fused_infer,
+    None,
+    bind=_bind_elementwise,
 )
 
 
@@ -193,15 +181,13 @@ def _bind_sum(
     return fused_sum
 
 
-register(
-    OpDef(
-        "_FusedSum",
-        ("input", "*args"),
-        ("axes", "keep_dims", "fused_ops"),
-        _fused_infer,
-        None,
-        bind=_bind_sum,
-    )
+op(
+    "_FusedSum",
+    ("input", "*args"),
+    ("axes", "keep_dims", "fused_ops"),
+    _fused_infer,
+    None,
+    bind=_bind_sum,
 )
 
 
@@ -260,15 +246,13 @@ def _xent(xp: Any, features: Any, labels: Any, with_loss: bool) -> tuple[Any, An
     return loss, e.astype(features.dtype) if half else e
 
 
-register(
-    OpDef(
-        "_FusedSparseSoftmaxCrossEntropyWithLogits",
-        ("features", "labels", "*args"),
-        ("with_loss", "fused_ops"),
-        _xent_infer,
-        None,
-        bind=_bind_xent,
-    )
+op(
+    "_FusedSparseSoftmaxCrossEntropyWithLogits",
+    ("features", "labels", "*args"),
+    ("with_loss", "fused_ops"),
+    _xent_infer,
+    None,
+    bind=_bind_xent,
 )
 
 
@@ -288,15 +272,13 @@ def _bind_conv2d(xp: Any, fused_ops: Sequence[str] = (), **attrs: Any) -> Callab
     return fused_conv2d
 
 
-register(
-    OpDef(
-        "_FusedConv2D",
-        ("input", "filter", "*args"),
-        (*CONV_ATTRS, "fused_ops"),
-        _fused_infer,
-        None,
-        bind=_bind_conv2d,
-    )
+op(
+    "_FusedConv2D",
+    ("input", "filter", "*args"),
+    (*CONV_ATTRS, "fused_ops"),
+    _fused_infer,
+    None,
+    bind=_bind_conv2d,
 )
 
 
@@ -318,15 +300,13 @@ def _bind_max_pool_grad(
     return fused_max_pool_grad
 
 
-register(
-    OpDef(
-        "_FusedMaxPoolGrad",
-        ("orig_input", "orig_output", "grad", "*args"),
-        (*POOL_ATTRS, "fused_ops", "pooled"),
-        _fused_infer,
-        None,
-        bind=_bind_max_pool_grad,
-    )
+op(
+    "_FusedMaxPoolGrad",
+    ("orig_input", "orig_output", "grad", "*args"),
+    (*POOL_ATTRS, "fused_ops", "pooled"),
+    _fused_infer,
+    None,
+    bind=_bind_max_pool_grad,
 )
 
 no_gradient(

@@ -29,7 +29,7 @@ from typing import Any
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, register_gradient, register_op
+from flowbook.framework.registry import Fusion, Out, op, register_gradient
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, merge
 from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
@@ -96,7 +96,6 @@ def _xent_infer(features: Tensor, labels: Tensor) -> list[Out]:
     return [Out(dt, (both[0],)), Out(dt, both)]
 
 
-@register_op("SoftmaxCrossEntropyWithLogits", ("features", "labels"), _xent_infer)
 def _xent(xp: Any, features: Any, labels: Any) -> tuple[Any, Any]:
     if features.shape != labels.shape:
         raise InvalidArgumentError(
@@ -109,6 +108,15 @@ def _xent(xp: Any, features: Any, labels: Any) -> tuple[Any, Any]:
     labels = labels.astype(ct, copy=False)
     loss = -(labels * log_p).sum(axis=1)
     return loss.astype(features.dtype, copy=False), (p - labels).astype(features.dtype, copy=False)
+
+
+op(
+    "SoftmaxCrossEntropyWithLogits",
+    ("features", "labels"),
+    infer=_xent_infer,
+    kernel=_xent,
+    num_outputs=2,
+)
 
 
 @register_gradient("SoftmaxCrossEntropyWithLogits")
@@ -151,7 +159,6 @@ def _check_labels(xp: Any, labels: Any, n: int, c: int) -> None:
         )
 
 
-@register_op("SparseSoftmaxCrossEntropyWithLogits", ("features", "labels"), _sparse_xent_infer)
 def _sparse_xent(xp: Any, features: Any, labels: Any) -> tuple[Any, Any]:
     n, c = features.shape
     _check_labels(xp, labels, n, c)
@@ -166,6 +173,16 @@ def _sparse_xent(xp: Any, features: Any, labels: Any) -> tuple[Any, Any]:
     return loss.astype(features.dtype, copy=False), e.astype(features.dtype, copy=False)
 
 
+op(
+    "SparseSoftmaxCrossEntropyWithLogits",
+    ("features", "labels"),
+    infer=_sparse_xent_infer,
+    kernel=_sparse_xent,
+    fusion=Fusion(head="_FusedSparseSoftmaxCrossEntropyWithLogits", follows=1),  # the backprop
+    num_outputs=2,
+)
+
+
 @register_gradient("SparseSoftmaxCrossEntropyWithLogits")
 def _sparse_xent_gradient(op: Any, grad_loss: Tensor, grad_grad: Tensor) -> list[Tensor | None]:
     return [_xent_grad(op, grad_loss, grad_grad), None]
@@ -177,9 +194,11 @@ def _l2_infer(t: Tensor) -> Out:
     return Out(t.dtype, ())
 
 
-@register_op("L2Loss", ("t",), _l2_infer)
 def _l2_loss(xp: Any, t: Any) -> Any:
     return xp.asarray(xp.sum(t * t) / 2, dtype=t.dtype)
+
+
+op("L2Loss", ("t",), infer=_l2_infer, kernel=_l2_loss)
 
 
 @register_gradient("L2Loss")

@@ -30,14 +30,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import OpDef, Out, register, register_gradient
+from flowbook.framework.registry import Fusion, Out, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.kernels.bias_kernels import relu as relu_kernel
 from flowbook.ops._builder import make1, tensor
 from flowbook.ops.array import array_ops
 from flowbook.ops.math import math_ops
-from flowbook.ops.math.elementwise import FLOAT, REAL, check_dtype
+from flowbook.ops.math.elementwise import FLOAT, REAL, check_dtype, step
 from flowbook.ops.nn.activation_grads import SELU_ALPHA, SELU_SCALE, activation_grad
 from flowbook.ops.nn.conv_ops import bias_add
 
@@ -100,12 +100,19 @@ class Activation(NamedTuple):
     kernel: Callable[..., Any]  # kernel(xp, x)
     dtypes: frozenset  # input dtypes the op takes
     grad: Callable[[Tensor, Tensor, Tensor], Tensor]  # grad(g, x, y), y the op's output
+    fusion: Fusion | None = None  # how the optimiser fuses it (flowbook.framework.registry)
 
 
 # The gradients are TF's: ReluGrad, Relu6Grad, EluGrad and SeluGrad read the
 # output y, SoftplusGrad the input x.
 ACTIVATIONS: list[Activation] = [
-    Activation("Relu", _relu, REAL, lambda g, x, y: activation_grad("ReluGrad", g, y)),
+    Activation(
+        "Relu",
+        _relu,
+        REAL,
+        lambda g, x, y: activation_grad("ReluGrad", g, y),
+        step("maximum", None),  # maximum(x, 0), as its kernel
+    ),
     Activation("Relu6", _relu6, REAL, lambda g, x, y: activation_grad("Relu6Grad", g, y)),
     Activation("Elu", _elu, FLOAT, lambda g, x, y: activation_grad("EluGrad", g, y)),
     Activation("Softplus", _softplus, FLOAT, lambda g, x, y: activation_grad("SoftplusGrad", g, x)),
@@ -134,16 +141,15 @@ def _activation_grad(row: Activation) -> Callable[..., Tensor]:
 
 for _row in ACTIVATIONS:
     _infer = _activation_infer(_row.dtypes)
-    register(
-        OpDef(
-            _row.op_type,
-            ("features",),
-            (),
-            _infer,
-            _row.kernel,
-            grad=_activation_grad(_row),
-            takes_out=_row.kernel is _relu,
-        )  # Relu's kernel takes out=
+    op(
+        _row.op_type,
+        ("features",),
+        (),
+        _infer,
+        _row.kernel,
+        grad=_activation_grad(_row),
+        takes_out=_row.kernel is _relu,
+        fusion=_row.fusion,
     )
 
 
@@ -157,8 +163,8 @@ def _softmax_infer(logits: Tensor, axis: int = -1, **_: Any) -> Out:
     return Out(logits.dtype, shape)
 
 
-register(OpDef("Softmax", ("logits",), ("axis",), _softmax_infer, _softmax))
-register(OpDef("LogSoftmax", ("logits",), ("axis",), _softmax_infer, _log_softmax))
+op("Softmax", ("logits",), ("axis",), _softmax_infer, _softmax)
+op("LogSoftmax", ("logits",), ("axis",), _softmax_infer, _log_softmax)
 
 
 @register_gradient("Softmax")
@@ -186,7 +192,7 @@ def _leaky_relu(xp: Any, x: Any, alpha: float = 0.2) -> Any:
     return xp.where(x > 0, x, x * x.dtype.type(alpha))
 
 
-register(OpDef("LeakyRelu", ("features",), ("alpha",), _leaky_relu_infer, _leaky_relu))
+op("LeakyRelu", ("features",), ("alpha",), _leaky_relu_infer, _leaky_relu)
 
 
 @register_gradient("LeakyRelu")

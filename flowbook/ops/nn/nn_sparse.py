@@ -37,7 +37,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.ops._builder import make
 from flowbook.ops.array import array_ops
@@ -48,8 +48,12 @@ from flowbook.ops.math import math_ops
 from flowbook.ops.math.scan_ops import cumsum
 from flowbook.ops.math.segment_ops import segment_sum
 from flowbook.ops.nn.embedding_ops import embedding_lookup
-from flowbook.ops.sparse.sparse_more import sparse_fill_empty_rows, sparse_reshape, sparse_retain
-from flowbook.ops.sparse.sparse_ops import as_sparse
+from flowbook.ops.sparse.sparse_ops import (
+    as_sparse,
+    sparse_fill_empty_rows,
+    sparse_reshape,
+    sparse_retain,
+)
 from flowbook.ops.state.scatter_ops import gather_nd, scatter_nd
 
 __all__ = [
@@ -168,14 +172,6 @@ def _greedy_infer(
     ]
 
 
-@register_op(
-    "CTCGreedyDecoder",
-    ("inputs", "sequence_length"),
-    _greedy_infer,
-    ("merge_repeated", "blank_index"),
-    host_only=True,
-    grad=NOT_DIFFERENTIABLE,
-)
 def _greedy(
     xp: Any, inputs: Any, sequence_length: Any, merge_repeated: bool, blank_index: int
 ) -> Any:
@@ -201,6 +197,17 @@ def _greedy(
         np.asarray(shape, np.int64),
         score,
     )
+
+
+op(
+    "CTCGreedyDecoder",
+    ("inputs", "sequence_length"),
+    infer=_greedy_infer,
+    attrs=("merge_repeated", "blank_index"),
+    kernel=_greedy,
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def ctc_greedy_decoder(

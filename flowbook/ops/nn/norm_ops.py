@@ -40,7 +40,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, no_gradient, register_gradient, register_op
+from flowbook.framework.registry import Out, no_gradient, op, register_gradient
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, tensor
@@ -86,7 +86,6 @@ def _lrn_infer(
     return Out(input.dtype, input._shape)
 
 
-@register_op("LRN", ("input",), _lrn_infer, _LRN_ATTRS)
 def _lrn(
     xp: Any, x: Any, depth_radius: int = 5, bias: float = 1.0, alpha: float = 1.0, beta: float = 0.5
 ) -> Any:
@@ -95,13 +94,15 @@ def _lrn(
     return y.astype(x.dtype, copy=False)
 
 
+op("LRN", ("input",), infer=_lrn_infer, attrs=_LRN_ATTRS, kernel=_lrn)
+
+
 def _lrn_grad_infer(
     input_grads: Tensor, input_image: Tensor, output_image: Tensor, **a: Any
 ) -> Out:
     return _lrn_infer(input_image, **a)
 
 
-@register_op("LRNGrad", ("input_grads", "input_image", "output_image"), _lrn_grad_infer, _LRN_ATTRS)
 def _lrn_grad(
     xp: Any,
     g: Any,
@@ -119,6 +120,15 @@ def _lrn_grad(
     back = _window_sum(xp, g * y / norm, depth_radius)
     dx = g * norm**-beta - (2.0 * alpha * beta) * x * back
     return dx.astype(dtype, copy=False)
+
+
+op(
+    "LRNGrad",
+    ("input_grads", "input_image", "output_image"),
+    infer=_lrn_grad_infer,
+    attrs=_LRN_ATTRS,
+    kernel=_lrn_grad,
+)
 
 
 @register_gradient("LRN")

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import Out, register_gradient, register_op
+from flowbook.framework.registry import Fusion, OpDef, Out, op, register_gradient
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt, num_elements
 from flowbook.kernels.pool_kernels import (
@@ -112,10 +112,19 @@ def _pool_grad_attrs(op: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------ MaxPool
-@register_op("MaxPool", ("input",), _pool_infer("MaxPool", REAL), _POOL_ATTRS, heavy=_pool_heavy)
 def _max_pool(xp: Any, x: Any, ksize: Any, strides: Any, padding: str, **_: Any) -> Any:
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     return window_max(xp, pad_nhwc(xp, x, g, lowest(xp, x.dtype)), g, k, s)
+
+
+op(
+    "MaxPool",
+    ("input",),
+    infer=_pool_infer("MaxPool", REAL),
+    attrs=_POOL_ATTRS,
+    kernel=_max_pool,
+    heavy=_pool_heavy,
+)
 
 
 def _argmax(xp: Any, x: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> tuple:
@@ -161,13 +170,12 @@ def _max_pool_backprop_infer(op_type: str) -> Any:
     return infer
 
 
-def _max_pool_backprop(op_type: str) -> Any:
-    """Register the decorated kernel as MaxPoolGrad or MaxPoolGradGrad (one set of inputs)."""
+def _max_pool_backprop(op_type: str, kernel: Any, **fields: Any) -> OpDef:
+    """Declare MaxPoolGrad or MaxPoolGradGrad (one set of inputs) with its kernel."""
     inputs, infer = ("orig_input", "orig_output", "grad"), _max_pool_backprop_infer(op_type)
-    return register_op(op_type, inputs, infer, _POOL_ATTRS, heavy=_pool_heavy)
+    return op(op_type, inputs, _POOL_ATTRS, infer, kernel, heavy=_pool_heavy, **fields)
 
 
-@_max_pool_backprop("MaxPoolGrad")
 def _max_pool_grad_kernel(
     xp: Any,
     x: Any,
@@ -189,6 +197,9 @@ def _max_pool_grad_kernel(
     return max_pool_grad(xp, x, grad, g, k, s, relu, y if pooled else None)
 
 
+_max_pool_backprop("MaxPoolGrad", _max_pool_grad_kernel, fusion=Fusion(head="_FusedMaxPoolGrad"))
+
+
 @register_gradient("MaxPoolGrad")
 def _max_pool_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
     x, y, _ = op.inputs
@@ -196,7 +207,6 @@ def _max_pool_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
     return [array_ops.zeros_like(x), array_ops.zeros_like(y), gg]
 
 
-@_max_pool_backprop("MaxPoolGradGrad")
 def _max_pool_grad_grad_kernel(
     xp: Any, x: Any, y: Any, grad: Any, ksize: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -208,6 +218,9 @@ def _max_pool_grad_grad_kernel(
     for t, idx in enumerate(cells(g, k, s)):  # the grad at each window's first max
         out += masked(xp, codes == t, grad_padded[idx])
     return out
+
+
+_max_pool_backprop("MaxPoolGradGrad", _max_pool_grad_grad_kernel)
 
 
 @register_gradient("MaxPoolGradGrad")
@@ -234,13 +247,6 @@ def _argmax_infer(
     return [Out(input.dtype, shape), Out(Targmax, shape)]
 
 
-@register_op(
-    "MaxPoolWithArgmax",
-    ("input",),
-    _argmax_infer,
-    ("ksize", "strides", "padding", "Targmax", "include_batch_in_index"),
-    heavy=_pool_heavy,
-)
 def _max_pool_with_argmax(
     xp: Any,
     x: Any,
@@ -263,6 +269,17 @@ def _max_pool_with_argmax(
     return y, flat.astype(Targmax.as_numpy_dtype)
 
 
+op(
+    "MaxPoolWithArgmax",
+    ("input",),
+    infer=_argmax_infer,
+    attrs=("ksize", "strides", "padding", "Targmax", "include_batch_in_index"),
+    kernel=_max_pool_with_argmax,
+    heavy=_pool_heavy,
+    num_outputs=2,
+)
+
+
 @register_gradient("MaxPoolWithArgmax")
 def _max_pool_with_argmax_grad(op: Any, grad: Tensor, _: Tensor) -> Tensor:
     attrs = {**attrs_of(op, ("ksize", "strides", "padding")), "data_format": "NHWC"}
@@ -281,11 +298,20 @@ def _counts(
     return (rows[:, None] * cols[None, :])[:, :, None].astype(dtype)
 
 
-@register_op("AvgPool", ("value",), _pool_infer("AvgPool", FLOAT), _POOL_ATTRS, heavy=_pool_heavy)
 def _avg_pool(xp: Any, x: Any, ksize: Any, strides: Any, padding: str, **_: Any) -> Any:
     g, k, s = _geometry(x.shape, ksize, strides, padding)
     total = window_sum(xp, pad_nhwc(xp, x, g), g, k, s)
     return total / _counts(xp, g, x.shape[1:3], k, s, x.dtype)
+
+
+op(
+    "AvgPool",
+    ("value",),
+    infer=_pool_infer("AvgPool", FLOAT),
+    attrs=_POOL_ATTRS,
+    kernel=_avg_pool,
+    heavy=_pool_heavy,
+)
 
 
 @register_gradient("AvgPool")
@@ -312,14 +338,6 @@ def _avg_pool_grad_infer(
     return Out(grad.dtype, xs)
 
 
-@register_op(
-    "AvgPoolGrad",
-    ("orig_input_shape", "grad"),
-    _avg_pool_grad_infer,
-    _POOL_ATTRS,
-    heavy=_pool_heavy,
-    host_inputs=(0,),
-)
 def _avg_pool_grad_kernel(
     xp: Any, orig_input_shape: Any, grad: Any, ksize: Any, strides: Any, padding: str, **_: Any
 ) -> Any:
@@ -328,6 +346,18 @@ def _avg_pool_grad_kernel(
     _check_grad(grad, shape, g)
     spread = grad / _counts(xp, g, shape[1:3], k, s, grad.dtype)
     return scatter_windows(xp, shape, g, k, s, lambda i, j: spread)
+
+
+op(
+    "AvgPoolGrad",
+    ("orig_input_shape", "grad"),
+    infer=_avg_pool_grad_infer,
+    attrs=_POOL_ATTRS,
+    kernel=_avg_pool_grad_kernel,
+    heavy=_pool_heavy,
+    host_inputs=(0,),
+    type_attrs={"T": 1},
+)
 
 
 @register_gradient("AvgPoolGrad")

@@ -39,7 +39,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, no_gradient, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make, tensor
@@ -169,10 +169,17 @@ for _op_type, _draw, _p in (
     ("LogUniformCandidateSampler", _draw_log_uniform, log_uniform_probability),
     ("UniformCandidateSampler", _draw_uniform, _uniform_probability),
 ):
-    register_op(_op_type, ("true_classes",), _sampler_infer(_op_type), _ATTRS, **_OPTIONS)(
-        _sampler_kernel(_draw, _p)
+    op(
+        _op_type,
+        ("true_classes",),
+        _ATTRS,
+        _sampler_infer(_op_type),
+        _sampler_kernel(_draw, _p),
+        grad=NOT_DIFFERENTIABLE,
+        num_outputs=3,
+        type_attrs={},
+        **_OPTIONS,
     )
-no_gradient("LogUniformCandidateSampler", "UniformCandidateSampler")
 
 
 def _sampler(

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, tensor
@@ -57,18 +57,16 @@ def _multinomial(
     return xp.minimum(drawn, classes - 1).astype(output_dtype.np)
 
 
-register(
-    OpDef(
-        "Multinomial",
-        ("logits", "num_samples"),
-        ("seed", "seed2", "output_dtype"),
-        _infer,
-        _multinomial,
-        stateful=True,
-        resource="rng",
-        host_inputs=(1,),
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "Multinomial",
+    ("logits", "num_samples"),
+    ("seed", "seed2", "output_dtype"),
+    _infer,
+    _multinomial,
+    stateful=True,
+    resource="rng",
+    host_inputs=(1,),
+    grad=NOT_DIFFERENTIABLE,
 )
 
 

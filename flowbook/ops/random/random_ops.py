@@ -34,7 +34,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import get_default_graph, name_scope
-from flowbook.framework.registry import Out, no_gradient, register_op
+from flowbook.framework.registry import Out, no_gradient, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.kernels import philox_sampling
@@ -126,7 +126,6 @@ _SHAPED = {**_RNG, "host_inputs": (0,)}  # the shape input is read on the host
 _FLOAT_ATTRS = ("dtype", "seed", "seed2")
 
 
-@register_op("RandomUniform", ("shape",), _float_infer("RandomUniform"), _FLOAT_ATTRS, **_SHAPED)
 def _random_uniform_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
@@ -138,13 +137,17 @@ def _random_uniform_kernel(
     return out.astype(dtype.np, copy=False)
 
 
-@register_op(
-    "RandomStandardNormal",
+op(
+    "RandomUniform",
     ("shape",),
-    _float_infer("RandomStandardNormal"),
-    _FLOAT_ATTRS,
+    infer=_float_infer("RandomUniform"),
+    attrs=_FLOAT_ATTRS,
+    kernel=_random_uniform_kernel,
     **_SHAPED,
+    type_attrs={"T": 0},
 )
+
+
 def _random_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
@@ -154,9 +157,17 @@ def _random_normal_kernel(
     return out.astype(dtype.np, copy=False)
 
 
-@register_op(
-    "TruncatedNormal", ("shape",), _float_infer("TruncatedNormal"), _FLOAT_ATTRS, **_SHAPED
+op(
+    "RandomStandardNormal",
+    ("shape",),
+    infer=_float_infer("RandomStandardNormal"),
+    attrs=_FLOAT_ATTRS,
+    kernel=_random_normal_kernel,
+    **_SHAPED,
+    type_attrs={"T": 0},
 )
+
+
 def _truncated_normal_kernel(
     xp: Any, shape: Any, *, rng: Any, dtype: Any, seed: int, seed2: int
 ) -> Any:
@@ -171,6 +182,17 @@ def _truncated_normal_kernel(
         out[redraw] = rng.standard_normal(int(redraw.sum()), dtype=native)
         redraw = xp.abs(out) > 2.0
     return out.astype(dtype.np, copy=False)
+
+
+op(
+    "TruncatedNormal",
+    ("shape",),
+    infer=_float_infer("TruncatedNormal"),
+    attrs=_FLOAT_ATTRS,
+    kernel=_truncated_normal_kernel,
+    **_SHAPED,
+    type_attrs={"T": 0},
+)
 
 
 def _uniform_int_infer(
@@ -189,14 +211,6 @@ def _uniform_int_infer(
     return Out(Tout, _shape_of("RandomUniformInt", shape))
 
 
-@register_op(
-    "RandomUniformInt",
-    ("shape", "minval", "maxval"),
-    _uniform_int_infer,
-    ("Tout", "seed", "seed2"),
-    **_RNG,
-    host_inputs=(0, 1, 2),
-)
 def _random_uniform_int_kernel(
     xp: Any, shape: Any, minval: Any, maxval: Any, *, rng: Any, Tout: Any, seed: int, seed2: int
 ) -> Any:
@@ -209,14 +223,18 @@ def _random_uniform_int_kernel(
     return rng.integers(lo, hi, host_ints(shape), dtype=Tout.np)
 
 
-@register_op(
-    "RandomShuffle",
-    ("value",),
-    lambda value, seed, seed2: Out(value.dtype, value._shape),
-    ("seed", "seed2"),
+op(
+    "RandomUniformInt",
+    ("shape", "minval", "maxval"),
+    infer=_uniform_int_infer,
+    attrs=("Tout", "seed", "seed2"),
+    kernel=_random_uniform_int_kernel,
     **_RNG,
-    host_only=True,  # as in TF: its order comes of a swap loop on the host
+    host_inputs=(0, 1, 2),
+    type_attrs={"T": 0},
 )
+
+
 def _random_shuffle_kernel(xp: Any, value: Any, *, rng: Any, seed: int, seed2: int) -> Any:
     if value.ndim == 0:
         return value
@@ -225,6 +243,17 @@ def _random_shuffle_kernel(xp: Any, value: Any, *, rng: Any, seed: int, seed2: i
         _tf_stream(rng, seed, seed2).reserve((max(n - 1, 0) + 3) // 4)
     )  # TF: n - 1 words, 4 a block
     return value[fisher_yates(n, words)]
+
+
+op(
+    "RandomShuffle",
+    ("value",),
+    infer=lambda value, seed, seed2: Out(value.dtype, value._shape),
+    attrs=("seed", "seed2"),
+    kernel=_random_shuffle_kernel,
+    **_RNG,
+    host_only=True,
+)
 
 
 def _float_dtype(dtype: Any, what: str) -> dtypes.DType:

@@ -46,7 +46,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import CancelledError, InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.state.pending import Pending, settle
@@ -206,60 +206,50 @@ def _set_infer(h: Tensor, step: Tensor) -> list[Out]:
     return []
 
 
-register(
-    OpDef(
-        "ConditionalAccumulator",
-        (),
-        ("dtype", "shape", "container", "shared_name", "reduction_type"),
-        lambda **a: Out(dtypes.string, ()),
-        _accumulator,
-        resource="container",
-        doc="A conditional accumulator of gradients (its handle).",
-        **_STATE,
-    )
+op(
+    "ConditionalAccumulator",
+    (),
+    ("dtype", "shape", "container", "shared_name", "reduction_type"),
+    lambda **a: Out(dtypes.string, ()),
+    _accumulator,
+    resource="container",
+    doc="A conditional accumulator of gradients (its handle).",
+    **_STATE,
 )
-register(
-    OpDef(
-        "AccumulatorApplyGradient",
-        ("handle", "local_step", "gradient"),
-        ("dtype",),
-        _apply_infer,
-        _apply,
-        doc="Adds a gradient unless it is stale.",
-        **_STATE,
-    )
+op(
+    "AccumulatorApplyGradient",
+    ("handle", "local_step", "gradient"),
+    ("dtype",),
+    _apply_infer,
+    _apply,
+    doc="Adds a gradient unless it is stale.",
+    **_STATE,
 )
-register(
-    OpDef(
-        "AccumulatorTakeGradient",
-        ("handle", "num_required"),
-        ("dtype",),
-        lambda h, n, dtype: Out(dtypes.as_dtype(dtype), None),
-        _take,
-        blocking=True,
-        doc="Waits for num_required gradients; their mean.",
-        **_STATE,
-    )
+op(
+    "AccumulatorTakeGradient",
+    ("handle", "num_required"),
+    ("dtype",),
+    lambda h, n, dtype: Out(dtypes.as_dtype(dtype), None),
+    _take,
+    blocking=True,
+    doc="Waits for num_required gradients; their mean.",
+    **_STATE,
 )
-register(
-    OpDef(
-        "AccumulatorSetGlobalStep",
-        ("handle", "new_global_step"),
-        (),
-        _set_infer,
-        _set_step,
-        doc="Sets the accumulator's global step.",
-        **_STATE,
-    )
+op(
+    "AccumulatorSetGlobalStep",
+    ("handle", "new_global_step"),
+    (),
+    _set_infer,
+    _set_step,
+    doc="Sets the accumulator's global step.",
+    **_STATE,
 )
-register(
-    OpDef(
-        "AccumulatorNumAccumulated",
-        ("handle",),
-        (),
-        lambda h: Out(dtypes.int32, ()),
-        lambda xp, a: np.int32(a.num_accumulated()),
-        doc="How many gradients the accumulator holds.",
-        **_STATE,
-    )
+op(
+    "AccumulatorNumAccumulated",
+    ("handle",),
+    (),
+    lambda h: Out(dtypes.int32, ()),
+    lambda xp, a: np.int32(a.num_accumulated()),
+    doc="How many gradients the accumulator holds.",
+    **_STATE,
 )

@@ -23,7 +23,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import OpDef, Out, no_gradient, register
+from flowbook.framework.registry import Out, no_gradient, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, merge
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -97,56 +97,48 @@ def _initialized_infer(ref: Tensor, dtype: Any) -> Out:
 
 
 _REF = {"stateful": True, "ref_inputs": (0,)}
-register(
-    OpDef(
-        "VariableV2",
-        (),
-        ("shape", "dtype"),
-        lambda shape, dtype: Out(dtype, shape),
-        _variable_kernel,
-        stateful=True,
-        resource="variable",
-    )
+op(
+    "VariableV2",
+    (),
+    ("shape", "dtype"),
+    lambda shape, dtype: Out(dtype, shape),
+    _variable_kernel,
+    stateful=True,
+    resource="variable",
+    type_attrs={},
 )
-register(
-    OpDef(
-        "Assign",
-        ("ref", "value"),
-        ("validate_shape", "use_locking"),
-        _assign_infer,
-        _assign_kernel,
-        **_REF,
-    )
+op(
+    "Assign",
+    ("ref", "value"),
+    ("validate_shape", "use_locking"),
+    _assign_infer,
+    _assign_kernel,
+    **_REF,
 )
-register(
-    OpDef(
-        "AssignAdd",
-        ("ref", "value"),
-        ("use_locking",),
-        _update_infer("AssignAdd"),
-        _update_kernel(1),
-        **_REF,
-    )
+op(
+    "AssignAdd",
+    ("ref", "value"),
+    ("use_locking",),
+    _update_infer("AssignAdd"),
+    _update_kernel(1),
+    **_REF,
 )
-register(
-    OpDef(
-        "AssignSub",
-        ("ref", "value"),
-        ("use_locking",),
-        _update_infer("AssignSub"),
-        _update_kernel(-1),
-        **_REF,
-    )
+op(
+    "AssignSub",
+    ("ref", "value"),
+    ("use_locking",),
+    _update_infer("AssignSub"),
+    _update_kernel(-1),
+    **_REF,
 )
-register(
-    OpDef(
-        "IsVariableInitialized",
-        ("ref",),
-        ("dtype",),
-        _initialized_infer,
-        _is_initialized_kernel,
-        **_REF,
-    )
+op(
+    "IsVariableInitialized",
+    ("ref",),
+    ("dtype",),
+    _initialized_infer,
+    _is_initialized_kernel,
+    **_REF,
+    type_attrs={},
 )
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Out, no_gradient, register_op
+from flowbook.framework.registry import Out, no_gradient, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, merge
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -50,14 +50,6 @@ def _apply_gd_infer(var: Tensor, alpha: Tensor, delta: Tensor, **_: Any) -> Out:
     return Out(var.dtype, merge(var._shape, delta._shape))
 
 
-@register_op(
-    "ApplyGradientDescent",
-    ("var", "alpha", "delta"),
-    _apply_gd_infer,
-    ("use_locking",),
-    stateful=True,
-    ref_inputs=(0,),
-)
 def _apply_gradient_descent(
     xp: Any, var: VarState, alpha: Any, delta: Any, *, use_locking: bool = False
 ) -> Any:
@@ -76,6 +68,17 @@ def _apply_gradient_descent(
         else:  # 0-d: numpy returns scalars, not buffers
             new = xp.asarray(old - step)
         return var.keep(new)
+
+
+op(
+    "ApplyGradientDescent",
+    ("var", "alpha", "delta"),
+    infer=_apply_gd_infer,
+    attrs=("use_locking",),
+    kernel=_apply_gradient_descent,
+    stateful=True,
+    ref_inputs=(0,),
+)
 
 
 no_gradient("ApplyGradientDescent")

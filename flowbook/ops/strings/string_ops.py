@@ -32,7 +32,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import broadcast
 from flowbook.ops._builder import make, make1, tensor
@@ -92,33 +92,69 @@ def _join_infer(*inputs: Tensor, N: int, separator: str) -> Out:
     return Out(dtypes.string, shape)
 
 
-@register_op("StringJoin", ("*inputs",), _join_infer, ("N", "separator"), **_HOST)
 def _string_join(xp: Any, *inputs: Any, N: int, separator: str) -> Any:
     sep = _b(separator)
     return _each(lambda *parts: sep.join(_b(p) for p in parts), *inputs)
 
 
-@register_op("StringStrip", ("input",), _same_shape("StringStrip"), **_HOST)
+op(
+    "StringJoin",
+    ("*inputs",),
+    infer=_join_infer,
+    attrs=("N", "separator"),
+    kernel=_string_join,
+    **_HOST,
+)
+
+
 def _string_strip(xp: Any, input: Any) -> Any:
     return _each(lambda s: _b(s).strip(), input)
 
 
-@register_op("StringLength", ("input",), _same_shape("StringLength", dtypes.int32), **_HOST)
+op("StringStrip", ("input",), infer=_same_shape("StringStrip"), kernel=_string_strip, **_HOST)
+
+
 def _string_length(xp: Any, input: Any) -> Any:
     return _each(lambda s: len(_b(s)), input, out=np.int32)
 
 
-@register_op("StringLower", ("input",), _same_shape("StringLower"), ("encoding",), **_HOST)
+op(
+    "StringLength",
+    ("input",),
+    infer=_same_shape("StringLength", dtypes.int32),
+    kernel=_string_length,
+    **_HOST,
+)
+
+
 def _string_lower(xp: Any, input: Any, encoding: str) -> Any:
     return _each(lambda s: _b(s).lower(), input)
 
 
-@register_op("StringUpper", ("input",), _same_shape("StringUpper"), ("encoding",), **_HOST)
+op(
+    "StringLower",
+    ("input",),
+    infer=_same_shape("StringLower"),
+    attrs=("encoding",),
+    kernel=_string_lower,
+    **_HOST,
+)
+
+
 def _string_upper(xp: Any, input: Any, encoding: str) -> Any:
     return _each(lambda s: _b(s).upper(), input)
 
 
-@register_op("EncodeBase64", ("input",), _same_shape("EncodeBase64"), ("pad",), **_HOST)
+op(
+    "StringUpper",
+    ("input",),
+    infer=_same_shape("StringUpper"),
+    attrs=("encoding",),
+    kernel=_string_upper,
+    **_HOST,
+)
+
+
 def _encode_base64(xp: Any, input: Any, pad: bool) -> Any:
     def one(s: Any) -> bytes:
         out = base64.urlsafe_b64encode(_b(s))
@@ -127,7 +163,16 @@ def _encode_base64(xp: Any, input: Any, pad: bool) -> Any:
     return _each(one, input)
 
 
-@register_op("DecodeBase64", ("input",), _same_shape("DecodeBase64"), **_HOST)
+op(
+    "EncodeBase64",
+    ("input",),
+    infer=_same_shape("EncodeBase64"),
+    attrs=("pad",),
+    kernel=_encode_base64,
+    **_HOST,
+)
+
+
 def _decode_base64(xp: Any, input: Any) -> Any:
     def one(s: Any) -> bytes:
         raw = _b(s).rstrip(b"=")
@@ -139,14 +184,14 @@ def _decode_base64(xp: Any, input: Any) -> Any:
     return _each(one, input)
 
 
+op("DecodeBase64", ("input",), infer=_same_shape("DecodeBase64"), kernel=_decode_base64, **_HOST)
+
+
 def _regex_infer(input: Tensor, pattern: Tensor, rewrite: Tensor, replace_global: bool) -> Out:
     _strings("RegexReplace", input, pattern, rewrite)
     return Out(dtypes.string, input._shape)
 
 
-@register_op(
-    "RegexReplace", ("input", "pattern", "rewrite"), _regex_infer, ("replace_global",), **_HOST
-)
 def _regex_replace(xp: Any, input: Any, pattern: Any, rewrite: Any, replace_global: bool) -> Any:
     try:
         regex = re.compile(_b(np.asarray(pattern, dtype=object).item()))
@@ -157,6 +202,16 @@ def _regex_replace(xp: Any, input: Any, pattern: Any, rewrite: Any, replace_glob
     return _each(lambda s: regex.sub(repl, _b(s), count=count), input)
 
 
+op(
+    "RegexReplace",
+    ("input", "pattern", "rewrite"),
+    infer=_regex_infer,
+    attrs=("replace_global",),
+    kernel=_regex_replace,
+    **_HOST,
+)
+
+
 def _substr_infer(input: Tensor, pos: Tensor, len: Tensor, unit: str) -> Out:
     _strings("Substr", input)
     shape = (
@@ -165,7 +220,6 @@ def _substr_infer(input: Tensor, pos: Tensor, len: Tensor, unit: str) -> Out:
     return Out(dtypes.string, shape)
 
 
-@register_op("Substr", ("input", "pos", "len"), _substr_infer, ("unit",), **_HOST)
 def _substr(xp: Any, input: Any, pos: Any, len: Any, unit: str) -> Any:
     def one(s: Any, p: Any, n: Any) -> bytes:
         s, p, n = _b(s), int(p), int(n)
@@ -178,6 +232,9 @@ def _substr(xp: Any, input: Any, pos: Any, len: Any, unit: str) -> Any:
     return _each(one, input, pos, len)
 
 
+op("Substr", ("input", "pos", "len"), infer=_substr_infer, attrs=("unit",), kernel=_substr, **_HOST)
+
+
 builtins_len = len
 
 
@@ -186,7 +243,6 @@ def _to_number_infer(string_tensor: Tensor, out_type: Any) -> Out:
     return Out(out_type, string_tensor._shape)
 
 
-@register_op("StringToNumber", ("string_tensor",), _to_number_infer, ("out_type",), **_HOST)
 def _string_to_number(xp: Any, string_tensor: Any, out_type: Any) -> Any:
     def one(s: Any) -> Any:
         text = _b(s).decode("utf-8", "replace").strip()
@@ -200,19 +256,22 @@ def _string_to_number(xp: Any, string_tensor: Any, out_type: Any) -> Any:
     return _each(one, string_tensor, out=out_type.np)
 
 
+op(
+    "StringToNumber",
+    ("string_tensor",),
+    infer=_to_number_infer,
+    attrs=("out_type",),
+    kernel=_string_to_number,
+    **_HOST,
+)
+
+
 def _as_string_infer(input: Tensor, **_: Any) -> Out:
     if input.dtype is dtypes.string:
         raise TypeError("AsString needs a number or bool tensor, got string")
     return Out(dtypes.string, input._shape)
 
 
-@register_op(
-    "AsString",
-    ("input",),
-    _as_string_infer,
-    ("precision", "scientific", "shortest", "width", "fill"),
-    **_HOST,
-)
 def _as_string(
     xp: Any, input: Any, precision: int, scientific: bool, shortest: bool, width: int, fill: str
 ) -> Any:
@@ -229,6 +288,16 @@ def _as_string(
     if kind == "c":
         return _each(lambda v: ("(" + spec + "," + spec + ")") % (v.real, v.imag), input)
     return _each(lambda v: (spec % v).encode(), input)
+
+
+op(
+    "AsString",
+    ("input",),
+    infer=_as_string_infer,
+    attrs=("precision", "scientific", "shortest", "width", "fill"),
+    kernel=_as_string,
+    **_HOST,
+)
 
 
 # ------------------------------------------------------------- hash buckets
@@ -290,37 +359,46 @@ def _buckets(values: Any, fn: Any, num_buckets: int) -> Any:
     return _each(lambda s: fn(_b(s)) % num_buckets, values, out=np.int64)
 
 
-@register_op(
-    "StringToHashBucketFast",
-    ("input",),
-    _hash_infer("StringToHashBucketFast"),
-    ("num_buckets",),
-    **_HOST,
-)
 def _hash_fast(xp: Any, input: Any, num_buckets: int) -> Any:
     return _buckets(input, _blake8, num_buckets)
 
 
-@register_op(
-    "StringToHashBucket",
-    ("string_tensor",),
-    _hash_infer("StringToHashBucket"),
-    ("num_buckets",),
+op(
+    "StringToHashBucketFast",
+    ("input",),
+    infer=_hash_infer("StringToHashBucketFast"),
+    attrs=("num_buckets",),
+    kernel=_hash_fast,
     **_HOST,
 )
+
+
 def _hash_plain(xp: Any, string_tensor: Any, num_buckets: int) -> Any:
     return _buckets(string_tensor, _blake8, num_buckets)
 
 
-@register_op(
-    "StringToHashBucketStrong",
-    ("input",),
-    _hash_infer("StringToHashBucketStrong"),
-    ("num_buckets", "key"),
+op(
+    "StringToHashBucket",
+    ("string_tensor",),
+    infer=_hash_infer("StringToHashBucket"),
+    attrs=("num_buckets",),
+    kernel=_hash_plain,
     **_HOST,
 )
+
+
 def _hash_strong(xp: Any, input: Any, num_buckets: int, key: list) -> Any:
     return _buckets(input, lambda s: siphash24(key[0], key[1], s), num_buckets)
+
+
+op(
+    "StringToHashBucketStrong",
+    ("input",),
+    infer=_hash_infer("StringToHashBucketStrong"),
+    attrs=("num_buckets", "key"),
+    kernel=_hash_strong,
+    **_HOST,
+)
 
 
 # ------------------------------------------------ reductions and splitting
@@ -337,14 +415,6 @@ def _reduce_join_infer(
     return Out(dtypes.string, shape)
 
 
-@register_op(
-    "ReduceJoin",
-    ("inputs", "reduction_indices"),
-    _reduce_join_infer,
-    ("keep_dims", "separator"),
-    host_inputs=(1,),
-    **_HOST,
-)
 def _reduce_join(
     xp: Any, inputs: Any, reduction_indices: Any, keep_dims: bool, separator: str
 ) -> Any:
@@ -360,6 +430,17 @@ def _reduce_join(
     return x
 
 
+op(
+    "ReduceJoin",
+    ("inputs", "reduction_indices"),
+    infer=_reduce_join_infer,
+    attrs=("keep_dims", "separator"),
+    kernel=_reduce_join,
+    host_inputs=(1,),
+    **_HOST,
+)
+
+
 def _split_infer(input: Tensor, delimiter: Tensor, skip_empty: bool) -> list[Out]:
     _strings("StringSplit", input, delimiter)
     if input._shape is not None and len(input._shape) != 1:
@@ -367,7 +448,6 @@ def _split_infer(input: Tensor, delimiter: Tensor, skip_empty: bool) -> list[Out
     return [Out(dtypes.int64, (None, 2)), Out(dtypes.string, (None,)), Out(dtypes.int64, (2,))]
 
 
-@register_op("StringSplit", ("input", "delimiter"), _split_infer, ("skip_empty",), **_HOST)
 def _string_split(xp: Any, input: Any, delimiter: Any, skip_empty: bool) -> Any:
     delims = _b(np.asarray(delimiter, dtype=object).item())
     rows = []
@@ -387,6 +467,16 @@ def _string_split(xp: Any, input: Any, delimiter: Any, skip_empty: bool) -> Any:
         values,
         np.asarray([len(rows), width], np.int64),
     )
+
+
+op(
+    "StringSplit",
+    ("input", "delimiter"),
+    infer=_split_infer,
+    attrs=("skip_empty",),
+    kernel=_string_split,
+    **_HOST,
+)
 
 
 # ------------------------------------------------------------------ wrappers

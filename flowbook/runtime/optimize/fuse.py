@@ -21,14 +21,19 @@ folded, merged and stripped of identities) and records, in the shared
   the tensor between them), a
   ``SparseSoftmaxCrossEntropyWithLogits`` followed from its backprop output
   (``_FusedSparseSoftmaxCrossEntropyWithLogits``; if nothing reads its loss,
-  the loss is not computed), or an element-wise op of ``HEADS``
+  the loss is not computed), or an element-wise op with no attrs
   (``_FusedElementwise``);
-- then as many **tail steps** as follow one another (``fused_ops.STEPS``):
+- then as many **tail steps** as follow one another:
   an op whose only reader is the next, taking the chain's value as one
   operand (on the left for ``Sub`` and ``RealDiv``), of the value's shape and
   dtype, so the step can write into the value's buffer.  ``Sum`` qualifies
   when its axes are a folded empty list (only when ``optimize`` runs this
   pass without ``identity``, which would have removed it).
+
+Which ops head or step is no table of names here: each op's row says it
+(``OpDef.fusion``, a :class:`flowbook.framework.registry.Fusion`: the fused
+op type a chain it heads becomes, the output it follows, the xp function it
+is as a step and a binary step's operand order).
 
 The links must be kept ops on the CPU, not stateful, not fetched, with no
 other op waiting for them (data or control); the fused op reads the
@@ -65,18 +70,13 @@ import numpy as np
 from flowbook.framework.devices import CPU
 from flowbook.framework.registry import OPS
 from flowbook.framework.tensor import Operation, Tensor
-from flowbook.ops.nn.fused_ops import CONV_ATTRS, POOL_ATTRS, STEPS, UNARY_STEPS
+from flowbook.ops.math.elementwise import FUSED
+from flowbook.ops.nn.fused_ops import CONV_ATTRS, POOL_ATTRS
 from flowbook.runtime.optimize.layout import Fused, Rewrite, drop_dead, waits_of
 from flowbook.runtime.placement import CopyOp
 from flowbook.runtime.plan import DISCARD, Plan, _reading_variables
 
-XENT = "SparseSoftmaxCrossEntropyWithLogits"
-# element-wise ops that may start a chain: their kernels return a new array
-HEADS = frozenset(
-    {"ReluGrad", "Relu", "Add", "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum"}
-)
-
-__all__ = ["HEADS", "fuse"]
+__all__ = ["fuse"]
 
 
 def fuse(plan: Plan, rw: Rewrite) -> None:
@@ -94,11 +94,12 @@ def fuse(plan: Plan, rw: Rewrite) -> None:
         if i in rw.removed or i in taken or not _fusable(plan, i, op):
             continue
         head = _head(op)
-        if head is None or (op.type == "Sum" and _sum_axes(plan, rw, i) is None):
+        kind = op._opdef.fusion.head if head is not None else None
+        if head is None or (kind == "_FusedSum" and _sum_axes(plan, rw, i) is None):
             continue
         value = rw.resolve(plan.outputs[i][head])
         members, steps, operands = [i], [], []
-        if op.type == "MaxPoolGrad":  # its one step, the ReLU's gradient of its orig_input
+        if kind == "_FusedMaxPoolGrad":  # its one step, the ReLU's gradient of its orig_input
             j = _relu_grad_of_pool(plan, rw, i, value, readers, fetched)
             if j is None or j in taken:
                 continue
@@ -116,7 +117,7 @@ def fuse(plan: Plan, rw: Rewrite) -> None:
             steps.append(plan.ops[j].type)
             operands.extend(step)
             value = rw.resolve(plan.outputs[j][0])
-        if len(members) == 1 and op.type != "Sum":
+        if len(members) == 1 and kind != "_FusedSum":
             continue
         place = _place(members, waits, waiters)
         if place is not None:
@@ -145,35 +146,38 @@ def _fusable(plan: Plan, i: int, op: Operation) -> bool:
 
 
 def _head(op: Operation) -> int | None:
-    """Which output of ``op`` a chain follows, if ``op`` can head one."""
-    if op.type in ("MatMul", "Sum", "Conv2D", "MaxPoolGrad") or (op.type in HEADS and not op.attrs):
-        return 0
-    if op.type == XENT:
-        return 1
-    return None
+    """Which output of ``op`` a chain follows, if ``op`` can head one (its row's ``fusion``);
+    an element-wise head with attrs is not the plain call its fused op makes."""
+    fusion = op._opdef.fusion
+    if fusion is None or fusion.head is None or (fusion.head == FUSED and op.attrs):
+        return None
+    return fusion.follows
 
 
 def _step(plan: Plan, rw: Rewrite, j: int, k: int, value: int) -> list[tuple[int, Tensor]] | None:
     """Whether op j, reading the chain's ``value`` as input k, is a tail step: its other
     operand as (slot, tensor), none (a unary step), or None (not a step)."""
     op = plan.ops[j]
-    if op.type not in STEPS or not _fusable(plan, j, op) or op.control_inputs:
+    fusion = op._opdef.fusion
+    if fusion is None or fusion.step is None:
+        return None
+    if not _fusable(plan, j, op) or op.control_inputs:
         return None
     out = rw.resolve(plan.outputs[j][0])
     shape = rw.shape(value)
-    if shape is None or shape != rw.shape(out) or (k != 0 and STEPS[op.type][1] == "left"):
+    if shape is None or shape != rw.shape(out) or (k != 0 and fusion.order in ("left", "bias")):
         return None
     if op.outputs[0].dtype is not op.inputs[k].dtype:
         return None
-    if op.type == "Sum":  # only a sum over no axes (a broadcast gradient's, nothing broadcast)
+    if fusion.step == "sum":  # only a sum over no axes (a broadcast gradient's, nothing broadcast)
         axes = rw.consts.get(rw.resolve(plan.inputs[j][1]))
         return [] if axes is not None and axes.size == 0 else None
-    if op.type in UNARY_STEPS:
+    if fusion.order is None:
         return []
-    if op.type == "BiasAdd":
+    if fusion.order == "bias":
         if op.attrs.get("data_format", "NHWC") != "NHWC":
             return None
-    elif op._opdef.bound_kernel(np, op.attrs) is not getattr(np, STEPS[op.type][0]):
+    elif op._opdef.bound_kernel(np, op.attrs) is not getattr(np, fusion.step):
         return None  # not the plain ufunc call the step makes
     return [(rw.resolve(plan.inputs[j][1 - k]), op.inputs[1 - k])]
 
@@ -194,34 +198,31 @@ def _record(
     tensors = (*head.inputs, *(t for _, t in operands))  # tensors: for reading variables
     outputs: tuple[int, ...] = (rw.resolve(plan.outputs[members[-1]][0]),)
     like: list[Tensor] = [last.outputs[0]]
-    if head.type == "MatMul":
-        kind = "_FusedMatMul"
+    kind = head._opdef.fusion.head
+    if kind == "_FusedMatMul":
         attrs: dict[str, Any] = {
             "transpose_a": bool(head.attrs.get("transpose_a", False)),
             "transpose_b": bool(head.attrs.get("transpose_b", False)),
         }
-    elif head.type in ("Conv2D", "MaxPoolGrad"):
-        kind = "_Fused" + head.type
-        names = CONV_ATTRS if head.type == "Conv2D" else POOL_ATTRS
+    elif kind in ("_FusedConv2D", "_FusedMaxPoolGrad"):
+        names = CONV_ATTRS if kind == "_FusedConv2D" else POOL_ATTRS
         attrs = {a: head.attrs[a] for a in names if a in head.attrs}
-        if head.type == "MaxPoolGrad":
+        if kind == "_FusedMaxPoolGrad":
             attrs["pooled"] = _pooled_here(plan, rw, members[0])
-    elif head.type == XENT:
-        kind = "_FusedSparseSoftmaxCrossEntropyWithLogits"
+    elif kind == "_FusedSparseSoftmaxCrossEntropyWithLogits":
         loss = rw.resolve(plan.outputs[members[0]][0])
         with_loss = loss != DISCARD and (loss in fetched or bool(readers.get(loss)))
         attrs = {"with_loss": with_loss}
         outputs = (loss if with_loss else DISCARD, *outputs)
         like = [head.outputs[0], *like]
-    elif head.type == "Sum":
-        kind = "_FusedSum"
+    elif kind == "_FusedSum":
         attrs = {
             "axes": _sum_axes(plan, rw, members[0]),
             "keep_dims": bool(head.attrs["keep_dims"]),
         }
         inputs, tensors = inputs[:1] + inputs[2:], tensors[:1] + tensors[2:]  # the axes: an attr
     else:
-        kind, attrs = "_FusedElementwise", {"head": head.type}
+        attrs = {"head": head.type}
     attrs["fused_ops"] = list(steps)
     op = _fused_op(kind, last, tensors, attrs, like)
     fn = _reading_variables(op, op._opdef.bound_kernel(np, attrs), op.inputs)

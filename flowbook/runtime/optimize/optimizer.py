@@ -108,9 +108,6 @@ from flowbook.runtime.plan import DISCARD, Plan, as_outputs, carries_variable, i
 # every pass; "memory": the memory plan's buffer reuse (flowbook.runtime.memory_plan)
 PASSES = frozenset({"fold", "identity", "merge", "fuse", "memory"})
 MAX_FOLDED_BYTES = 10 * 1024 * 1024  # TensorFlow's default for max_folded_constant_in_bytes
-IDENTITIES = frozenset({"Identity", "StopGradient"})  # ops whose output is their input
-# inputs of which the kernel reads only the shape and dtype, beyond those declared meta_inputs
-SHAPE_ONLY = {"ZerosLike": (0,), "OnesLike": (0,)}
 _SEEN = object()  # a signature run once: optimised when it comes again
 
 __all__ = ["PASSES", "Change", "Optimized", "optimize", "optimized", "origin_of", "passes_for"]
@@ -345,7 +342,7 @@ def _foldable(plan: Plan, i: int, op: Operation, fetched: set[int]) -> bool:
 
 def _known_args(plan: Plan, i: int, op: Operation, rw: Rewrite) -> list[Any] | None:
     """Op i's input values if all are known now (shape stand-ins for meta inputs), else None."""
-    meta = SHAPE_ONLY.get(op.type) or op._opdef.meta_inputs
+    meta = op._opdef.shape_inputs or op._opdef.meta_inputs
     args = []
     for k, (t, s) in enumerate(zip(op.inputs, plan.inputs[i])):
         s = rw.resolve(s)
@@ -371,35 +368,18 @@ def _constant(v: Any) -> bool:
 
 
 def remove_identities(plan: Plan, rw: Rewrite) -> None:
-    """Drop ``Identity``, ``StopGradient``, ``NoOp``, same-shape reshapes and sums over no axes."""
+    """Drop the ops whose row says their output is their input (``OpDef.passthrough``):
+    ``Identity``, ``StopGradient``, ``NoOp``, same-shape reshapes and sums over no axes."""
     fetched = {s for s in plan.fetch_slots if s is not None}
     for i, op in enumerate(plan.ops):
-        if i in rw.removed or type(op) is CopyOp:
+        if i in rw.removed or type(op) is CopyOp or op._opdef.passthrough is None:
             continue
-        if op.type == "NoOp":
+        if not op.inputs:  # a NoOp
             rw.remove(i, "removed", plan.producers[i])
-            rw.note(op, "removed: a NoOp (what waited for it waits for its control inputs)")
+            rw.note(op, f"removed: a {op.type} (what waited for it waits for its control inputs)")
             continue
-        if op.type in IDENTITIES:
-            if is_snapshot(op):
-                why = "the variable's snapshot: its readers read the variable when they run"
-            elif carries_variable(op.inputs[0]):
-                continue  # tf.identity(W) reads W's value when it runs
-            else:
-                why = f"an {op.type}: its readers read its input"
-        elif op.type == "Reshape":
-            shape = rw.shape(rw.resolve(plan.inputs[i][0]))
-            if shape is None or shape != rw.shape(plan.outputs[i][0]):
-                continue
-            if carries_variable(op.inputs[0]):
-                continue
-            why = f"a reshape to the shape its input has, {list(shape)}"
-        elif op.type == "Sum":  # over no axes: its input, copied (a broadcast gradient's)
-            axes = rw.consts.get(rw.resolve(plan.inputs[i][1]))
-            if axes is None or axes.size != 0 or carries_variable(op.inputs[0]):
-                continue
-            why = "a sum over no axes: its readers read its input"
-        else:
+        why = _passthrough(plan, rw, i, op)
+        if why is None:
             continue
         source, out = rw.resolve(plan.inputs[i][0]), plan.outputs[i][0]
         if out in fetched and source in rw.consts:
@@ -408,6 +388,28 @@ def remove_identities(plan: Plan, rw: Rewrite) -> None:
             rw.alias[out] = source
         rw.remove(i, "removed", plan.producers[i])
         rw.note(op, f"removed: {why}")
+
+
+def _passthrough(plan: Plan, rw: Rewrite, i: int, op: Operation) -> str | None:
+    """Why op i's readers may read its input 0 instead of its output, or None if they may not."""
+    how = op._opdef.passthrough
+    if how == "always" and is_snapshot(op):
+        return "the variable's snapshot: its readers read the variable when they run"
+    if carries_variable(op.inputs[0]):
+        return None  # tf.identity(W) reads W's value when it runs
+    if how == "always":
+        return f"an {op.type}: its readers read its input"
+    if how == "same_shape":
+        shape = rw.shape(rw.resolve(plan.inputs[i][0]))
+        if shape is None or shape != rw.shape(plan.outputs[i][0]):
+            return None
+        return f"a reshape to the shape its input has, {list(shape)}"
+    if how == "no_axes":  # a reduction over no axes: its input, copied (a broadcast gradient's)
+        axes = rw.consts.get(rw.resolve(plan.inputs[i][1]))
+        if axes is None or axes.size != 0:
+            return None
+        return f"a {op.type.lower()} over no axes: its readers read its input"
+    return None
 
 
 def merge_common(plan: Plan, rw: Rewrite) -> None:

@@ -1,5 +1,5 @@
-"""More array ops: LinSpace, BroadcastTo, BroadcastArgs and Roll, with TF1's functions built
-of existing ops (``count_nonzero``, ``reduce_logsumexp``, ``log_sigmoid``, ``shape_n``,
+"""Broadcasts and regular arrays: BroadcastTo, BroadcastArgs, LinSpace and Roll, with TF1's
+functions built of existing ops (``count_nonzero``, ``reduce_logsumexp``, ``log_sigmoid``, ``shape_n``,
 ``broadcast_static_shape``) and the tensor predicates (``is_tensor``, ``dimension_value``).
 
 ``LinSpace``'s count and ``Roll``'s shifts and axes are read on the host
@@ -24,7 +24,12 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register, register_gradient
+from flowbook.framework.registry import (
+    NOT_DIFFERENTIABLE,
+    Out,
+    op,
+    register_gradient,
+)
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import Dimension, TensorShape, broadcast, fmt
 from flowbook.ops._builder import make, make1, same_dtype, tensor
@@ -90,16 +95,15 @@ def _linspace_infer(start: Tensor, stop: Tensor, num: Tensor) -> Out:
     return Out(dt, (None if n is None else n[0],))
 
 
-register(
-    OpDef(
-        "LinSpace",
-        ("start", "stop", "num"),
-        (),
-        _linspace_infer,
-        _linspace,
-        host_inputs=(2,),
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "LinSpace",
+    ("start", "stop", "num"),
+    (),
+    _linspace_infer,
+    _linspace,
+    host_inputs=(2,),
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={"T": 0, "Tidx": 2},
 )
 
 
@@ -123,10 +127,14 @@ def _broadcast_to(xp: Any, input: Any, shape: Any) -> Any:
         raise ValueError(f"input{fmt(input.shape)} does not broadcast to {list(shape)}") from None
 
 
-register(
-    OpDef(
-        "BroadcastTo", ("input", "shape"), (), _broadcast_to_infer, _broadcast_to, host_inputs=(1,)
-    )
+op(
+    "BroadcastTo",
+    ("input", "shape"),
+    (),
+    _broadcast_to_infer,
+    _broadcast_to,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tidx": 1},
 )
 
 
@@ -157,15 +165,13 @@ def _broadcast_args_infer(s0: Tensor, s1: Tensor) -> Out:
     return Out(dt, (None if n0 is None or n1 is None else max(n0, n1),))
 
 
-register(
-    OpDef(
-        "BroadcastArgs",
-        ("s0", "s1"),
-        (),
-        _broadcast_args_infer,
-        _broadcast_args,
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "BroadcastArgs",
+    ("s0", "s1"),
+    (),
+    _broadcast_args_infer,
+    _broadcast_args,
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -188,7 +194,15 @@ def _roll_infer(input: Tensor, shift: Tensor, axis: Tensor) -> Out:
     return Out(input.dtype, r)
 
 
-register(OpDef("Roll", ("input", "shift", "axis"), (), _roll_infer, _roll, host_inputs=(1, 2)))
+op(
+    "Roll",
+    ("input", "shift", "axis"),
+    (),
+    _roll_infer,
+    _roll,
+    host_inputs=(1, 2),
+    type_attrs={"T": 0, "Tshift": 1, "Taxis": 2},
+)
 
 
 @register_gradient("Roll")

@@ -28,10 +28,10 @@ from flowbook.ops.array.select_v2_ops import where_v2
 from flowbook.ops.array.selection_ops import unsorted_segment_sum
 from flowbook.ops.array.transpose_ops import transpose
 from flowbook.ops.math.complex_ops import real
-from flowbook.ops.math.elementwise_more import div_no_nan
 from flowbook.ops.math.elementwise_ops import (
     add,
     conj,
+    div_no_nan,
     equal,
     exp,
     log,

@@ -26,12 +26,12 @@ from flowbook.framework import dtypes
 from flowbook.framework.dtypes import DType
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import as_shape, compatible, fmt, merge
 from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops.array import array_ops
-from flowbook.ops.array.array_more import broadcast_to
+from flowbook.ops.array.broadcast_ops import broadcast_to
 from flowbook.ops.math.counting_ops import searchsorted
 from flowbook.ops.math.reduction_ops import reduce_sum
 from flowbook.ops.math.scan_ops import cumsum
@@ -79,27 +79,27 @@ def _bitcast(xp: Any, x: Any, type: DType) -> Any:
     return x.view(type.np).reshape(x.shape[:-1])
 
 
-register(
-    OpDef(
-        "EnsureShape",
-        ("input",),
-        ("shape",),
-        _ensure_infer,
-        _ensure_kernel,
-        grad=lambda op, g: g,
-    )
+op("EnsureShape", ("input",), ("shape",), _ensure_infer, _ensure_kernel, grad=lambda op, g: g)
+op(
+    "IdentityN",
+    ("*input",),
+    ("T",),
+    lambda *xs, **_: [Out(x.dtype, x._shape) for x in xs],
+    lambda xp, *xs, **_: tuple(xs),
+    grad=lambda op, *gs: list(gs),
+    type_attrs={},
+    attr_kinds={"T": "list(type)"},
+    num_outputs=-1,
 )
-register(
-    OpDef(
-        "IdentityN",
-        ("*input",),
-        ("T",),
-        lambda *xs, **_: [Out(x.dtype, x._shape) for x in xs],
-        lambda xp, *xs, **_: tuple(xs),
-        grad=lambda op, *gs: list(gs),
-    )
+op(
+    "Bitcast",
+    ("input",),
+    ("type",),
+    _bitcast_infer,
+    _bitcast,
+    grad=NOT_DIFFERENTIABLE,
+    attr_kinds={"type": "type"},
 )
-register(OpDef("Bitcast", ("input",), ("type",), _bitcast_infer, _bitcast, grad=NOT_DIFFERENTIABLE))
 
 
 def ensure_shape(x: Any, shape: Any, name: str | None = None) -> Tensor:
