@@ -119,10 +119,10 @@ __all__ = [
     "uniform_candidate_sampler",
     "weighted_cross_entropy_with_logits",
     "xw_plus_b",
-    # issue 16: the conv/pool/spatial tail
+    # the conv/pool/spatial tail
     *_depthwise, *_conv, *_pool, *_stats, *_sparse, *_3d,
     "depthwise_conv2d_backprop_filter", "depthwise_conv2d_backprop_input",
     "depth_to_space", "max_pool_with_argmax", "space_to_batch", "space_to_depth",
-    # issue 17: recurrent cells and static RNNs
+    # recurrent cells and static RNNs
     "rnn_cell", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn",
 ]  # fmt: skip

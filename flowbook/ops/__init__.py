@@ -23,7 +23,6 @@ from flowbook.ops.control_flow import (
     control_flow_prims,  # noqa: F401  (importing registers the ops)
     stack_ops,  # noqa: F401  (importing registers the ops)
     tensor_array,  # noqa: F401  (importing registers the ops)
-    tensor_array_ops,  # noqa: F401  (importing registers the ops)
 )
 from flowbook.ops.debugging import (
     assert_ops,  # noqa: F401  (importing registers the ops)

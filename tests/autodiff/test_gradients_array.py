@@ -173,7 +173,7 @@ CASES = [
     ("strided_slice_grad", lambda x: _strided_slice_grad(x), X23),
     ("lrn", lambda x: fb.nn.lrn(x, 2, 1.5, 0.7, 0.75), X2236),
     ("mirror_pad_grad", lambda x: make1("MirrorPadGrad", [x, fb.constant(PADS)], REFLECT), X34),
-    # the long tail of issue 16: scans, segments
+    # the long tail: scans, segments
     ("cumsum", lambda x: fb.cumsum(x, axis=1), X23),
     ("cumsum_excl_rev", lambda x: fb.cumsum(x, -1, exclusive=True, reverse=True), X234),
     ("cumprod", lambda x: fb.cumprod(x, axis=0), X34),
@@ -211,7 +211,7 @@ CASES = [
     ("reverse_sequence", lambda x: fb.reverse_sequence(x, [3, 1, 2], seq_axis=1), X34),
     ("reverse_sequence_b1", lambda x: fb.reverse_sequence(x, [2, 0, 1], 0, batch_axis=1), X234),
     ("meshgrid", lambda x: fb.meshgrid(x, fb.constant(X5[:2]))[0], X5),
-    # issue 16's spatial moves and depthwise conv (one input differentiated at a time)
+    # spatial moves and depthwise conv (one input differentiated at a time)
     ("space_to_batch_nd", lambda x: fb.space_to_batch_nd(x, [2, 3], [[1, 1], [2, 1]]), X2236),
     ("batch_to_space_nd", lambda x: fb.batch_to_space_nd(x, [1, 2], [[0, 1], [1, 0]]), X2236),
     ("space_to_batch_1d", lambda x: fb.space_to_batch_nd(x, [2], [[0, 1]]), X234),
@@ -223,7 +223,7 @@ CASES = [
     ("depthwise_bf", lambda x: _dw_backprop_filter(x), X2236),
     ("atrous_conv2d", lambda x: fb.nn.atrous_conv2d(x, W3[..., :6, :], 2, "SAME"), X2236),
     ("conv1d", lambda x: fb.nn.conv1d(x, W3[0, :, :4, :], 2, "VALID"), X234),
-    # the top-level tf.* names of issue 16: diagonals, bands, solves
+    # the top-level tf.* names: diagonals, bands, solves
     ("matrix_diag", lambda x: fb.matrix_diag(x), X23),
     ("matrix_diag_part", lambda x: fb.matrix_diag_part(x), X234),
     ("matrix_set_diag", lambda x: fb.matrix_set_diag(x, fb.constant(C23[0, :2] + 9)), X23),
@@ -252,7 +252,7 @@ CASES = [
     ("log_sigmoid", lambda x: fb.log_sigmoid(x), X23),
     ("where_v2_t", lambda x: fb.where_v2(COND, x[:1], fb.constant(C23)), X23),
     ("where_v2_e", lambda x: fb.where_v2([[True], [False]], fb.constant(C23), x), X5[:3]),
-    # issue 16's identities and repeat
+    # identities and repeat
     ("ensure_shape", lambda x: fb.ensure_shape(x, [2, None]), X23),
     ("identity_n", lambda x: fb.identity_n([x, x * 2])[1], X23),
     ("repeat", lambda x: fb.repeat(x, [2, 0, 3], axis=1), X23),

@@ -21,7 +21,7 @@ from flowbook.graph_io import graph_def as gdef
 
 
 def long_tail_ops(x, v):
-    """The ops of issue 16's long tail (scans, segments...); ``v`` a [2, 3] variable."""
+    """The ops of the long tail (scans, segments...); ``v`` a [2, 3] variable."""
     tf.scatter_update(v, [1], [[1.0, 2.0, 3.0]])
     tf.scatter_add(v, [0, 0], tf.ones([2, 3]))
     tf.scatter_sub(v, 1, [1.0, 2.0, 3.0])
@@ -88,7 +88,7 @@ def nn_conv_tail_ops(x):
 
 
 def tfcore_ops(x, n):
-    """The top-level ``tf.*`` math and array names of issue 16 (trigonometry, linalg...)."""
+    """The top-level ``tf.*`` math and array names (trigonometry, linalg...)."""
     t = tf.tanh(x) * 0.5  # in (-0.5, 0.5): every inverse function's domain
     parts = [
         tf.tan(t),
@@ -163,7 +163,7 @@ def tfmore_ops(x):
 
 
 def tfmath_ops(x):
-    """``tf.math``'s complex numbers and special functions (issue 16), with their gradients."""
+    """``tf.math``'s complex numbers and special functions, with their gradients."""
     z = tf.complex(x, x * 2.0)
     p = tf.sigmoid(x) * 0.9 + 0.05  # in (0, 1)
     parts = [tf.real(z), tf.imag(z), tf.angle(z), tf.erf(x), tf.erfc(x), tf.lgamma(p)]

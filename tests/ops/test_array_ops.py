@@ -167,7 +167,7 @@ CASES = [
     ("boolean_mask", lambda x, m: fb.boolean_mask(x, m), lambda x, m: x[m], [A23.T, MASK]),
     ("boolean_mask_2d", lambda x, m: fb.boolean_mask(x, m), lambda x, m: x[m], [A234[:, :, 0], MASK23]),
     ("boolean_mask_axis", lambda x, m: fb.boolean_mask(x, m, axis=1), lambda x, m: x[:, m], [A234, MASK]),
-    # the top-level tf.* names of issue 16: diagonals, bands, solves
+    # the top-level tf.* names: diagonals, bands, solves
     ("matrix_diag", fb.matrix_diag, lambda d: d[..., None] * np.eye(3, dtype=d.dtype), [A23]),
     ("matrix_diag_part", fb.matrix_diag_part, lambda x: np.diagonal(x, 0, -2, -1), [A234]),
     ("matrix_set_diag", fb.matrix_set_diag, _np_set_diag, [A234, -A23]),

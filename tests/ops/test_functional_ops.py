@@ -1,4 +1,4 @@
-"""map_fn, scan, foldl, foldr (issue 17): values vs numpy, gradients, TensorFlow's numbers and graph."""
+"""map_fn, scan, foldl, foldr: values vs numpy, gradients, TensorFlow's numbers and graph."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``eye``, ``norm`` and the errors of the diagonal and solve ops (issue 16's ``tf.*`` names).
+"""``eye``, ``norm`` and the errors of the diagonal and solve ops (``tf.*`` names).
 
 Values of the ops themselves are rows of ``test_ops_array`` (against numpy,
 also on the simulated GPU) and their gradients rows of ``test_gradients_array``.

@@ -1,4 +1,4 @@
-"""The top-level ``tf.*`` math names of issue 16, where the op tables cannot reach.
+"""The top-level ``tf.*`` math names, where the op tables cannot reach.
 
 The element-wise rows themselves are checked by ``test_ops_math`` (values,
 dtypes, shapes) and ``test_gradients_math`` (finite differences); here are

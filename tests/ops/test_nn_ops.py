@@ -279,7 +279,7 @@ GRADIENT_CASES = {
         1,
     ),
     "avg_pool_grad/grad": (lambda g: make1("AvgPoolGrad", (fb.constant(X), g), A), [P_SAME], 0),
-    # issue 16's tail: depthwise conv (each input), its backprops, the argmax pool
+    # the tail: depthwise conv (each input), its backprops, the argmax pool
     "depthwise/input/SAME2": (lambda x, w: _dw(x, w, 2, "SAME"), [X, DW], 0),
     "depthwise/filter/SAME2": (lambda x, w: _dw(x, w, 2, "SAME"), [X, DW], 1),
     "depthwise/filter/VALID1": (lambda x, w: _dw(x, w, 1, "VALID"), [X, DW], 1),

@@ -1,4 +1,4 @@
-"""Queues (issue 18): TF1's queue classes, their ops, and ops that wait without a thread."""
+"""Queues: TF1's queue classes, their ops, and ops that wait without a thread."""
 
 from __future__ import annotations
 

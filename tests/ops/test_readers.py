@@ -1,4 +1,4 @@
-"""Readers over a queue of file names (issue 18): keys, values, damage named by file and record."""
+"""Readers over a queue of file names: keys, values, damage named by file and record."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The long tail of issue 16 (scans, segments...), checked against numpy as tables.
+"""The long tail (scans, segments...), checked against numpy as tables.
 
 Every row is ``(id, build, reference)``: ``build()`` makes the tensor in a
 fresh graph, ``reference()`` computes the same with numpy.  Each case checks

@@ -1,4 +1,4 @@
-"""TF1's long tail (issue 16's compatibility table): scatters, FFTs, strings, sparse, small names.
+"""TF1's long tail (the compatibility table): scatters, FFTs, strings, sparse, small names.
 
 Three tables, each row checked against a numpy (or plain Python) reference:
 ``VALUES`` (what a function computes), ``GRADIENTS`` (the Jacobian the

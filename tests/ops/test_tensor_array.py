@@ -1,4 +1,4 @@
-"""tf.TensorArray (issue 17): its methods against numpy, TF's errors, gradients, loops, GraphDefs."""
+"""tf.TensorArray: its methods against numpy, TF's errors, gradients, loops, GraphDefs."""
 
 from __future__ import annotations
 

@@ -28,7 +28,6 @@ from flowbook.framework.registry import (
     NOT_DIFFERENTIABLE,
     Out,
     op,
-    register_gradient,
 )
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import Dimension, TensorShape, broadcast, fmt
@@ -127,6 +126,13 @@ def _broadcast_to(xp: Any, input: Any, shape: Any) -> Any:
         raise ValueError(f"input{fmt(input.shape)} does not broadcast to {list(shape)}") from None
 
 
+def _broadcast_to_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
+    x, to = op.inputs
+    x_shape = array_ops.shape(x, out_type=to.dtype)
+    axes = make("BroadcastGradientArgs", (x_shape, to)).outputs[0]
+    return array_ops.reshape(reduce_sum(g, axes), x_shape), None
+
+
 op(
     "BroadcastTo",
     ("input", "shape"),
@@ -135,15 +141,8 @@ op(
     _broadcast_to,
     host_inputs=(1,),
     type_attrs={"T": 0, "Tidx": 1},
+    grad=_broadcast_to_grad,
 )
-
-
-@register_gradient("BroadcastTo")
-def _broadcast_to_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
-    x, to = op.inputs
-    x_shape = array_ops.shape(x, out_type=to.dtype)
-    axes = make("BroadcastGradientArgs", (x_shape, to)).outputs[0]
-    return array_ops.reshape(reduce_sum(g, axes), x_shape), None
 
 
 # ------------------------------------------------------------ BroadcastArgs
@@ -194,6 +193,10 @@ def _roll_infer(input: Tensor, shift: Tensor, axis: Tensor) -> Out:
     return Out(input.dtype, r)
 
 
+def _roll_grad(op: Operation, g: Tensor) -> tuple[Tensor, None, None]:
+    return make1("Roll", (g, negative(op.inputs[1]), op.inputs[2])), None, None
+
+
 op(
     "Roll",
     ("input", "shift", "axis"),
@@ -202,12 +205,8 @@ op(
     _roll,
     host_inputs=(1, 2),
     type_attrs={"T": 0, "Tshift": 1, "Taxis": 2},
+    grad=_roll_grad,
 )
-
-
-@register_gradient("Roll")
-def _roll_grad(op: Operation, g: Tensor) -> tuple[Tensor, None, None]:
-    return make1("Roll", (g, negative(op.inputs[1]), op.inputs[2])), None, None
 
 
 # ----------------------------------------------------------------- wrappers

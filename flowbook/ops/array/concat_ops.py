@@ -34,7 +34,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_gradient
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import Shape, fmt, merge
 from flowbook.ops._builder import make, make1, same_dtype
@@ -112,18 +112,6 @@ def _concat_kernel(xp: Any, *arrays: Any, N: int) -> Any:
     return xp.concatenate(arrays[:-1], axis=int(arrays[-1]))
 
 
-op(
-    "ConcatV2",
-    ("*values", "axis"),
-    infer=_concat_infer,
-    attrs=("N",),
-    kernel=_concat_kernel,
-    host_inputs=(-1,),
-    type_attrs={"T": 0, "Tidx": -1},
-)
-
-
-@register_gradient("ConcatV2")
 def _concat_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     """One Slice of the gradient per input, at the offsets ConcatOffset finds at run time.
 
@@ -134,6 +122,18 @@ def _concat_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     sizes = [shape(v) for v in values]
     offsets = make("ConcatOffset", [axis, *sizes], {"N": len(sizes)}).outputs
     return [make1("Slice", [grad, o, s]) for o, s in zip(offsets, sizes)] + [None]
+
+
+op(
+    "ConcatV2",
+    ("*values", "axis"),
+    infer=_concat_infer,
+    attrs=("N",),
+    kernel=_concat_kernel,
+    host_inputs=(-1,),
+    type_attrs={"T": 0, "Tidx": -1},
+    grad=_concat_grad,
+)
 
 
 def concat(values: Any, axis: Any, name: str = "concat") -> Tensor:
@@ -179,12 +179,18 @@ def _pack_kernel(xp: Any, *values: Any, N: int, axis: int) -> Any:
     return xp.stack(values, axis=axis)
 
 
-op("Pack", ("*values",), infer=_pack_infer, attrs=("N", "axis"), kernel=_pack_kernel)
-
-
-@register_gradient("Pack")
 def _pack_grad(op: Operation, grad: Tensor) -> list[Tensor]:
     return unstack(grad, num=op.attrs["N"], axis=op.attrs["axis"])
+
+
+op(
+    "Pack",
+    ("*values",),
+    infer=_pack_infer,
+    attrs=("N", "axis"),
+    kernel=_pack_kernel,
+    grad=_pack_grad,
+)
 
 
 def stack(values: Any, axis: int = 0, name: str = "stack") -> Tensor:
@@ -283,6 +289,10 @@ def _split_kernel(xp: Any, split_dim: Any, value: Any, num_split: int) -> Any:
     return _outputs(xp.split(value, num_split, axis=axis))
 
 
+def _split_grad(op: Operation, *grads: Tensor) -> list[Tensor | None]:
+    return [None, concat(list(grads), op.inputs[0])]
+
+
 op(
     "Split",
     ("split_dim", "value"),
@@ -291,12 +301,8 @@ op(
     kernel=_split_kernel,
     host_inputs=(0,),
     type_attrs={"T": 1},
+    grad=_split_grad,
 )
-
-
-@register_gradient("Split")
-def _split_grad(op: Operation, *grads: Tensor) -> list[Tensor | None]:
-    return [None, concat(list(grads), op.inputs[0])]
 
 
 def _fill_sizes(sizes: list[int], dim: int | None, shape: Shape) -> list[int | None]:
@@ -342,6 +348,10 @@ def _splitv_kernel(xp: Any, value: Any, size_splits: Any, split_dim: Any, num_sp
     return _outputs(xp.split(value, np.cumsum(sizes[:-1]).tolist(), axis=axis))
 
 
+def _splitv_grad(op: Operation, *grads: Tensor) -> list[Tensor | None]:
+    return [concat(list(grads), op.inputs[2]), None, None]
+
+
 op(
     "SplitV",
     ("value", "size_splits", "split_dim"),
@@ -350,12 +360,8 @@ op(
     kernel=_splitv_kernel,
     host_inputs=(1, 2),
     type_attrs={"T": 0, "Tlen": 1},
+    grad=_splitv_grad,
 )
-
-
-@register_gradient("SplitV")
-def _splitv_grad(op: Operation, *grads: Tensor) -> list[Tensor | None]:
-    return [concat(list(grads), op.inputs[2]), None, None]
 
 
 def split(
@@ -410,12 +416,18 @@ def _unpack_kernel(xp: Any, value: Any, num: int, axis: int) -> Any:
     return _outputs([moved[i, ...] for i in range(num)])
 
 
-op("Unpack", ("value",), infer=_unpack_infer, attrs=("num", "axis"), kernel=_unpack_kernel)
-
-
-@register_gradient("Unpack")
 def _unpack_grad(op: Operation, *grads: Tensor) -> Tensor:
     return stack(list(grads), axis=op.attrs["axis"])
+
+
+op(
+    "Unpack",
+    ("value",),
+    infer=_unpack_infer,
+    attrs=("num", "axis"),
+    kernel=_unpack_kernel,
+    grad=_unpack_grad,
+)
 
 
 def unstack(

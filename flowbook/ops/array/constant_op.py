@@ -23,7 +23,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import get_default_graph, name_scope
-from flowbook.framework.registry import Out, no_gradient, op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.source import capture
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import as_shape, fmt, num_elements
@@ -43,6 +43,7 @@ op(
     bind=_const_bind,
     doc="A constant tensor; its value is an attr.",
     type_attrs={},
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -62,6 +63,7 @@ op(
     kernel=_placeholder_kernel,
     doc="A value the run must feed.",
     type_attrs={},
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -306,6 +308,3 @@ def partial_shape_value(tensor: Tensor) -> tuple[int | None, ...] | None:
     if s is not None and len(s) == 1 and s[0] is not None:
         return (None,) * s[0]
     return None
-
-
-no_gradient("Const", "Placeholder")

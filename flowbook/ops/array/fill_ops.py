@@ -27,7 +27,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
 from flowbook.framework.limits import claimed_bytes, human
-from flowbook.framework.registry import Out, no_gradient, op, register_gradient
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import as_shape, fmt
 from flowbook.ops._builder import make1, same_as_input, same_dtype
@@ -64,6 +64,11 @@ def _fill_kernel(xp: Any, dims: Any, value: Any) -> Any:
     return xp.broadcast_to(value, shape).copy()  # value stays on the device
 
 
+def _fill_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    """None for ``dims``; for ``value``, the sum of every element of the gradient."""
+    return [None, make1("Sum", [grad, all_axes(grad)], {"keep_dims": False})]
+
+
 op(
     "Fill",
     ("dims", "value"),
@@ -71,13 +76,8 @@ op(
     kernel=_fill_kernel,
     host_inputs=(0,),
     type_attrs={"T": 1, "index_type": 0},
+    grad=_fill_grad,
 )
-
-
-@register_gradient("Fill")
-def _fill_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    """None for ``dims``; for ``value``, the sum of every element of the gradient."""
-    return [None, make1("Sum", [grad, all_axes(grad)], {"keep_dims": False})]
 
 
 def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
@@ -136,14 +136,28 @@ def _zeros_like_kernel(xp: Any, x: Any) -> Any:
     return xp.zeros_like(x)
 
 
-op("ZerosLike", ("x",), infer=same_as_input, kernel=_zeros_like_kernel, shape_inputs=(0,))
+op(
+    "ZerosLike",
+    ("x",),
+    infer=same_as_input,
+    kernel=_zeros_like_kernel,
+    shape_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def _ones_like_kernel(xp: Any, x: Any) -> Any:
     return xp.ones_like(x)
 
 
-op("OnesLike", ("x",), infer=same_as_input, kernel=_ones_like_kernel, shape_inputs=(0,))
+op(
+    "OnesLike",
+    ("x",),
+    infer=same_as_input,
+    kernel=_ones_like_kernel,
+    shape_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def _like(op_type: str, tensor: Any, dtype: Any, name: str | None, default: str) -> Tensor:
@@ -218,6 +232,7 @@ op(
     kernel=_one_hot_kernel,
     host_inputs=(1,),
     type_attrs={"T": 2, "TI": 0},
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -248,6 +263,3 @@ def one_hot(
         off = convert_to_tensor(0 if off_value is None else off_value, dtype=dt, name="off_value")
         inputs = [i, int_input(depth, "depth"), on, off]
         return make1("OneHot", inputs, {"axis": -1 if axis is None else int(axis)}, name=scope)
-
-
-no_gradient("OneHot", "ZerosLike", "OnesLike")

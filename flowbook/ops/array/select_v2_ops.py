@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import Out, op, register_gradient
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import broadcast, fmt
 from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
@@ -37,16 +37,6 @@ def _infer(condition: Tensor, t: Tensor, e: Tensor) -> Out:
         raise ValueError(f"condition, t and e do not broadcast together: {shapes}") from None
 
 
-op(
-    "SelectV2",
-    ("condition", "t", "e"),
-    (),
-    _infer,
-    lambda xp, condition, t, e: xp.where(condition, t, e),
-    type_attrs={"T": 1},
-)
-
-
 def sum_to_shape_of(grad: Tensor, x: Tensor) -> Tensor:
     """``grad`` summed over the axes along which ``x`` was broadcast to ``grad``'s shape."""
     if x._shape is not None and x._shape == grad._shape and None not in x._shape:
@@ -56,13 +46,23 @@ def sum_to_shape_of(grad: Tensor, x: Tensor) -> Tensor:
     return array_ops.reshape(reduce_sum(grad, axes), sx)
 
 
-@register_gradient("SelectV2")
 def _select_v2_grad(op: Operation, g: Tensor) -> tuple[None, Tensor, Tensor]:
     c, x, y = op.inputs
     zeros = array_ops.zeros_like(g)
     gx = make1("SelectV2", (c, g, zeros))
     gy = make1("SelectV2", (c, zeros, g))
     return None, sum_to_shape_of(gx, x), sum_to_shape_of(gy, y)
+
+
+op(
+    "SelectV2",
+    ("condition", "t", "e"),
+    (),
+    _infer,
+    lambda xp, condition, t, e: xp.where(condition, t, e),
+    type_attrs={"T": 1},
+    grad=_select_v2_grad,
+)
 
 
 def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:

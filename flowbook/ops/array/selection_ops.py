@@ -37,7 +37,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_gradient
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, merge
 from flowbook.ops._builder import make1, operands, same_dtype
@@ -84,18 +84,6 @@ def _gather_kernel(xp: Any, params: Any, indices: Any, axis: Any, batch_dims: in
     return xp.take(params, indices, axis=a)
 
 
-op(
-    "GatherV2",
-    ("params", "indices", "axis"),
-    infer=_gather_infer,
-    attrs=("batch_dims",),
-    kernel=_gather_kernel,
-    host_inputs=(2,),
-    type_attrs={"Tparams": 0, "Tindices": 1, "Taxis": 2},
-)
-
-
-@register_gradient("GatherV2")
 def _gather_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     """Dense: the gradient's slices added back at their indices (repeats add up).
 
@@ -120,6 +108,18 @@ def _gather_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     values = transpose(values, concat([stack([n_outer]), outer_axes, inner_axes], 0))
     summed = make1("UnsortedSegmentSum", [values, ids, p_shape[a]])
     return [transpose(summed, concat([outer_axes + 1, [0], inner_axes], 0)), None, None]
+
+
+op(
+    "GatherV2",
+    ("params", "indices", "axis"),
+    infer=_gather_infer,
+    attrs=("batch_dims",),
+    kernel=_gather_kernel,
+    host_inputs=(2,),
+    type_attrs={"Tparams": 0, "Tindices": 1, "Taxis": 2},
+    grad=_gather_grad,
+)
 
 
 def gather(
@@ -170,6 +170,14 @@ def _segment_sum_kernel(xp: Any, data: Any, segment_ids: Any, num_segments: Any)
     return total.astype(data.dtype).reshape((n, *inner))
 
 
+def _segment_sum_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    """Gather the gradient at each id; rows with a negative (dropped) id get zeros."""
+    data, ids = op.inputs[0], reshape(op.inputs[1], [-1])
+    rows = gather(grad, make1("Maximum", operands(ids, 0)))
+    rows = where(make1("GreaterEqual", operands(ids, 0)), rows, zeros_like(rows))
+    return [reshape(rows, shape(data)), None, None]
+
+
 op(
     "UnsortedSegmentSum",
     ("data", "segment_ids", "num_segments"),
@@ -177,16 +185,8 @@ op(
     kernel=_segment_sum_kernel,
     host_inputs=(2,),
     type_attrs={"T": 0, "Tindices": 1, "Tnumsegments": 2},
+    grad=_segment_sum_grad,
 )
-
-
-@register_gradient("UnsortedSegmentSum")
-def _segment_sum_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    """Gather the gradient at each id; rows with a negative (dropped) id get zeros."""
-    data, ids = op.inputs[0], reshape(op.inputs[1], [-1])
-    rows = gather(grad, make1("Maximum", operands(ids, 0)))
-    rows = where(make1("GreaterEqual", operands(ids, 0)), rows, zeros_like(rows))
-    return [reshape(rows, shape(data)), None, None]
 
 
 def unsorted_segment_sum(
@@ -245,19 +245,19 @@ def _select_kernel(xp: Any, condition: Any, t: Any, e: Any) -> Any:
     return xp.where(condition, t, e)
 
 
+def _select_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    c, zeros = op.inputs[0], zeros_like(grad)
+    return [None, where(c, grad, zeros), where(c, zeros, grad)]
+
+
 op(
     "Select",
     ("condition", "t", "e"),
     infer=_select_infer,
     kernel=_select_kernel,
     type_attrs={"T": 1},
+    grad=_select_grad,
 )
-
-
-@register_gradient("Select")
-def _select_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    c, zeros = op.inputs[0], zeros_like(grad)
-    return [None, where(c, grad, zeros), where(c, zeros, grad)]
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:

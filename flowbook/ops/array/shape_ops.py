@@ -30,7 +30,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_gradient
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt, num_elements
 from flowbook.ops._builder import make1, same_as_input, tensor
@@ -234,6 +234,10 @@ def _reshape_kernel(xp: Any, tensor: Any, shape: Any) -> Any:
         ) from None
 
 
+def _reshape_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
+    return [reshape(grad, shape(op.inputs[0])), None]
+
+
 op(
     "Reshape",
     ("tensor", "shape"),
@@ -242,12 +246,8 @@ op(
     host_inputs=(1,),
     passthrough="same_shape",
     type_attrs={"T": 0, "Tshape": 1},
+    grad=_reshape_grad,
 )
-
-
-@register_gradient("Reshape")
-def _reshape_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
-    return [reshape(grad, shape(op.inputs[0])), None]
 
 
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
@@ -283,6 +283,10 @@ def _expand_dims_kernel(xp: Any, x: Any, dim: Any) -> Any:
     return x.reshape((*x.shape[:d], 1, *x.shape[d:]))  # a view, as xp.expand_dims gives
 
 
+def _expand_dims_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
+    return [reshape(grad, shape(op.inputs[0])), None]
+
+
 op(
     "ExpandDims",
     ("input", "dim"),
@@ -290,12 +294,8 @@ op(
     kernel=_expand_dims_kernel,
     host_inputs=(1,),
     type_attrs={"T": 0, "Tdim": 1},
+    grad=_expand_dims_grad,
 )
-
-
-@register_gradient("ExpandDims")
-def _expand_dims_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
-    return [reshape(grad, shape(op.inputs[0])), None]
 
 
 def expand_dims(input: Any, axis: Any = None, name: str | None = None, dim: Any = None) -> Tensor:
@@ -343,12 +343,18 @@ def _squeeze_kernel(xp: Any, x: Any, squeeze_dims: list[int]) -> Any:
     return xp.squeeze(x, axis=axes)
 
 
-op("Squeeze", ("input",), infer=_squeeze_infer, attrs=("squeeze_dims",), kernel=_squeeze_kernel)
-
-
-@register_gradient("Squeeze")
 def _squeeze_grad(op: Any, grad: Tensor) -> Tensor:
     return reshape(grad, shape(op.inputs[0]))
+
+
+op(
+    "Squeeze",
+    ("input",),
+    infer=_squeeze_infer,
+    attrs=("squeeze_dims",),
+    kernel=_squeeze_kernel,
+    grad=_squeeze_grad,
+)
 
 
 def squeeze(

@@ -36,7 +36,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, op, register_gradient
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import Shape, fmt
 from flowbook.ops._builder import make1
@@ -116,17 +116,6 @@ def _slice_kernel(xp: Any, x: Any, begin: Any, size: Any) -> Any:
     return x[(*key, ...)]
 
 
-op(
-    "Slice",
-    ("input", "begin", "size"),
-    infer=_slice_infer,
-    kernel=_slice_kernel,
-    host_inputs=(1, 2),
-    type_attrs={"T": 0, "Index": 1},
-)
-
-
-@register_gradient("Slice")
 def _slice_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     """Pad the gradient with zeros back to the input's shape: ``begin`` before, the rest after."""
     x, begin = op.inputs[:2]
@@ -135,6 +124,17 @@ def _slice_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     after = make1("Sub", [room, begin])
     paddings = concat([reshape(begin, column), reshape(after, column)], 1)
     return [make1("Pad", [grad, paddings]), None, None]
+
+
+op(
+    "Slice",
+    ("input", "begin", "size"),
+    infer=_slice_infer,
+    kernel=_slice_kernel,
+    host_inputs=(1, 2),
+    type_attrs={"T": 0, "Index": 1},
+    grad=_slice_grad,
+)
 
 
 def slice(input_: Any, begin: Any, size: Any, name: str | None = None) -> Tensor:
@@ -257,6 +257,14 @@ def _strided_slice_kernel(xp: Any, x: Any, begin: Any, end: Any, strides: Any, *
         ) from None
 
 
+def _strided_slice_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    """StridedSliceGrad (below) puts the gradient back in zeros shaped like x."""
+    x, begin, end, strides = op.inputs
+    dx_shape = shape(x, out_type=begin.dtype)
+    dx = make1("StridedSliceGrad", [dx_shape, begin, end, strides, grad], dict(op.attrs))
+    return [dx, None, None, None]
+
+
 op(
     "StridedSlice",
     ("input", "begin", "end", "strides"),
@@ -265,16 +273,8 @@ op(
     kernel=_strided_slice_kernel,
     host_inputs=(1, 2, 3),
     type_attrs={"T": 0, "Index": 1},
+    grad=_strided_slice_grad,
 )
-
-
-@register_gradient("StridedSlice")
-def _strided_slice_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    """StridedSliceGrad (below) puts the gradient back in zeros shaped like x."""
-    x, begin, end, strides = op.inputs
-    dx_shape = shape(x, out_type=begin.dtype)
-    dx = make1("StridedSliceGrad", [dx_shape, begin, end, strides, grad], dict(op.attrs))
-    return [dx, None, None, None]
 
 
 # ------------------------------------------------------------ StridedSliceGrad
@@ -299,6 +299,11 @@ def _strided_slice_grad_kernel(
     return dx
 
 
+def _strided_slice_grad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    _, begin, end, strides, _ = op.inputs
+    return [None, None, None, None, strided_slice(grad, begin, end, strides, **op.attrs)]
+
+
 op(
     "StridedSliceGrad",
     ("shape", "begin", "end", "strides", "dy"),
@@ -307,13 +312,8 @@ op(
     kernel=_strided_slice_grad_kernel,
     host_inputs=(0, 1, 2, 3),
     type_attrs={"T": 4, "Index": 0},
+    grad=_strided_slice_grad_grad,
 )
-
-
-@register_gradient("StridedSliceGrad")
-def _strided_slice_grad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    _, begin, end, strides, _ = op.inputs
-    return [None, None, None, None, strided_slice(grad, begin, end, strides, **op.attrs)]
 
 
 def strided_slice(

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Out, op, register_gradient
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt
 from flowbook.kernels.windows import rank4
@@ -108,16 +108,6 @@ def _space_to_batch_nd(xp: Any, x: Any, block_shape: Any, paddings: Any) -> Any:
     return y.reshape([n * _prod(b)] + [x.shape[1 + i] // b[i] for i in range(m)] + list(rest))
 
 
-op(
-    "SpaceToBatchND",
-    ("input", "block_shape", "paddings"),
-    infer=_s2b_infer,
-    kernel=_space_to_batch_nd,
-    host_inputs=(1, 2),
-    type_attrs={"T": 0, "Tblock_shape": 1, "Tpaddings": 2},
-)
-
-
 def _b2s_infer(input: Tensor, block_shape: Tensor, crops: Tensor) -> Out:
     x = input._shape
     b, c, m = _block_args("BatchToSpaceND", x, block_shape, crops, "crops")
@@ -159,6 +149,27 @@ def _batch_to_space_nd(xp: Any, x: Any, block_shape: Any, crops: Any) -> Any:
     return y[(slice(None), *cut)]
 
 
+def _space_to_batch_nd_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
+    _, block, pads = op.inputs
+    return [make1("BatchToSpaceND", (grad, block, pads)), None, None]
+
+
+op(
+    "SpaceToBatchND",
+    ("input", "block_shape", "paddings"),
+    infer=_s2b_infer,
+    kernel=_space_to_batch_nd,
+    host_inputs=(1, 2),
+    type_attrs={"T": 0, "Tblock_shape": 1, "Tpaddings": 2},
+    grad=_space_to_batch_nd_grad,
+)
+
+
+def _batch_to_space_nd_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
+    _, block, crops = op.inputs
+    return [make1("SpaceToBatchND", (grad, block, crops)), None, None]
+
+
 op(
     "BatchToSpaceND",
     ("input", "block_shape", "crops"),
@@ -166,19 +177,8 @@ op(
     kernel=_batch_to_space_nd,
     host_inputs=(1, 2),
     type_attrs={"T": 0, "Tblock_shape": 1, "Tcrops": 2},
+    grad=_batch_to_space_nd_grad,
 )
-
-
-@register_gradient("SpaceToBatchND")
-def _space_to_batch_nd_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
-    _, block, pads = op.inputs
-    return [make1("BatchToSpaceND", (grad, block, pads)), None, None]
-
-
-@register_gradient("BatchToSpaceND")
-def _batch_to_space_nd_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
-    _, block, crops = op.inputs
-    return [make1("SpaceToBatchND", (grad, block, crops)), None, None]
 
 
 # ------------------------------------------------------------ SpaceToDepth / DepthToSpace
@@ -225,15 +225,6 @@ def _space_to_depth(xp: Any, x: Any, block_size: int, **_: Any) -> Any:
     return y.reshape(n, h // bs, w // bs, bs * bs * c)
 
 
-op(
-    "SpaceToDepth",
-    ("input",),
-    infer=_s2d_infer,
-    attrs=("block_size", "data_format"),
-    kernel=_space_to_depth,
-)
-
-
 def _d2s_infer(input: Tensor, block_size: int, data_format: str = "NHWC") -> Out:
     bs = _check_block("DepthToSpace", block_size, data_format)
     if input._shape is None:
@@ -266,23 +257,32 @@ def _depth_to_space(xp: Any, x: Any, block_size: int, **_: Any) -> Any:
     return y.reshape(n, h * bs, w * bs, c // (bs * bs))
 
 
+def _space_to_depth_grad(op: Any, grad: Tensor) -> Tensor:
+    return make1("DepthToSpace", (grad,), dict(op.attrs))
+
+
+op(
+    "SpaceToDepth",
+    ("input",),
+    infer=_s2d_infer,
+    attrs=("block_size", "data_format"),
+    kernel=_space_to_depth,
+    grad=_space_to_depth_grad,
+)
+
+
+def _depth_to_space_grad(op: Any, grad: Tensor) -> Tensor:
+    return make1("SpaceToDepth", (grad,), dict(op.attrs))
+
+
 op(
     "DepthToSpace",
     ("input",),
     infer=_d2s_infer,
     attrs=("block_size", "data_format"),
     kernel=_depth_to_space,
+    grad=_depth_to_space_grad,
 )
-
-
-@register_gradient("SpaceToDepth")
-def _space_to_depth_grad(op: Any, grad: Tensor) -> Tensor:
-    return make1("DepthToSpace", (grad,), dict(op.attrs))
-
-
-@register_gradient("DepthToSpace")
-def _depth_to_space_grad(op: Any, grad: Tensor) -> Tensor:
-    return make1("SpaceToDepth", (grad,), dict(op.attrs))
 
 
 # ------------------------------------------------------------ wrappers

@@ -29,7 +29,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, op, register_gradient
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1
@@ -70,17 +70,6 @@ def _tile_kernel(xp: Any, x: Any, multiples: Any) -> Any:
     return xp.tile(x, reps)
 
 
-op(
-    "Tile",
-    ("input", "multiples"),
-    infer=_tile_infer,
-    kernel=_tile_kernel,
-    host_inputs=(1,),
-    type_attrs={"T": 0, "Tmultiples": 1},
-)
-
-
-@register_gradient("Tile")
 def _tile_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     """Reshape to ``[m0, d0, m1, d1, ...]`` and sum over the ``m`` axes."""
     x, multiples = op.inputs
@@ -89,6 +78,17 @@ def _tile_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
     dx = make1("Sum", [reshape(grad, split_shape), axes], {"keep_dims": False})
     dx.set_shape(x._shape)
     return [dx, None]
+
+
+op(
+    "Tile",
+    ("input", "multiples"),
+    infer=_tile_infer,
+    kernel=_tile_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tmultiples": 1},
+    grad=_tile_grad,
+)
 
 
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:
@@ -152,12 +152,20 @@ def _pad_kernel(xp: Any, x: Any, paddings: Any) -> Any:
     return xp.pad(x, _pad_widths(x, paddings), mode="constant")
 
 
+def _pad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    """The slice of the gradient where the input was: from ``paddings[:, 0]``, shape of x."""
+    x, paddings = op.inputs[:2]
+    before = reshape(slice(paddings, [0, 0], stack([rank(x), 1])), [-1])
+    return [slice(grad, before, shape(x, out_type=paddings.dtype))] + [None] * (len(op.inputs) - 1)
+
+
 op(
     "Pad",
     ("input", "paddings"),
     infer=_pad_infer,
     kernel=_pad_kernel,
     host_inputs=(1,),
+    grad=_pad_grad,
     type_attrs={"T": 0, "Tpaddings": 1},
 )
 
@@ -174,23 +182,13 @@ op(
     infer=_pad_infer,
     kernel=_padv2_kernel,
     host_inputs=(1, 2),
+    grad=_pad_grad,  # as in TF, none for constant_values
     type_attrs={"T": 0, "Tpaddings": 1},
 )
 
 
 def _mirror_pad_kernel(xp: Any, x: Any, paddings: Any, mode: str) -> Any:
     return xp.pad(x, _pad_widths(x, paddings), mode=mode.lower())
-
-
-op(
-    "MirrorPad",
-    ("input", "paddings"),
-    infer=_pad_infer,
-    attrs=("mode",),
-    kernel=_mirror_pad_kernel,
-    host_inputs=(1,),
-    type_attrs={"T": 0, "Tpaddings": 1},
-)
 
 
 def pad(
@@ -224,17 +222,6 @@ def pad(
         return make1("PadV2", [x, p, c], name=scope)
 
 
-def _pad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    """The slice of the gradient where the input was: from ``paddings[:, 0]``, shape of x."""
-    x, paddings = op.inputs[:2]
-    before = reshape(slice(paddings, [0, 0], stack([rank(x), 1])), [-1])
-    return [slice(grad, before, shape(x, out_type=paddings.dtype))] + [None] * (len(op.inputs) - 1)
-
-
-register_gradient("Pad")(_pad_grad)
-register_gradient("PadV2")(_pad_grad)  # as in TF, none for constant_values
-
-
 def _mirror_pad_grad_infer(x: Tensor, paddings: Tensor, mode: str) -> Out:
     check_int("MirrorPadGrad", "paddings", paddings)
     p, s = const_ints(paddings), x._shape
@@ -257,6 +244,27 @@ def _mirror_pad_grad_kernel(xp: Any, x: Any, paddings: Any, mode: str) -> Any:
     return x
 
 
+def _mirror_pad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    attrs = {"mode": op.attrs["mode"]}
+    return [make1("MirrorPadGrad", [grad, op.inputs[1]], attrs), None]
+
+
+op(
+    "MirrorPad",
+    ("input", "paddings"),
+    infer=_pad_infer,
+    attrs=("mode",),
+    kernel=_mirror_pad_kernel,
+    host_inputs=(1,),
+    type_attrs={"T": 0, "Tpaddings": 1},
+    grad=_mirror_pad_grad,
+)
+
+
+def _mirror_pad_grad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    return [make1("MirrorPad", [grad, op.inputs[1]], {"mode": op.attrs["mode"]}), None]
+
+
 op(
     "MirrorPadGrad",
     ("input", "paddings"),
@@ -264,15 +272,5 @@ op(
     attrs=("mode",),
     kernel=_mirror_pad_grad_kernel,
     host_inputs=(1,),
+    grad=_mirror_pad_grad_grad,
 )
-
-
-@register_gradient("MirrorPad")
-def _mirror_pad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    attrs = {"mode": op.attrs["mode"]}
-    return [make1("MirrorPadGrad", [grad, op.inputs[1]], attrs), None]
-
-
-@register_gradient("MirrorPadGrad")
-def _mirror_pad_grad_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    return [make1("MirrorPad", [grad, op.inputs[1]], {"mode": op.attrs["mode"]}), None]

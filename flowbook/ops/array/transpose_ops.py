@@ -22,7 +22,7 @@ from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_gradient
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, same_as_input
@@ -61,6 +61,11 @@ def _transpose_kernel(xp: Any, x: Any, perm: Any) -> Any:
         ) from None
 
 
+def _transpose_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
+    """Transpose back: the inverse permutation (folded to a constant when ``perm`` is one)."""
+    return [transpose(grad, invert_permutation(op.inputs[1])), None]
+
+
 op(
     "Transpose",
     ("x", "perm"),
@@ -68,13 +73,8 @@ op(
     kernel=_transpose_kernel,
     host_inputs=(1,),
     type_attrs={"T": 0, "Tperm": 1},
+    grad=_transpose_grad,
 )
-
-
-@register_gradient("Transpose")
-def _transpose_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
-    """Transpose back: the inverse permutation (folded to a constant when ``perm`` is one)."""
-    return [transpose(grad, invert_permutation(op.inputs[1])), None]
 
 
 def transpose(a: Any, perm: Any = None, name: str = "transpose", conjugate: bool = False) -> Tensor:
@@ -147,6 +147,10 @@ def _reverse_kernel(xp: Any, x: Any, axis: Any) -> Any:
     return xp.flip(x, axis=tuple(a % x.ndim for a in host_ints(axis)))
 
 
+def _reverse_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
+    return [reverse(grad, op.inputs[1]), None]
+
+
 op(
     "ReverseV2",
     ("tensor", "axis"),
@@ -154,12 +158,8 @@ op(
     kernel=_reverse_kernel,
     host_inputs=(1,),
     type_attrs={"T": 0, "Tidx": 1},
+    grad=_reverse_grad,
 )
-
-
-@register_gradient("ReverseV2")
-def _reverse_grad(op: Operation, grad: Tensor) -> list[Tensor | None]:
-    return [reverse(grad, op.inputs[1]), None]
 
 
 def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, OPS, OpDef, Out, op, register
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, op
 from flowbook.framework.tensor import Tensor
 
 __all__ = ["CONTROL_FLOW_TYPES", "DEAD", "is_dead"]
@@ -130,52 +130,6 @@ def _enter_infer(
     return Out(data.dtype, data._shape)
 
 
-def _register(name: str, kind: int, opdef: OpDef) -> None:
-    register(opdef)
-    CONTROL_FLOW_TYPES[name] = kind
-
-
-for _ref in ("", "Ref"):
-    # the predicate is read on the host (TF's HostMemory("pred"))
-    _register(
-        f"{_ref}Switch",
-        1,
-        OpDef(f"{_ref}Switch", ("data", "pred"), (), _switch_infer, _switch, host_inputs=(1,)),
-    )
-    _register(f"{_ref}Merge", 2, OpDef(f"{_ref}Merge", ("*inputs",), (), _merge_infer, _merge))
-    _register(
-        f"{_ref}Enter",
-        3,
-        OpDef(
-            f"{_ref}Enter",
-            ("data",),
-            ("frame_name", "is_constant", "parallel_iterations"),
-            _enter_infer,
-            _identity_kernel,
-        ),
-    )
-    _register(f"{_ref}Exit", 4, OpDef(f"{_ref}Exit", ("data",), (), _same, _identity_kernel))
-    _register(
-        f"{_ref}NextIteration",
-        5,
-        OpDef(f"{_ref}NextIteration", ("data",), (), _same, _identity_kernel),
-    )
-
-
-def _loop_cond_infer(x: Tensor) -> Out:
-    if x.dtype != dtypes.bool or (x._shape is not None and len(x._shape) != 0):
-        raise TypeError(f"a loop's condition must be a bool scalar, got {x.dtype.name} {x._shape}")
-    return Out(dtypes.bool, ())
-
-
-op("LoopCond", ("input",), (), _loop_cond_infer, _identity_kernel, grad=NOT_DIFFERENTIABLE)
-_register(
-    "ControlTrigger",
-    6,
-    OpDef("ControlTrigger", (), (), lambda: [], lambda xp: (), grad=NOT_DIFFERENTIABLE),
-)
-
-
 # ---------------------------------------------------------------- gradients
 def _switch_grad(op: Any, grad_false: Tensor, grad_true: Tensor) -> list[Tensor | None]:
     """A cond's Switch: the gradients of its two sides merged (one of them is dead)."""
@@ -196,11 +150,6 @@ def _merge_grad(op: Any, grad: Tensor, _index_grad: Tensor) -> list[Tensor]:
     return out
 
 
-for _ref in ("", "Ref"):
-    OPS[f"{_ref}Switch"].grad = _switch_grad
-    OPS[f"{_ref}Merge"].grad = _merge_grad
-
-
 def _frame_op_grad(op: Any, *grads: Tensor) -> list[Tensor | None]:
     """Enter, Exit and NextIteration have no gradient of their own: a loop is differentiated
     as a whole (``flowbook.ops.control_flow.while_grad``), from the function its while_loop keeps."""
@@ -211,6 +160,43 @@ def _frame_op_grad(op: Any, *grads: Tensor) -> list[Tensor | None]:
     )
 
 
+def _loop_cond_infer(x: Tensor) -> Out:
+    if x.dtype != dtypes.bool or (x._shape is not None and len(x._shape) != 0):
+        raise TypeError(f"a loop's condition must be a bool scalar, got {x.dtype.name} {x._shape}")
+    return Out(dtypes.bool, ())
+
+
+# ------------------------------------------------------------------ the ops
+def prim(name: str, kind: int, *args: Any, **fields: Any) -> OpDef:
+    """Declare a control-flow primitive (``op``'s arguments) and record its kind."""
+    opdef = op(name, *args, **fields)
+    CONTROL_FLOW_TYPES[name] = kind
+    return opdef
+
+
 for _ref in ("", "Ref"):
-    for _type in ("Enter", "Exit", "NextIteration"):
-        OPS[f"{_ref}{_type}"].grad = _frame_op_grad
+    # the predicate is read on the host (TF's HostMemory("pred"))
+    prim(
+        f"{_ref}Switch",
+        1,
+        ("data", "pred"),
+        (),
+        _switch_infer,
+        _switch,
+        host_inputs=(1,),
+        grad=_switch_grad,
+    )
+    prim(f"{_ref}Merge", 2, ("*inputs",), (), _merge_infer, _merge, grad=_merge_grad)
+    prim(
+        f"{_ref}Enter",
+        3,
+        ("data",),
+        ("frame_name", "is_constant", "parallel_iterations"),
+        _enter_infer,
+        _identity_kernel,
+        grad=_frame_op_grad,
+    )
+    prim(f"{_ref}Exit", 4, ("data",), (), _same, _identity_kernel, grad=_frame_op_grad)
+    prim(f"{_ref}NextIteration", 5, ("data",), (), _same, _identity_kernel, grad=_frame_op_grad)
+op("LoopCond", ("input",), (), _loop_cond_infer, _identity_kernel, grad=NOT_DIFFERENTIABLE)
+prim("ControlTrigger", 6, (), (), lambda: [], lambda xp: (), grad=NOT_DIFFERENTIABLE)

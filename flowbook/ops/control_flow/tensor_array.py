@@ -1,4 +1,4 @@
-"""``tf.TensorArray``: TF1's Python class over the TensorArray ops, and their gradients.
+"""``tf.TensorArray``: the TensorArray ops with their gradients, and TF1's Python class over them.
 
 A :class:`TensorArray` is a handle (the array, made once per run by its
 ``TensorArrayV3`` op) and a flow (see ``flowbook.ops.control_flow.tensor_array_ops``).
@@ -31,13 +31,13 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import get_default_graph
-from flowbook.framework.registry import register_gradient
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.source import capture
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import TensorShape, as_shape, fmt, merge
 from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops.array.shape_ops import identity, range, shape
-from flowbook.ops.control_flow import tensor_array_ops  # noqa: F401  (registers the ops)
+from flowbook.ops.control_flow import tensor_array_ops as ta
 
 __all__ = ["TensorArray"]
 
@@ -290,13 +290,11 @@ def _grad_array(op: Operation, flow: Tensor, dtype: Any) -> TensorArray:
     return ta.grad(_source(op), flow)
 
 
-@register_gradient("TensorArrayReadV3")
 def _read_grad(op: Operation, grad: Tensor) -> list:
     g = _grad_array(op, op.inputs[2], op.attrs["dtype"])
     return [None, None, g.write(op.inputs[1], grad).flow]
 
 
-@register_gradient("TensorArrayWriteV3")
 def _write_grad(op: Operation, flow: Tensor) -> list:
     value = op.inputs[2]
     grad = _grad_array(op, flow, value.dtype).read(op.inputs[1])
@@ -304,13 +302,11 @@ def _write_grad(op: Operation, flow: Tensor) -> list:
     return [None, None, grad, flow]
 
 
-@register_gradient("TensorArrayGatherV3")
 def _gather_grad(op: Operation, grad: Tensor) -> list:
     g = _grad_array(op, op.inputs[2], op.attrs["dtype"])
     return [None, None, g.scatter(op.inputs[1], grad).flow]
 
 
-@register_gradient("TensorArrayScatterV3")
 def _scatter_grad(op: Operation, flow: Tensor) -> list:
     value = op.inputs[2]
     grad = _grad_array(op, flow, value.dtype).gather(op.inputs[1])
@@ -318,15 +314,141 @@ def _scatter_grad(op: Operation, flow: Tensor) -> list:
     return [None, None, grad, flow]
 
 
-@register_gradient("TensorArrayConcatV3")
 def _concat_grad(op: Operation, grad: Tensor, lengths_grad: Tensor) -> list:
     g = _grad_array(op, op.inputs[1], op.attrs["dtype"])
     return [None, g.split(grad, op.outputs[1]).flow]
 
 
-@register_gradient("TensorArraySplitV3")
 def _split_grad(op: Operation, flow: Tensor) -> list:
     value = op.inputs[1]
     grad = _grad_array(op, flow, value.dtype).concat()
     grad.set_shape(value._shape)
     return [None, grad, None, flow]
+
+
+_TA = (
+    "dtype",
+    "element_shape",
+    "dynamic_size",
+    "clear_after_read",
+    "identical_element_shapes",
+    "tensor_array_name",
+)
+# The ops, their kernels in flowbook.ops.control_flow.tensor_array_ops: each is stateful and
+# host only, with the gradient above (or none); the rest of each row is how it looks in a
+# GraphDef: TF's output count, the "T" of the value written, attr kinds.
+_TA_OP = {"stateful": True, "host_only": True}
+op(
+    "TensorArrayV3",
+    ("size",),
+    _TA,
+    ta._ta_infer,
+    ta._ta_kernel,
+    num_outputs=2,
+    type_attrs={},
+    attr_kinds={
+        "element_shape": "shape",
+        "dynamic_size": "bool",
+        "clear_after_read": "bool",
+        "identical_element_shapes": "bool",
+        "tensor_array_name": "string",
+    },
+    grad=NOT_DIFFERENTIABLE,
+    **_TA_OP,
+)
+op(
+    "TensorArrayWriteV3",
+    ("handle", "index", "value", "flow_in"),
+    (),
+    ta._flow_infer,
+    ta._write,
+    type_attrs={"T": 2},
+    grad=_write_grad,
+    **_TA_OP,
+)
+op(
+    "TensorArrayReadV3",
+    ("handle", "index", "flow_in"),
+    ("dtype",),
+    ta._read_infer,
+    ta._read,
+    type_attrs={},
+    grad=_read_grad,
+    **_TA_OP,
+)
+op(
+    "TensorArrayGatherV3",
+    ("handle", "indices", "flow_in"),
+    ("dtype", "element_shape"),
+    ta._gather_infer,
+    ta._gather,
+    type_attrs={},
+    attr_kinds={"element_shape": "shape"},
+    grad=_gather_grad,
+    **_TA_OP,
+)
+op(
+    "TensorArrayScatterV3",
+    ("handle", "indices", "value", "flow_in"),
+    (),
+    ta._flow_infer,
+    ta._scatter,
+    type_attrs={"T": 2},
+    grad=_scatter_grad,
+    **_TA_OP,
+)
+op(
+    "TensorArrayConcatV3",
+    ("handle", "flow_in"),
+    ("dtype", "element_shape_except0"),
+    ta._concat_infer,
+    ta._concat,
+    num_outputs=2,
+    type_attrs={},
+    attr_kinds={"element_shape_except0": "shape"},
+    grad=_concat_grad,
+    **_TA_OP,
+)
+op(
+    "TensorArraySplitV3",
+    ("handle", "value", "lengths", "flow_in"),
+    (),
+    ta._flow_infer,
+    ta._split,
+    type_attrs={"T": 1},
+    grad=_split_grad,
+    **_TA_OP,
+)
+op(
+    "TensorArraySizeV3",
+    ("handle", "flow_in"),
+    (),
+    lambda h, f: Out(dtypes.int32, ()),
+    ta._size,
+    type_attrs={},
+    grad=NOT_DIFFERENTIABLE,
+    **_TA_OP,
+)
+op(
+    "TensorArrayCloseV3",
+    ("handle",),
+    (),
+    lambda h: [],
+    ta._close,
+    num_outputs=0,
+    type_attrs={},
+    grad=NOT_DIFFERENTIABLE,
+    **_TA_OP,
+)
+op(
+    "TensorArrayGradV3",
+    ("handle", "flow_in"),
+    ("source",),
+    ta._grad_infer,
+    ta._grad,
+    num_outputs=2,
+    type_attrs={},
+    attr_kinds={"source": "string"},
+    grad=NOT_DIFFERENTIABLE,
+    **_TA_OP,
+)

@@ -14,9 +14,10 @@ stateful, host-only (a string handle) and never folded or cached.
 forward array for one ``tf.gradients`` call (``source``, its name scope):
 made on first use with the forward array's size, kept on the forward array,
 its writes add up (TF's ``multiple_writes_aggregate``), and reading an
-element nothing wrote gives zeros shaped like the forward element.  The
-Python :class:`~flowbook.ops.control_flow.tensor_array.TensorArray` wraps these ops and
-declares their gradients.
+element nothing wrote gives zeros shaped like the forward element.  This
+module holds the kernels; the ops are declared, each with its gradient, in
+``flowbook.ops.control_flow.tensor_array``, beside the Python
+:class:`~flowbook.ops.control_flow.tensor_array.TensorArray` that wraps them.
 
 Errors are TensorFlow's, raised as ``InvalidArgumentError`` (the executor
 adds the op, its type and the cell/line that made it): an index out of
@@ -44,7 +45,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
+from flowbook.framework.registry import Out
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, as_shape, compatible, fmt
 
@@ -356,121 +357,3 @@ def _grad(xp: Any, handle: RunTensorArray, flow_in: Any, source: str = "") -> tu
             forward=handle,
         )
     return g, _flow(xp)
-
-
-_TA = (
-    "dtype",
-    "element_shape",
-    "dynamic_size",
-    "clear_after_read",
-    "identical_element_shapes",
-    "tensor_array_name",
-)
-# Every op is stateful and host only, with no gradient of its own (those of the read and
-# write ops are declared in flowbook.ops.control_flow.tensor_array); the rest of each row is
-# how it looks in a GraphDef: TF's output count, the "T" of the value written, attr kinds.
-_TA_OP = {"stateful": True, "host_only": True, "grad": NOT_DIFFERENTIABLE}
-op(
-    "TensorArrayV3",
-    ("size",),
-    _TA,
-    _ta_infer,
-    _ta_kernel,
-    num_outputs=2,
-    type_attrs={},
-    attr_kinds={
-        "element_shape": "shape",
-        "dynamic_size": "bool",
-        "clear_after_read": "bool",
-        "identical_element_shapes": "bool",
-        "tensor_array_name": "string",
-    },
-    **_TA_OP,
-)
-op(
-    "TensorArrayWriteV3",
-    ("handle", "index", "value", "flow_in"),
-    (),
-    _flow_infer,
-    _write,
-    type_attrs={"T": 2},
-    **_TA_OP,
-)
-op(
-    "TensorArrayReadV3",
-    ("handle", "index", "flow_in"),
-    ("dtype",),
-    _read_infer,
-    _read,
-    type_attrs={},
-    **_TA_OP,
-)
-op(
-    "TensorArrayGatherV3",
-    ("handle", "indices", "flow_in"),
-    ("dtype", "element_shape"),
-    _gather_infer,
-    _gather,
-    type_attrs={},
-    attr_kinds={"element_shape": "shape"},
-    **_TA_OP,
-)
-op(
-    "TensorArrayScatterV3",
-    ("handle", "indices", "value", "flow_in"),
-    (),
-    _flow_infer,
-    _scatter,
-    type_attrs={"T": 2},
-    **_TA_OP,
-)
-op(
-    "TensorArrayConcatV3",
-    ("handle", "flow_in"),
-    ("dtype", "element_shape_except0"),
-    _concat_infer,
-    _concat,
-    num_outputs=2,
-    type_attrs={},
-    attr_kinds={"element_shape_except0": "shape"},
-    **_TA_OP,
-)
-op(
-    "TensorArraySplitV3",
-    ("handle", "value", "lengths", "flow_in"),
-    (),
-    _flow_infer,
-    _split,
-    type_attrs={"T": 1},
-    **_TA_OP,
-)
-op(
-    "TensorArraySizeV3",
-    ("handle", "flow_in"),
-    (),
-    lambda h, f: Out(dtypes.int32, ()),
-    _size,
-    type_attrs={},
-    **_TA_OP,
-)
-op(
-    "TensorArrayCloseV3",
-    ("handle",),
-    (),
-    lambda h: [],
-    _close,
-    num_outputs=0,
-    type_attrs={},
-    **_TA_OP,
-)
-op(
-    "TensorArrayGradV3",
-    ("handle", "flow_in"),
-    ("source",),
-    _grad_infer,
-    _grad,
-    num_outputs=2,
-    type_attrs={},
-    attr_kinds={"source": "string"},
-    **_TA_OP,
-)

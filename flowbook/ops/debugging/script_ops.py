@@ -70,18 +70,28 @@ def _infer(*inputs: Tensor, token: str, Tout: list) -> list[Out]:
     return [Out(dt, None) for dt in Tout]
 
 
-for _name, _stateful in (("PyFunc", True), ("PyFuncStateless", False)):
-    op(
-        _name,
-        ("*input",),
-        ("token", "Tout"),
-        _infer,
-        _call,
-        stateful=_stateful,
-        host_only=True,
-        grad=NOT_DIFFERENTIABLE,
-        attr_kinds={"Tout": "list(type)"},
-    )
+op(
+    "PyFunc",
+    ("*input",),
+    ("token", "Tout"),
+    _infer,
+    _call,
+    stateful=True,
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+    attr_kinds={"Tout": "list(type)"},
+)
+op(
+    "PyFuncStateless",
+    ("*input",),
+    ("token", "Tout"),
+    _infer,
+    _call,
+    stateful=False,
+    host_only=True,
+    grad=NOT_DIFFERENTIABLE,
+    attr_kinds={"Tout": "list(type)"},
+)
 
 
 def py_func(

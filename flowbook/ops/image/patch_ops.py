@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowbook.framework.registry import Out, op, register_gradient
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.kernels.windows import (
     check_padding,
@@ -97,18 +97,6 @@ def _attrs(op: Operation) -> dict[str, Any]:
     return {a: op.attrs[a] for a in _ATTRS}
 
 
-op("ExtractImagePatches", ("images",), _ATTRS, _patches_infer, _patches)
-op(
-    "ExtractImagePatchesGrad",
-    ("grad", "input_sizes"),
-    _ATTRS,
-    lambda grad, sizes, **_: Out(grad.dtype, _sizes(sizes)),
-    _patches_grad_kernel,
-    host_inputs=(1,),
-)
-
-
-@register_gradient("ExtractImagePatches")
 def _patches_grad(op: Operation, g: Tensor) -> Tensor:
     images = op.inputs[0]
     known = images._shape is not None and None not in images._shape
@@ -116,10 +104,23 @@ def _patches_grad(op: Operation, g: Tensor) -> Tensor:
     return make1("ExtractImagePatchesGrad", (g, sizes), _attrs(op))
 
 
-@register_gradient("ExtractImagePatchesGrad")
+op("ExtractImagePatches", ("images",), _ATTRS, _patches_infer, _patches, grad=_patches_grad)
+
+
 def _patches_grad_grad(op: Operation, g: Tensor) -> tuple[Tensor, None]:
     """Linear: the transpose of the transpose; the sizes are ints, with no gradient."""
     return make1("ExtractImagePatches", (g,), _attrs(op)), None
+
+
+op(
+    "ExtractImagePatchesGrad",
+    ("grad", "input_sizes"),
+    _ATTRS,
+    lambda grad, sizes, **_: Out(grad.dtype, _sizes(sizes)),
+    _patches_grad_kernel,
+    host_inputs=(1,),
+    grad=_patches_grad_grad,
+)
 
 
 def extract_image_patches(

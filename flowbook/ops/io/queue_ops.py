@@ -41,7 +41,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError, OutOfRangeError
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.state.pending import settle
@@ -52,12 +52,6 @@ __all__: list[str] = []
 
 _STATE = {"stateful": True, "host_only": True, "grad": NOT_DIFFERENTIABLE}
 _QUEUE_ATTRS = ("component_types", "shapes", "capacity", "container", "shared_name")
-_TYPES = {
-    "FIFOQueueV2": "fifo",
-    "PaddingFIFOQueueV2": "padding_fifo",
-    "RandomShuffleQueueV2": "random_shuffle",
-    "PriorityQueueV2": "priority",
-}
 
 
 # ------------------------------------------------------------- the queues
@@ -98,11 +92,19 @@ def _queue_kernel(kind: str) -> Any:
     return kernel
 
 
-for _op, _kind in _TYPES.items():
-    _attrs = _QUEUE_ATTRS + (
-        ("min_after_dequeue", "seed", "seed2") if _kind == "random_shuffle" else ()
+def queue(name: str, kind: str) -> OpDef:
+    """Declare the op that makes a queue of ``kind`` (once per container cell)."""
+    shuffle = ("min_after_dequeue", "seed", "seed2") if kind == "random_shuffle" else ()
+    kernel = _queue_kernel(kind)
+    return op(
+        name, (), _QUEUE_ATTRS + shuffle, _queue_infer, kernel, resource="container", **_STATE
     )
-    op(_op, (), _attrs, _queue_infer, _queue_kernel(_kind), resource="container", **_STATE)
+
+
+queue("FIFOQueueV2", "fifo")
+queue("PaddingFIFOQueueV2", "padding_fifo")
+queue("RandomShuffleQueueV2", "random_shuffle")
+queue("PriorityQueueV2", "priority")
 
 
 # ------------------------------------------------------------ enqueueing
@@ -161,16 +163,24 @@ def _enqueue_infer(
     return []
 
 
-for _op, _fn in (("QueueEnqueueV2", _enqueue), ("QueueEnqueueManyV2", _enqueue_many)):
-    op(
-        _op,
-        ("handle", "*components"),
-        ("Tcomponents", "timeout_ms"),
-        _enqueue_infer,
-        _fn,
-        blocking=True,
-        **_STATE,
-    )
+op(
+    "QueueEnqueueV2",
+    ("handle", "*components"),
+    ("Tcomponents", "timeout_ms"),
+    _enqueue_infer,
+    _enqueue,
+    blocking=True,
+    **_STATE,
+)
+op(
+    "QueueEnqueueManyV2",
+    ("handle", "*components"),
+    ("Tcomponents", "timeout_ms"),
+    _enqueue_infer,
+    _enqueue_many,
+    blocking=True,
+    **_STATE,
+)
 
 
 # ------------------------------------------------------------ dequeueing
@@ -238,12 +248,33 @@ def _dequeue_infer(
     return [Out(dtypes.as_dtype(t), None) for t in component_types]
 
 
-for _op, _ins, _fn in (
-    ("QueueDequeueV2", ("handle",), _dequeue),
-    ("QueueDequeueManyV2", ("handle", "n"), _dequeue_many),
-    ("QueueDequeueUpToV2", ("handle", "n"), _dequeue_up_to),
-):
-    op(_op, _ins, ("component_types", "timeout_ms"), _dequeue_infer, _fn, blocking=True, **_STATE)
+op(
+    "QueueDequeueV2",
+    ("handle",),
+    ("component_types", "timeout_ms"),
+    _dequeue_infer,
+    _dequeue,
+    blocking=True,
+    **_STATE,
+)
+op(
+    "QueueDequeueManyV2",
+    ("handle", "n"),
+    ("component_types", "timeout_ms"),
+    _dequeue_infer,
+    _dequeue_many,
+    blocking=True,
+    **_STATE,
+)
+op(
+    "QueueDequeueUpToV2",
+    ("handle", "n"),
+    ("component_types", "timeout_ms"),
+    _dequeue_infer,
+    _dequeue_up_to,
+    blocking=True,
+    **_STATE,
+)
 
 
 # ------------------------------------------------------------ the rest

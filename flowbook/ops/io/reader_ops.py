@@ -42,7 +42,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import OutOfRangeError
 from flowbook.framework.graph import get_default_graph
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.graph_io import record_files
 from flowbook.ops._builder import make, make1, tensor
@@ -133,41 +133,6 @@ def _whole(work: str) -> Iterator[tuple[Any, bytes]]:
         yield None, f.read()
 
 
-_READERS: dict[str, tuple[tuple[str, ...], Any]] = {
-    "TextLineReaderV2": (
-        ("skip_header_lines",),
-        lambda a: (
-            lambda w: record_files.text_lines(w, None, a["skip_header_lines"]),
-            lambda w, p: f"{w}:{p}".encode(),
-        ),
-    ),
-    "WholeFileReaderV2": ((), lambda a: (_whole, lambda w, p: w.encode())),
-    "IdentityReaderV2": (
-        (),
-        lambda a: (lambda w: iter([(None, w.encode())]), lambda w, p: w.encode()),
-    ),
-    "TFRecordReaderV2": (
-        ("compression_type",),
-        lambda a: (
-            lambda w: record_files.tfrecords(w, a["compression_type"]),
-            lambda w, p: f"{w}:{p}".encode(),
-        ),
-    ),
-    "FixedLengthRecordReaderV2": (
-        ("header_bytes", "record_bytes", "footer_bytes", "hop_bytes"),
-        lambda a: (
-            lambda w: (
-                ((off - a["header_bytes"]) // a["record_bytes"], r)
-                for off, r in record_files.fixed_length_records(
-                    w, a["record_bytes"], a["header_bytes"], a["footer_bytes"]
-                )
-            ),
-            lambda w, p: f"{w}:{p}".encode(),
-        ),
-    ),
-}
-
-
 def _reader_kernel(make_fns: Any) -> Any:
     def kernel(xp: Any, *, cell: ResourceCell, **attrs: Any) -> ReaderState:
         return cell.get(lambda: ReaderState(*make_fns(attrs)))
@@ -175,16 +140,49 @@ def _reader_kernel(make_fns: Any) -> Any:
     return kernel
 
 
-for _op, (_attrs, _fns) in _READERS.items():
-    op(
-        _op,
-        (),
-        (*_attrs, "container", "shared_name"),
-        lambda **a: Out(dtypes.string, ()),
-        _reader_kernel(_fns),
-        resource="container",
-        **_STATE,
-    )
+def reader(name: str, attrs: tuple[str, ...], make_fns: Any) -> OpDef:
+    """Declare a reader op: ``make_fns(attrs)`` gives its records and key functions."""
+    infer = lambda **a: Out(dtypes.string, ())
+    kernel = _reader_kernel(make_fns)
+    all_attrs = (*attrs, "container", "shared_name")
+    return op(name, (), all_attrs, infer, kernel, resource="container", **_STATE)
+
+
+reader(
+    "TextLineReaderV2",
+    ("skip_header_lines",),
+    lambda a: (
+        lambda w: record_files.text_lines(w, None, a["skip_header_lines"]),
+        lambda w, p: f"{w}:{p}".encode(),
+    ),
+)
+reader("WholeFileReaderV2", (), lambda a: (_whole, lambda w, p: w.encode()))
+reader(
+    "IdentityReaderV2",
+    (),
+    lambda a: (lambda w: iter([(None, w.encode())]), lambda w, p: w.encode()),
+)
+reader(
+    "TFRecordReaderV2",
+    ("compression_type",),
+    lambda a: (
+        lambda w: record_files.tfrecords(w, a["compression_type"]),
+        lambda w, p: f"{w}:{p}".encode(),
+    ),
+)
+reader(
+    "FixedLengthRecordReaderV2",
+    ("header_bytes", "record_bytes", "footer_bytes", "hop_bytes"),
+    lambda a: (
+        lambda w: (
+            ((off - a["header_bytes"]) // a["record_bytes"], r)
+            for off, r in record_files.fixed_length_records(
+                w, a["record_bytes"], a["header_bytes"], a["footer_bytes"]
+            )
+        ),
+        lambda w, p: f"{w}:{p}".encode(),
+    ),
+)
 
 
 def _as_arrays(records: list, single: bool) -> Any:

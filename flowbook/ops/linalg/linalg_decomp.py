@@ -29,7 +29,6 @@ from flowbook.framework.registry import (
     NOT_DIFFERENTIABLE,
     Out,
     op,
-    register_gradient,
 )
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make, tensor
@@ -107,18 +106,8 @@ op(
     grad=NOT_DIFFERENTIABLE,
     num_outputs=3,
 )
-op(
-    "SelfAdjointEigV2",
-    ("input",),
-    ("compute_v",),
-    _eig_infer,
-    _eig,
-    heavy=_cubic_heavy,
-    num_outputs=2,
-)
 
 
-@register_gradient("SelfAdjointEigV2")
 def _eig_grad(op: Operation, ge: Tensor, gv: Tensor) -> Tensor:
     """``v (diag(ge) + F * (v^H gv)) v^H``, folded onto the lower triangle the op read."""
     if op.attrs.get("compute_v", True):
@@ -134,6 +123,18 @@ def _eig_grad(op: Operation, ge: Tensor, gv: Tensor) -> Tensor:
     grad = matmul(matmul(v, inner), v, adjoint_b=True)
     grad = matrix_band_part(add(grad, matrix_transpose(grad, conjugate=True)), -1, 0)
     return matrix_set_diag(grad, multiply(matrix_diag_part(grad), 0.5))
+
+
+op(
+    "SelfAdjointEigV2",
+    ("input",),
+    ("compute_v",),
+    _eig_infer,
+    _eig,
+    heavy=_cubic_heavy,
+    num_outputs=2,
+    grad=_eig_grad,
+)
 
 
 # ----------------------------------------------------------------- wrappers

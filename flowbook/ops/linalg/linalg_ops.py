@@ -40,7 +40,12 @@ from flowbook.framework import dtypes
 from flowbook.framework.dtypes import DType
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Fusion, Out, no_gradient, op, register_gradient
+from flowbook.framework.registry import (
+    NOT_DIFFERENTIABLE,
+    Fusion,
+    Out,
+    op,
+)
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import Shape, broadcast, fmt, num_elements
 from flowbook.ops import _builder
@@ -141,26 +146,6 @@ def _batch_matmul(xp: Any, x: Any, y: Any, adj_x: bool = False, adj_y: bool = Fa
     return xp.matmul(_adjoint(xp, x) if adj_x else x, _adjoint(xp, y) if adj_y else y)
 
 
-op(
-    "MatMul",
-    ("a", "b"),
-    ("transpose_a", "transpose_b"),
-    _matmul_infer,
-    lambda xp, a, b, **attrs: _matmul_bind(xp, **attrs)(a, b),
-    bind=_matmul_bind,
-    heavy=_matmul_heavy,
-    fusion=Fusion(head="_FusedMatMul"),
-)
-op(
-    "BatchMatMulV2",
-    ("x", "y"),
-    ("adj_x", "adj_y"),
-    _batch_matmul_infer,
-    _batch_matmul,
-    heavy=_matmul_heavy,
-)
-
-
 def _mm(op_type: str, a: Tensor, b: Tensor, ta: bool, tb: bool) -> Tensor:
     flags = ("transpose_a", "transpose_b") if op_type == "MatMul" else ("adj_x", "adj_y")
     return make1(op_type, (a, b), dict(zip(flags, (ta, tb))))
@@ -181,13 +166,24 @@ def _flags(op: Operation, *names: str) -> list[bool]:
     return [bool(op.attrs.get(n, False)) for n in names]
 
 
-@register_gradient("MatMul")
 def _matmul_grad(op: Operation, g: Tensor) -> tuple:
     a, b = (conj(t) for t in op.inputs)  # MatMul only transposes: conjugate here, as TF does
     return _matmul_grads("MatMul", g, a, b, *_flags(op, "transpose_a", "transpose_b"))
 
 
-@register_gradient("BatchMatMulV2")
+op(
+    "MatMul",
+    ("a", "b"),
+    ("transpose_a", "transpose_b"),
+    _matmul_infer,
+    lambda xp, a, b, **attrs: _matmul_bind(xp, **attrs)(a, b),
+    bind=_matmul_bind,
+    heavy=_matmul_heavy,
+    fusion=Fusion(head="_FusedMatMul"),
+    grad=_matmul_grad,
+)
+
+
 def _batch_matmul_grad(op: Operation, g: Tensor) -> tuple:
     """As MatMul's (adj_x and adj_y conjugate), summed over broadcast batch dims."""
     x, y = op.inputs
@@ -199,6 +195,17 @@ def _batch_matmul_grad(op: Operation, g: Tensor) -> tuple:
         if None not in sx[:-2] and sx[:-2] == sy[:-2]:
             return gx, gy
     return _batch_sum(gx, x, y, 0), _batch_sum(gy, y, x, 1)
+
+
+op(
+    "BatchMatMulV2",
+    ("x", "y"),
+    ("adj_x", "adj_y"),
+    _batch_matmul_infer,
+    _batch_matmul,
+    heavy=_matmul_heavy,
+    grad=_batch_matmul_grad,
+)
 
 
 def _batch_sum(grad: Tensor, x: Tensor, other: Tensor, which: int) -> Tensor:
@@ -266,25 +273,6 @@ def _matrix_inverse(xp: Any, x: Any, adjoint: bool = False) -> Any:
         raise InvalidArgumentError(None, None, "Input is not invertible.") from None
 
 
-op(
-    "MatrixInverse",
-    ("input",),
-    ("adjoint",),
-    lambda x, **_: _square_infer("MatrixInverse", x, True),
-    _matrix_inverse,
-    heavy=_cubic_heavy,
-)
-op(
-    "MatrixDeterminant",
-    ("input",),
-    (),
-    lambda x, **_: _square_infer("MatrixDeterminant", x, False),
-    lambda xp, x: xp.linalg.det(x),
-    heavy=_cubic_heavy,
-)
-
-
-@register_gradient("MatrixInverse")
 def _matrix_inverse_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's: -A^-H g A^-H (adjoints swapped for adjoint=True)."""
     ainv, adj = op.outputs[0], bool(op.attrs.get("adjoint"))
@@ -292,12 +280,33 @@ def _matrix_inverse_grad(op: Operation, g: Tensor) -> Tensor:
     return negative(matmul(ainv, inner, adjoint_a=not adj))
 
 
-@register_gradient("MatrixDeterminant")
+op(
+    "MatrixInverse",
+    ("input",),
+    ("adjoint",),
+    lambda x, **_: _square_infer("MatrixInverse", x, True),
+    _matrix_inverse,
+    heavy=_cubic_heavy,
+    grad=_matrix_inverse_grad,
+)
+
+
 def _matrix_determinant_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's: g * det(A) * A^-H, per matrix."""
     a, det = op.inputs[0], op.outputs[0]
     multipliers = array_ops.expand_dims(array_ops.expand_dims(multiply(g, det), -1), -1)
     return multiply(multipliers, matrix_inverse(a, adjoint=True))
+
+
+op(
+    "MatrixDeterminant",
+    ("input",),
+    (),
+    lambda x, **_: _square_infer("MatrixDeterminant", x, False),
+    lambda xp, x: xp.linalg.det(x),
+    heavy=_cubic_heavy,
+    grad=_matrix_determinant_grad,
+)
 
 
 def matrix_inverse(input: Any, adjoint: bool = False, name: str | None = None) -> Tensor:
@@ -341,8 +350,8 @@ op(
         xp.linalg.qr(x, mode="complete" if full_matrices else "reduced")
     ),
     heavy=lambda op: True,
+    grad=NOT_DIFFERENTIABLE,
 )
-no_gradient("Qr")  # flowbook needs it for the orthogonal initializer only
 
 
 def qr(input: Any, full_matrices: bool = False, name: str | None = None) -> tuple[Tensor, Tensor]:
@@ -408,34 +417,6 @@ def _cross_infer(a: Tensor, b: Tensor) -> Out:
     return Out(dt, a._shape if a._shape is not None else b._shape)
 
 
-op(
-    "Cholesky",
-    ("input",),
-    (),
-    lambda x, **_: _square_infer("Cholesky", x, True),
-    _cholesky,
-    heavy=_cubic_heavy,
-)
-op(
-    "MatrixSolve",
-    ("matrix", "rhs"),
-    ("adjoint",),
-    lambda m, r, **_: _solve_infer("MatrixSolve", m, r),
-    _solve,
-    heavy=_cubic_heavy,
-)
-op(
-    "MatrixTriangularSolve",
-    ("matrix", "rhs"),
-    ("lower", "adjoint"),
-    lambda m, r, **_: _solve_infer("MatrixTriangularSolve", m, r),
-    _triangular_solve,
-    heavy=_cubic_heavy,
-)
-op("Cross", ("a", "b"), (), _cross_infer, lambda xp, a, b: xp.cross(a, b))
-
-
-@register_gradient("MatrixSolve")
 def _matrix_solve_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
     """TF's: grad_rhs = solve(A^H, g); grad_A = -grad_rhs c^H (transposed for adjoint)."""
     a, c, adj = op.inputs[0], op.outputs[0], bool(op.attrs.get("adjoint"))
@@ -445,7 +426,17 @@ def _matrix_solve_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
     return negative(matmul(grad_b, c, adjoint_b=True)), grad_b
 
 
-@register_gradient("MatrixTriangularSolve")
+op(
+    "MatrixSolve",
+    ("matrix", "rhs"),
+    ("adjoint",),
+    lambda m, r, **_: _solve_infer("MatrixSolve", m, r),
+    _solve,
+    heavy=_cubic_heavy,
+    grad=_matrix_solve_grad,
+)
+
+
 def _triangular_solve_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
     """As MatrixSolve's, the matrix's gradient kept to the triangle the solve read."""
     a, c = op.inputs[0], op.outputs[0]
@@ -459,7 +450,17 @@ def _triangular_solve_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
     return matrix_band_part(grad_a, *band), grad_b
 
 
-@register_gradient("Cholesky")
+op(
+    "MatrixTriangularSolve",
+    ("matrix", "rhs"),
+    ("lower", "adjoint"),
+    lambda m, r, **_: _solve_infer("MatrixTriangularSolve", m, r),
+    _triangular_solve,
+    heavy=_cubic_heavy,
+    grad=_triangular_solve_grad,
+)
+
+
 def _cholesky_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's: with L^-1 from a triangular solve, P = tril(L^H g) with its diagonal halved,
     grad = L^-H P L^-1, symmetrised and halved."""
@@ -473,10 +474,23 @@ def _cholesky_grad(op: Operation, g: Tensor) -> Tensor:
     return multiply(add(grad, matrix_transpose(grad, conjugate=True)), 0.5)
 
 
-@register_gradient("Cross")
+op(
+    "Cholesky",
+    ("input",),
+    (),
+    lambda x, **_: _square_infer("Cholesky", x, True),
+    _cholesky,
+    heavy=_cubic_heavy,
+    grad=_cholesky_grad,
+)
+
+
 def _cross_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
     a, b = op.inputs
     return cross(b, g), cross(g, a)
+
+
+op("Cross", ("a", "b"), (), _cross_infer, lambda xp, a, b: xp.cross(a, b), grad=_cross_grad)
 
 
 # ----------------------------------------------------------------- wrappers

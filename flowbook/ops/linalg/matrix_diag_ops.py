@@ -21,7 +21,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, op, register_gradient
+from flowbook.framework.registry import Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -151,14 +151,45 @@ def _diag_part_infer(input: Tensor) -> Out:
     return Out(input.dtype, s[:half])
 
 
-for _name, _inputs, _infer, _kernel in (
-    ("MatrixDiag", ("diagonal",), _matrix_diag_infer, _matrix_diag),
-    ("MatrixDiagPart", ("input",), _matrix_diag_part_infer, _matrix_diag_part),
-    ("MatrixSetDiag", ("input", "diagonal"), _matrix_set_diag_infer, _matrix_set_diag),
-    ("Diag", ("diagonal",), _diag_infer, _diag),
-    ("DiagPart", ("input",), _diag_part_infer, _diag_part),
-):
-    op(_name, _inputs, (), _infer, _kernel)
+def _matrix_diag_grad(op: Operation, g: Tensor) -> Tensor:
+    return matrix_diag_part(g)
+
+
+op("MatrixDiag", ("diagonal",), (), _matrix_diag_infer, _matrix_diag, grad=_matrix_diag_grad)
+
+
+def _matrix_diag_part_grad(op: Operation, g: Tensor) -> Tensor:
+    return matrix_set_diag(array_ops.zeros_like(op.inputs[0]), g)
+
+
+op(
+    "MatrixDiagPart",
+    ("input",),
+    (),
+    _matrix_diag_part_infer,
+    _matrix_diag_part,
+    grad=_matrix_diag_part_grad,
+)
+
+
+def _matrix_set_diag_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
+    return matrix_set_diag(g, array_ops.zeros_like(op.inputs[1])), matrix_diag_part(g)
+
+
+op(
+    "MatrixSetDiag",
+    ("input", "diagonal"),
+    (),
+    _matrix_set_diag_infer,
+    _matrix_set_diag,
+    grad=_matrix_set_diag_grad,
+)
+
+
+def _matrix_band_part_grad(op: Operation, g: Tensor) -> tuple[Tensor, None, None]:
+    return matrix_band_part(g, op.inputs[1], op.inputs[2]), None, None
+
+
 op(
     "MatrixBandPart",
     ("input", "num_lower", "num_upper"),
@@ -166,38 +197,22 @@ op(
     _band_infer,
     _matrix_band_part,
     type_attrs={"T": 0, "Tindex": 1},
+    grad=_matrix_band_part_grad,
 )
 
 
-# ---------------------------------------------------------------- gradients
-@register_gradient("MatrixDiag")
-def _matrix_diag_grad(op: Operation, g: Tensor) -> Tensor:
-    return matrix_diag_part(g)
-
-
-@register_gradient("MatrixDiagPart")
-def _matrix_diag_part_grad(op: Operation, g: Tensor) -> Tensor:
-    return matrix_set_diag(array_ops.zeros_like(op.inputs[0]), g)
-
-
-@register_gradient("MatrixSetDiag")
-def _matrix_set_diag_grad(op: Operation, g: Tensor) -> tuple[Tensor, Tensor]:
-    return matrix_set_diag(g, array_ops.zeros_like(op.inputs[1])), matrix_diag_part(g)
-
-
-@register_gradient("MatrixBandPart")
-def _matrix_band_part_grad(op: Operation, g: Tensor) -> tuple[Tensor, None, None]:
-    return matrix_band_part(g, op.inputs[1], op.inputs[2]), None, None
-
-
-@register_gradient("Diag")
 def _diag_grad(op: Operation, g: Tensor) -> Tensor:
     return diag_part(g)
 
 
-@register_gradient("DiagPart")
+op("Diag", ("diagonal",), (), _diag_infer, _diag, grad=_diag_grad)
+
+
 def _diag_part_grad(op: Operation, g: Tensor) -> Tensor:
     return diag(g)
+
+
+op("DiagPart", ("input",), (), _diag_part_infer, _diag_part, grad=_diag_part_grad)
 
 
 # ----------------------------------------------------------------- wrappers

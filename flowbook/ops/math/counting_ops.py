@@ -109,21 +109,51 @@ def _unravel(xp: Any, indices: Any, dims: Any) -> Any:
     return xp.stack(xp.unravel_index(indices, shape)).astype(indices.dtype)
 
 
-for _name, _inputs, _attrs, _infer, _kernel, _host in (
-    ("Bincount", ("arr", "size", "weights"), (), _bincount_infer, _bincount, (1,)),
-    (
-        "HistogramFixedWidth",
-        ("values", "value_range", "nbins"),
-        ("dtype",),
-        _histogram_infer,
-        _histogram,
-        (2,),
-    ),
-    ("LowerBound", ("sorted_inputs", "values"), ("out_type",), _search_infer, _search("left"), ()),
-    ("UpperBound", ("sorted_inputs", "values"), ("out_type",), _search_infer, _search("right"), ()),
-    ("UnravelIndex", ("indices", "dims"), (), _unravel_infer, _unravel, (1,)),
-):
-    op(_name, _inputs, _attrs, _infer, _kernel, host_inputs=_host, grad=NOT_DIFFERENTIABLE)
+op(
+    "Bincount",
+    ("arr", "size", "weights"),
+    (),
+    _bincount_infer,
+    _bincount,
+    host_inputs=(1,),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "HistogramFixedWidth",
+    ("values", "value_range", "nbins"),
+    ("dtype",),
+    _histogram_infer,
+    _histogram,
+    host_inputs=(2,),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "LowerBound",
+    ("sorted_inputs", "values"),
+    ("out_type",),
+    _search_infer,
+    _search("left"),
+    host_inputs=(),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "UpperBound",
+    ("sorted_inputs", "values"),
+    ("out_type",),
+    _search_infer,
+    _search("right"),
+    host_inputs=(),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "UnravelIndex",
+    ("indices", "dims"),
+    (),
+    _unravel_infer,
+    _unravel,
+    host_inputs=(1,),
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def bincount(

@@ -29,7 +29,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, op
+from flowbook.framework.registry import OpDef, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make1, tensor
 from flowbook.ops.array import array_ops
@@ -89,18 +89,18 @@ def _grad(rank: int, inverse: bool) -> Any:
     return grad
 
 
-for _rank in (1, 2, 3):
-    for _inverse in (False, True):
-        _name = ("FFT", "IFFT")[_inverse] + ("", "2D", "3D")[_rank - 1]
-        op(
-            _name,
-            ("input",),
-            (),
-            _infer(_rank, _name),
-            _kernel(_rank, _inverse),
-            heavy=True,
-            grad=_grad(_rank, _inverse),
-        )
+def transform(name: str, rank: int, inverse: bool) -> OpDef:
+    """Declare a transform of the ``rank`` innermost dims (the inverse one if ``inverse``)."""
+    infer, kernel, grad = _infer(rank, name), _kernel(rank, inverse), _grad(rank, inverse)
+    return op(name, ("input",), (), infer, kernel, heavy=True, grad=grad)
+
+
+transform("FFT", 1, False)
+transform("IFFT", 1, True)
+transform("FFT2D", 2, False)
+transform("IFFT2D", 2, True)
+transform("FFT3D", 3, False)
+transform("IFFT3D", 3, True)
 
 
 def _transform(op_type: str, input: Any, name: Any) -> Tensor:

@@ -91,20 +91,26 @@ def _cumprod_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [realdiv(back, conj(x)), None]
 
 
-for _op, _fn, _identity, _grad in (
-    ("Cumsum", "cumsum", 0, _cumsum_grad),
-    ("Cumprod", "cumprod", 1, _cumprod_grad),
-):
-    op(
-        _op,
-        ("x", "axis"),
-        ("exclusive", "reverse"),
-        _scan_infer(_op),
-        _scan_kernel(_fn, _identity),
-        host_inputs=(1,),
-        grad=_grad,
-        type_attrs={"T": 0, "Tidx": 1},
-    )
+op(
+    "Cumsum",
+    ("x", "axis"),
+    ("exclusive", "reverse"),
+    _scan_infer("Cumsum"),
+    _scan_kernel("cumsum", 0),
+    host_inputs=(1,),
+    grad=_cumsum_grad,
+    type_attrs={"T": 0, "Tidx": 1},
+)
+op(
+    "Cumprod",
+    ("x", "axis"),
+    ("exclusive", "reverse"),
+    _scan_infer("Cumprod"),
+    _scan_kernel("cumprod", 1),
+    host_inputs=(1,),
+    grad=_cumprod_grad,
+    type_attrs={"T": 0, "Tidx": 1},
+)
 
 
 def cumsum(

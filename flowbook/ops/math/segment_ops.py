@@ -37,7 +37,7 @@ import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, op
+from flowbook.framework.registry import OpDef, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1
@@ -229,37 +229,42 @@ def _prod_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [multiply(others, _gather_ids(g, ids, data)), *[None] * (len(op.inputs) - 1)]
 
 
-_GRADS = {
-    "Sum": _sum_grad,
-    "Mean": _mean_grad,
-    "Max": _min_max_grad,
-    "Min": _min_max_grad,
-    "Prod": _prod_grad,
-}
-for _kind in ("Sum", "Mean", "Max", "Min", "Prod"):
-    _host = {"host_only": True} if _kind == "Prod" else {}
-    op(
-        f"Segment{_kind}",
-        ("data", "segment_ids"),
-        (),
-        _sorted_infer(_kind),
-        _sorted_kernel(_kind),
-        grad=_GRADS[_kind],
-        type_attrs={"T": 0, "Tindices": 1},
-        **_host,
+def sorted_segment(kind: str, grad: Any, **fields: Any) -> OpDef:
+    """Declare ``Segment<kind>``: rows of ``data`` reduced by sorted segment ids."""
+    infer, kernel = _sorted_infer(kind), _sorted_kernel(kind)
+    type_attrs = {"T": 0, "Tindices": 1}
+    inputs = ("data", "segment_ids")
+    return op(
+        f"Segment{kind}", inputs, (), infer, kernel, grad=grad, type_attrs=type_attrs, **fields
     )
-    if _kind in ("Max", "Min", "Prod"):
-        op(
-            f"UnsortedSegment{_kind}",
-            ("data", "segment_ids", "num_segments"),
-            (),
-            _unsorted_infer(_kind),
-            _unsorted_kernel(_kind),
-            host_inputs=(2,),
-            grad=_GRADS[_kind],
-            type_attrs={"T": 0, "Tindices": 1, "Tnumsegments": 2},
-            **_host,
-        )
+
+
+def unsorted_segment(kind: str, grad: Any, **fields: Any) -> OpDef:
+    """Declare ``UnsortedSegment<kind>``: rows reduced by any ids, into ``num_segments``."""
+    infer, kernel = _unsorted_infer(kind), _unsorted_kernel(kind)
+    type_attrs = {"T": 0, "Tindices": 1, "Tnumsegments": 2}
+    inputs = ("data", "segment_ids", "num_segments")
+    return op(
+        f"UnsortedSegment{kind}",
+        inputs,
+        (),
+        infer,
+        kernel,
+        host_inputs=(2,),
+        grad=grad,
+        type_attrs=type_attrs,
+        **fields,
+    )
+
+
+sorted_segment("Sum", _sum_grad)
+sorted_segment("Mean", _mean_grad)
+sorted_segment("Max", _min_max_grad)
+sorted_segment("Min", _min_max_grad)
+sorted_segment("Prod", _prod_grad, host_only=True)
+unsorted_segment("Max", _min_max_grad)
+unsorted_segment("Min", _min_max_grad)
+unsorted_segment("Prod", _prod_grad, host_only=True)
 
 
 # ------------------------------------------------------------------- wrappers

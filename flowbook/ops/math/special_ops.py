@@ -25,7 +25,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OpDef, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import broadcast
 from flowbook.kernels import special_kernels as k
@@ -252,10 +252,15 @@ def _igamma_dx(a: Tensor, x: Tensor) -> Tensor:
     return exp(subtract(subtract(multiply(subtract(a, 1.0), log(x)), x), lgamma(a)))
 
 
-for _name, _kernel, _sign in (("Igamma", k.igamma, 1.0), ("Igammac", k.igammac, -1.0)):
-    _row = Elementwise(_name, _kernel, (_name.lower(),), FLOAT)
-    _d = lambda a, x, s=_sign: multiply(s, _igamma_dx(a, x))
-    op(_name, ("a", "x"), (), binary_infer(_row), _kernel, grad=_second_grad(_d))
+def _incomplete_gamma(name: str, kernel: Any, sign: float) -> OpDef:
+    """Declare Igamma (``sign`` 1) or Igammac (-1): float inputs, broadcast, d/dx only."""
+    row = Elementwise(name, kernel, (name.lower(),), FLOAT)
+    d = lambda a, x: multiply(sign, _igamma_dx(a, x))
+    return op(name, ("a", "x"), (), binary_infer(row), kernel, grad=_second_grad(d))
+
+
+_incomplete_gamma("Igamma", k.igamma, 1.0)
+_incomplete_gamma("Igammac", k.igammac, -1.0)
 
 
 def igamma(a: Any, x: Any, name: str | None = None) -> Tensor:

@@ -4,8 +4,9 @@ Each is one element-wise kernel taking the incoming gradient and what the
 forward op left (its input ``features`` or its output ``outputs``, as TF's
 op of that name does), so a ReLU's backward pass is one pass over the data
 where ``where(y > 0, g, zeros_like(g))`` made three (Greater, ZerosLike,
-Select).  ``ROWS`` is the table: op type, the second input's name, kernel,
-dtypes, and TF's gradient of the gradient op (second derivatives):
+Select).  Each is one ``backprop`` call, its row kept in ``ROWS``: op type,
+the second input's name, kernel, dtypes, and TF's gradient of the gradient
+op (second derivatives):
 
 - ReluGrad(g, y) = g * (y > 0); its gradient is ReluGrad(dd, y) for g and
   zeros for y (Relu6Grad and LeakyReluGrad alike);
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Fusion, Out, op
+from flowbook.framework.registry import Fusion, OpDef, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import merge
 from flowbook.ops._builder import make1, same_dtype
@@ -101,14 +102,7 @@ class GradRow(NamedTuple):
     fusion: Fusion | None = None  # how the optimiser fuses it (flowbook.framework.registry)
 
 
-ROWS: list[GradRow] = [
-    GradRow("ReluGrad", "features", _relu_grad, REAL, _same_grad, fusion=Fusion(head=FUSED)),
-    GradRow("Relu6Grad", "features", _relu6_grad, REAL, _same_grad),
-    GradRow("EluGrad", "outputs", _elu_grad, FLOAT, _exp_family_grad),
-    GradRow("SeluGrad", "outputs", _selu_grad, FLOAT, _exp_family_grad),
-    GradRow("SoftplusGrad", "features", _softplus_grad, FLOAT, _softplus_grad_grad),
-    GradRow("LeakyReluGrad", "features", _leaky_relu_grad, FLOAT, _same_grad, ("alpha",)),
-]
+ROWS: list[GradRow] = []  # the rows, in declaration order
 
 
 def _infer(row: GradRow) -> Callable[..., Out]:
@@ -142,18 +136,36 @@ def _checked(row: GradRow) -> Callable[..., Any]:
     return kernel
 
 
-for _row in ROWS:
-    _inputs = ("gradients", _row.second)
-    op(
-        _row.op_type,
-        _inputs,
-        _row.attrs,
-        _infer(_row),
-        _checked(_row),
-        grad=_row.grad,
-        takes_out=_row.kernel is _relu_grad,
-        fusion=_row.fusion,
-    )  # ReluGrad's kernel takes out=
+def backprop(
+    op_type: str,
+    second: str,
+    kernel: Callable[..., Any],
+    allowed: frozenset,
+    grad: Callable[[Operation, Tensor], list[Tensor]],
+    attrs: tuple[str, ...] = (),
+    **fields: Any,
+) -> OpDef:
+    """Declare an activation's gradient op from its row; ``fields``: more OpDef fields."""
+    row = GradRow(op_type, second, kernel, allowed, grad, attrs, fields.get("fusion"))
+    ROWS.append(row)
+    inputs = ("gradients", second)
+    return op(op_type, inputs, attrs, _infer(row), _checked(row), grad=grad, **fields)
+
+
+backprop(
+    "ReluGrad",
+    "features",
+    _relu_grad,
+    REAL,
+    _same_grad,
+    takes_out=True,  # out=: a dead input's buffer (flowbook.runtime.memory_plan)
+    fusion=Fusion(head=FUSED),
+)
+backprop("Relu6Grad", "features", _relu6_grad, REAL, _same_grad)
+backprop("EluGrad", "outputs", _elu_grad, FLOAT, _exp_family_grad)
+backprop("SeluGrad", "outputs", _selu_grad, FLOAT, _exp_family_grad)
+backprop("SoftplusGrad", "features", _softplus_grad, FLOAT, _softplus_grad_grad)
+backprop("LeakyReluGrad", "features", _leaky_relu_grad, FLOAT, _same_grad, ("alpha",))
 
 
 def activation_grad(op_type: str, g: Tensor, second: Tensor, **attrs: Any) -> Tensor:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Fusion, OpDef, Out, op, register_gradient
+from flowbook.framework.registry import Fusion, OpDef, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt
 from flowbook.kernels import conv_patches as cp
@@ -141,6 +141,19 @@ def _conv2d(
     return out
 
 
+def _conv_attrs(op: Any) -> dict[str, Any]:
+    return win.attrs_of(op, _CONV_ATTRS)
+
+
+def _conv2d_grad(op: Any, grad: Tensor) -> list[Tensor]:
+    x, f = op.inputs
+    attrs = _conv_attrs(op)
+    return [
+        make1("Conv2DBackpropInput", (array_ops.shape(x), f, grad), attrs),
+        make1("Conv2DBackpropFilter", (x, array_ops.shape(f), grad), attrs),
+    ]
+
+
 op(
     "Conv2D",
     ("input", "filter"),
@@ -149,21 +162,8 @@ op(
     kernel=_conv2d,
     heavy=True,
     fusion=Fusion(head="_FusedConv2D"),
+    grad=_conv2d_grad,
 )
-
-
-def _conv_attrs(op: Any) -> dict[str, Any]:
-    return win.attrs_of(op, _CONV_ATTRS)
-
-
-@register_gradient("Conv2D")
-def _conv2d_grad(op: Any, grad: Tensor) -> list[Tensor]:
-    x, f = op.inputs
-    attrs = _conv_attrs(op)
-    return [
-        make1("Conv2DBackpropInput", (array_ops.shape(x), f, grad), attrs),
-        make1("Conv2DBackpropFilter", (x, array_ops.shape(f), grad), attrs),
-    ]
 
 
 # ------------------------------------------------------------ Conv2DBackpropInput
@@ -244,15 +244,6 @@ def _conv2d_backprop_input(
     return out
 
 
-_backprop_op(
-    "Conv2DBackpropInput",
-    ("input_sizes", "filter", "out_backprop"),
-    _conv2d_backprop_input,
-    type_attrs={"T": 1},
-)
-
-
-@register_gradient("Conv2DBackpropInput")
 def _conv2d_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
     _, f, dy = op.inputs
     attrs = _conv_attrs(op)
@@ -261,6 +252,15 @@ def _conv2d_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
         make1("Conv2DBackpropFilter", (grad, array_ops.shape(f), dy), attrs),
         make1("Conv2D", (grad, f), attrs),
     ]
+
+
+_backprop_op(
+    "Conv2DBackpropInput",
+    ("input_sizes", "filter", "out_backprop"),
+    _conv2d_backprop_input,
+    type_attrs={"T": 1},
+    grad=_conv2d_backprop_input_grad,
+)
 
 
 # ------------------------------------------------------------ Conv2DBackpropFilter
@@ -287,12 +287,6 @@ def _conv2d_backprop_filter(
     return out
 
 
-_backprop_op(
-    "Conv2DBackpropFilter", ("input", "filter_sizes", "out_backprop"), _conv2d_backprop_filter
-)
-
-
-@register_gradient("Conv2DBackpropFilter")
 def _conv2d_backprop_filter_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
     x, _, dy = op.inputs
     attrs = _conv_attrs(op)
@@ -301,6 +295,14 @@ def _conv2d_backprop_filter_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
         None,
         make1("Conv2D", (x, grad), attrs),
     ]
+
+
+_backprop_op(
+    "Conv2DBackpropFilter",
+    ("input", "filter_sizes", "out_backprop"),
+    _conv2d_backprop_filter,
+    grad=_conv2d_backprop_filter_grad,
+)
 
 
 # ------------------------------------------------------------ BiasAdd
@@ -347,6 +349,11 @@ def _bias_add(xp: Any, value: Any, bias: Any, data_format: str = "NHWC", out: An
     return xp.add(value, bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis)), out=out)
 
 
+def _bias_add_grad(op: Any, grad: Tensor) -> list[Tensor]:
+    fmt_ = op.attrs.get("data_format", "NHWC")
+    return [grad, make1("BiasAddGrad", (grad,), {"data_format": fmt_})]
+
+
 op(
     "BiasAdd",
     ("value", "bias"),
@@ -355,13 +362,8 @@ op(
     kernel=_bias_add,
     takes_out=True,
     fusion=Fusion(step="add", order="bias"),
+    grad=_bias_add_grad,
 )
-
-
-@register_gradient("BiasAdd")
-def _bias_add_grad(op: Any, grad: Tensor) -> list[Tensor]:
-    fmt_ = op.attrs.get("data_format", "NHWC")
-    return [grad, make1("BiasAddGrad", (grad,), {"data_format": fmt_})]
 
 
 def _bias_add_grad_infer(out_backprop: Tensor, data_format: str = "NHWC") -> Out:
@@ -394,20 +396,20 @@ def _bias_add_grad_kernel(xp: Any, dy: Any, data_format: str = "NHWC") -> Any:
     return xp.ones(dy.shape[0], dtype=dy.dtype) @ per_image  # NCHW: [N, C] then over N
 
 
+def _bias_add_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
+    fmt_ = op.attrs.get("data_format", "NHWC")
+    zeros = array_ops.zeros_like(op.inputs[0])
+    return [make1("BiasAdd", (zeros, grad), {"data_format": fmt_})]
+
+
 op(
     "BiasAddGrad",
     ("out_backprop",),
     infer=_bias_add_grad_infer,
     attrs=("data_format",),
     kernel=_bias_add_grad_kernel,
+    grad=_bias_add_grad_grad,
 )
-
-
-@register_gradient("BiasAddGrad")
-def _bias_add_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
-    fmt_ = op.attrs.get("data_format", "NHWC")
-    zeros = array_ops.zeros_like(op.inputs[0])
-    return [make1("BiasAdd", (zeros, grad), {"data_format": fmt_})]
 
 
 # ------------------------------------------------------------ wrappers

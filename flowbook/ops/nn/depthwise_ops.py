@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import OpDef, Out, op, register_gradient
+from flowbook.framework.registry import OpDef, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt
 from flowbook.kernels import windows as win
@@ -109,10 +109,6 @@ def _depthwise(xp: Any, x: Any, f: Any, strides: Any, padding: str, **_: Any) ->
     return y.reshape(x.shape[0], g.oh, g.ow, f.shape[2] * f.shape[3])
 
 
-op(_FWD, ("input", "filter"), infer=_fwd_infer, attrs=_ATTRS, kernel=_depthwise, heavy=True)
-
-
-@register_gradient(_FWD)
 def _depthwise_grad(op: Any, grad: Tensor) -> list[Tensor]:
     x, f = op.inputs
     attrs = win.attrs_of(op, _ATTRS)
@@ -120,6 +116,17 @@ def _depthwise_grad(op: Any, grad: Tensor) -> list[Tensor]:
         make1(_FWD + "BackpropInput", (array_ops.shape(x), f, grad), attrs),
         make1(_FWD + "BackpropFilter", (x, array_ops.shape(f), grad), attrs),
     ]
+
+
+op(
+    _FWD,
+    ("input", "filter"),
+    infer=_fwd_infer,
+    attrs=_ATTRS,
+    kernel=_depthwise,
+    heavy=True,
+    grad=_depthwise_grad,
+)
 
 
 # ------------------------------------------------------------ the backprops
@@ -164,16 +171,6 @@ def _depthwise_backprop_input(
     )
 
 
-_backprop(
-    _FWD + "BackpropInput",
-    ("input_sizes", "filter", "out_backprop"),
-    0,
-    _depthwise_backprop_input,
-    type_attrs={"T": 1},
-)
-
-
-@register_gradient(_FWD + "BackpropInput")
 def _depthwise_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
     _, f, dy = op.inputs
     attrs = win.attrs_of(op, _ATTRS)
@@ -182,6 +179,16 @@ def _depthwise_backprop_input_grad(op: Any, grad: Tensor) -> list[Tensor | None]
         make1(_FWD + "BackpropFilter", (grad, array_ops.shape(f), dy), attrs),
         make1(_FWD, (grad, f), attrs),
     ]
+
+
+_backprop(
+    _FWD + "BackpropInput",
+    ("input_sizes", "filter", "out_backprop"),
+    0,
+    _depthwise_backprop_input,
+    type_attrs={"T": 1},
+    grad=_depthwise_backprop_input_grad,
+)
 
 
 def _depthwise_backprop_filter(
@@ -193,15 +200,6 @@ def _depthwise_backprop_filter(
     return xp.einsum("nhwijc,nhwcm->ijcm", _windows(xp, x, g, fshape[:2], strides), d5)
 
 
-_backprop(
-    _FWD + "BackpropFilter",
-    ("input", "filter_sizes", "out_backprop"),
-    1,
-    _depthwise_backprop_filter,
-)
-
-
-@register_gradient(_FWD + "BackpropFilter")
 def _depthwise_backprop_filter_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
     x, _, dy = op.inputs
     attrs = win.attrs_of(op, _ATTRS)
@@ -210,6 +208,15 @@ def _depthwise_backprop_filter_grad(op: Any, grad: Tensor) -> list[Tensor | None
         None,
         make1(_FWD, (x, grad), attrs),
     ]
+
+
+_backprop(
+    _FWD + "BackpropFilter",
+    ("input", "filter_sizes", "out_backprop"),
+    1,
+    _depthwise_backprop_filter,
+    grad=_depthwise_backprop_filter_grad,
+)
 
 
 # ------------------------------------------------------------ wrappers

@@ -33,7 +33,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op, register_op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops.math import math_ops
@@ -200,17 +200,22 @@ def _vars_grad_kernel(per_channel: bool) -> Any:
     return kernel
 
 
-for _name, _per in (
-    ("FakeQuantWithMinMaxVarsGradient", False),
-    ("FakeQuantWithMinMaxVarsPerChannelGradient", True),
-):
-    register_op(
-        _name,
-        ("gradients", "inputs", "min", "max"),
-        _vars_grad_infer,
-        _ATTRS,
-        grad=NOT_DIFFERENTIABLE,
-    )(_vars_grad_kernel(_per))
+op(
+    "FakeQuantWithMinMaxVarsGradient",
+    ("gradients", "inputs", "min", "max"),
+    _ATTRS,
+    _vars_grad_infer,
+    _vars_grad_kernel(False),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "FakeQuantWithMinMaxVarsPerChannelGradient",
+    ("gradients", "inputs", "min", "max"),
+    _ATTRS,
+    _vars_grad_infer,
+    _vars_grad_kernel(True),
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def _attrs(num_bits: int, narrow_range: bool) -> dict[str, Any]:

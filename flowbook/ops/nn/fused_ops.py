@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import OPS, Out, no_gradient, op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, OPS, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.kernels.bias_kernels import add_bias, relu
 from flowbook.ops.math.elementwise import FLOAT, check_dtype
@@ -140,6 +140,7 @@ op(
     _matmul_infer,
     None,
     bind=_bind_matmul,
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -162,6 +163,7 @@ op(
     _fused_infer,
     None,
     bind=_bind_elementwise,
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -188,6 +190,7 @@ op(
     _fused_infer,
     None,
     bind=_bind_sum,
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -253,6 +256,7 @@ op(
     _xent_infer,
     None,
     bind=_bind_xent,
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -279,6 +283,7 @@ op(
     _fused_infer,
     None,
     bind=_bind_conv2d,
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -307,13 +312,5 @@ op(
     _fused_infer,
     None,
     bind=_bind_max_pool_grad,
-)
-
-no_gradient(
-    "_FusedMatMul",
-    "_FusedElementwise",
-    "_FusedSum",
-    "_FusedSparseSoftmaxCrossEntropyWithLogits",
-    "_FusedConv2D",
-    "_FusedMaxPoolGrad",
+    grad=NOT_DIFFERENTIABLE,
 )

@@ -29,7 +29,7 @@ from typing import Any
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Fusion, Out, op, register_gradient
+from flowbook.framework.registry import Fusion, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, merge
 from flowbook.ops._builder import make, make1, operands, same_dtype, tensor
@@ -110,19 +110,19 @@ def _xent(xp: Any, features: Any, labels: Any) -> tuple[Any, Any]:
     return loss.astype(features.dtype, copy=False), (p - labels).astype(features.dtype, copy=False)
 
 
+def _xent_gradient(op: Any, grad_loss: Tensor, grad_grad: Tensor) -> list[Tensor]:
+    g = array_ops.expand_dims(grad_loss, -1)
+    return [_xent_grad(op, grad_loss, grad_grad), g * -nn_ops.log_softmax(op.inputs[0])]
+
+
 op(
     "SoftmaxCrossEntropyWithLogits",
     ("features", "labels"),
     infer=_xent_infer,
     kernel=_xent,
     num_outputs=2,
+    grad=_xent_gradient,
 )
-
-
-@register_gradient("SoftmaxCrossEntropyWithLogits")
-def _xent_gradient(op: Any, grad_loss: Tensor, grad_grad: Tensor) -> list[Tensor]:
-    g = array_ops.expand_dims(grad_loss, -1)
-    return [_xent_grad(op, grad_loss, grad_grad), g * -nn_ops.log_softmax(op.inputs[0])]
 
 
 # ------------------------------------------------------------ SparseSoftmaxCrossEntropyWithLogits
@@ -173,6 +173,10 @@ def _sparse_xent(xp: Any, features: Any, labels: Any) -> tuple[Any, Any]:
     return loss.astype(features.dtype, copy=False), e.astype(features.dtype, copy=False)
 
 
+def _sparse_xent_gradient(op: Any, grad_loss: Tensor, grad_grad: Tensor) -> list[Tensor | None]:
+    return [_xent_grad(op, grad_loss, grad_grad), None]
+
+
 op(
     "SparseSoftmaxCrossEntropyWithLogits",
     ("features", "labels"),
@@ -180,12 +184,8 @@ op(
     kernel=_sparse_xent,
     fusion=Fusion(head="_FusedSparseSoftmaxCrossEntropyWithLogits", follows=1),  # the backprop
     num_outputs=2,
+    grad=_sparse_xent_gradient,
 )
-
-
-@register_gradient("SparseSoftmaxCrossEntropyWithLogits")
-def _sparse_xent_gradient(op: Any, grad_loss: Tensor, grad_grad: Tensor) -> list[Tensor | None]:
-    return [_xent_grad(op, grad_loss, grad_grad), None]
 
 
 # ------------------------------------------------------------ L2Loss
@@ -198,12 +198,11 @@ def _l2_loss(xp: Any, t: Any) -> Any:
     return xp.asarray(xp.sum(t * t) / 2, dtype=t.dtype)
 
 
-op("L2Loss", ("t",), infer=_l2_infer, kernel=_l2_loss)
-
-
-@register_gradient("L2Loss")
 def _l2_loss_grad(op: Any, grad: Tensor) -> Tensor:
     return op.inputs[0] * grad
+
+
+op("L2Loss", ("t",), infer=_l2_infer, kernel=_l2_loss, grad=_l2_loss_grad)
 
 
 # ------------------------------------------------------------ wrappers

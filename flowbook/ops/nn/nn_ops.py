@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Fusion, Out, op, register_gradient
+from flowbook.framework.registry import Fusion, OpDef, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.kernels.bias_kernels import relu as relu_kernel
@@ -103,28 +103,7 @@ class Activation(NamedTuple):
     fusion: Fusion | None = None  # how the optimiser fuses it (flowbook.framework.registry)
 
 
-# The gradients are TF's: ReluGrad, Relu6Grad, EluGrad and SeluGrad read the
-# output y, SoftplusGrad the input x.
-ACTIVATIONS: list[Activation] = [
-    Activation(
-        "Relu",
-        _relu,
-        REAL,
-        lambda g, x, y: activation_grad("ReluGrad", g, y),
-        step("maximum", None),  # maximum(x, 0), as its kernel
-    ),
-    Activation("Relu6", _relu6, REAL, lambda g, x, y: activation_grad("Relu6Grad", g, y)),
-    Activation("Elu", _elu, FLOAT, lambda g, x, y: activation_grad("EluGrad", g, y)),
-    Activation("Softplus", _softplus, FLOAT, lambda g, x, y: activation_grad("SoftplusGrad", g, x)),
-    Activation("Selu", _selu, FLOAT, lambda g, x, y: activation_grad("SeluGrad", g, y)),
-    # TF's SoftsignGrad: g / (1 + |x|)^2
-    Activation(
-        "Softsign",
-        _softsign,
-        FLOAT,
-        lambda g, x, y: math_ops.divide(g, math_ops.square(math_ops.add(math_ops.abs(x), 1))),
-    ),
-]
+ACTIVATIONS: list[Activation] = []  # the rows, in declaration order
 
 
 def _activation_infer(allowed: frozenset) -> Callable[..., Out]:
@@ -135,22 +114,38 @@ def _activation_infer(allowed: frozenset) -> Callable[..., Out]:
     return infer
 
 
-def _activation_grad(row: Activation) -> Callable[..., Tensor]:
-    return lambda op, g: row.grad(g, op.inputs[0], op.outputs[0])
+def activation(
+    op_type: str, kernel: Callable[..., Any], allowed: frozenset, grad: Any, **fields: Any
+) -> OpDef:
+    """Declare an activation from its row: ``grad(g, x, y)``, y the op's output; ``fields``:
+    more OpDef fields (``fusion``, ``takes_out``)."""
+    row = Activation(op_type, kernel, allowed, grad, fields.get("fusion"))
+    ACTIVATIONS.append(row)
+    infer = _activation_infer(allowed)
+    backprop = lambda o, g: grad(g, o.inputs[0], o.outputs[0])
+    return op(op_type, ("features",), (), infer, kernel, grad=backprop, **fields)
 
 
-for _row in ACTIVATIONS:
-    _infer = _activation_infer(_row.dtypes)
-    op(
-        _row.op_type,
-        ("features",),
-        (),
-        _infer,
-        _row.kernel,
-        grad=_activation_grad(_row),
-        takes_out=_row.kernel is _relu,
-        fusion=_row.fusion,
-    )
+# The gradients are TF's: ReluGrad, Relu6Grad, EluGrad and SeluGrad read the
+# output y, SoftplusGrad the input x.
+activation(
+    "Relu",
+    _relu,
+    REAL,
+    lambda g, x, y: activation_grad("ReluGrad", g, y),
+    takes_out=True,  # out=: a dead input's buffer (flowbook.runtime.memory_plan)
+    fusion=step("maximum", None),  # maximum(x, 0), as its kernel
+)
+activation("Relu6", _relu6, REAL, lambda g, x, y: activation_grad("Relu6Grad", g, y))
+activation("Elu", _elu, FLOAT, lambda g, x, y: activation_grad("EluGrad", g, y))
+activation("Softplus", _softplus, FLOAT, lambda g, x, y: activation_grad("SoftplusGrad", g, x))
+activation("Selu", _selu, FLOAT, lambda g, x, y: activation_grad("SeluGrad", g, y))
+activation(  # TF's SoftsignGrad: g / (1 + |x|)^2
+    "Softsign",
+    _softsign,
+    FLOAT,
+    lambda g, x, y: math_ops.divide(g, math_ops.square(math_ops.add(math_ops.abs(x), 1))),
+)
 
 
 def _softmax_infer(logits: Tensor, axis: int = -1, **_: Any) -> Out:
@@ -163,11 +158,6 @@ def _softmax_infer(logits: Tensor, axis: int = -1, **_: Any) -> Out:
     return Out(logits.dtype, shape)
 
 
-op("Softmax", ("logits",), ("axis",), _softmax_infer, _softmax)
-op("LogSoftmax", ("logits",), ("axis",), _softmax_infer, _log_softmax)
-
-
-@register_gradient("Softmax")
 def _softmax_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's: (g - sum(g * y, axis, keepdims)) * y, with y the softmax."""
     y, axis = op.outputs[0], op.attrs.get("axis", -1)
@@ -175,12 +165,17 @@ def _softmax_grad(op: Operation, g: Tensor) -> Tensor:
     return math_ops.multiply(math_ops.subtract(g, dot), y)
 
 
-@register_gradient("LogSoftmax")
+op("Softmax", ("logits",), ("axis",), _softmax_infer, _softmax, grad=_softmax_grad)
+
+
 def _log_softmax_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's: g - sum(g, axis, keepdims) * exp(y), with y the log-softmax."""
     y, axis = op.outputs[0], op.attrs.get("axis", -1)
     total = math_ops.reduce_sum(g, axis=axis, keepdims=True)
     return math_ops.subtract(g, math_ops.multiply(total, math_ops.exp(y)))
+
+
+op("LogSoftmax", ("logits",), ("axis",), _softmax_infer, _log_softmax, grad=_log_softmax_grad)
 
 
 def _leaky_relu_infer(features: Tensor, alpha: float = 0.2) -> Out:
@@ -192,13 +187,12 @@ def _leaky_relu(xp: Any, x: Any, alpha: float = 0.2) -> Any:
     return xp.where(x > 0, x, x * x.dtype.type(alpha))
 
 
-op("LeakyRelu", ("features",), ("alpha",), _leaky_relu_infer, _leaky_relu)
-
-
-@register_gradient("LeakyRelu")
 def _leaky_relu_grad(op: Operation, g: Tensor) -> Tensor:
     """TF's LeakyReluGrad: g where x > 0, alpha * g elsewhere."""
     return activation_grad("LeakyReluGrad", g, op.inputs[0], alpha=op.attrs.get("alpha", 0.2))
+
+
+op("LeakyRelu", ("features",), ("alpha",), _leaky_relu_infer, _leaky_relu, grad=_leaky_relu_grad)
 
 
 def relu(features: Any, name: str | None = None) -> Tensor:

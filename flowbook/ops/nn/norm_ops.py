@@ -40,7 +40,7 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.graph import name_scope
-from flowbook.framework.registry import Out, no_gradient, op, register_gradient
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.ops._builder import make1, tensor
@@ -94,9 +94,6 @@ def _lrn(
     return y.astype(x.dtype, copy=False)
 
 
-op("LRN", ("input",), infer=_lrn_infer, attrs=_LRN_ATTRS, kernel=_lrn)
-
-
 def _lrn_grad_infer(
     input_grads: Tensor, input_image: Tensor, output_image: Tensor, **a: Any
 ) -> Out:
@@ -128,16 +125,16 @@ op(
     infer=_lrn_grad_infer,
     attrs=_LRN_ATTRS,
     kernel=_lrn_grad,
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
-@register_gradient("LRN")
 def _lrn_gradient(op: Operation, g: Tensor) -> Tensor:
     """The LRNGrad op over the gradient, the input and the output."""
     return make1("LRNGrad", (g, op.inputs[0], op.outputs[0]), dict(op.attrs))
 
 
-no_gradient("LRNGrad")
+op("LRN", ("input",), infer=_lrn_infer, attrs=_LRN_ATTRS, kernel=_lrn, grad=_lrn_gradient)
 
 
 def lrn(

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework import dtypes
-from flowbook.framework.registry import Fusion, OpDef, Out, op, register_gradient
+from flowbook.framework.registry import Fusion, OpDef, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import Shape, fmt, num_elements
 from flowbook.kernels.pool_kernels import (
@@ -117,16 +117,6 @@ def _max_pool(xp: Any, x: Any, ksize: Any, strides: Any, padding: str, **_: Any)
     return window_max(xp, pad_nhwc(xp, x, g, lowest(xp, x.dtype)), g, k, s)
 
 
-op(
-    "MaxPool",
-    ("input",),
-    infer=_pool_infer("MaxPool", REAL),
-    attrs=_POOL_ATTRS,
-    kernel=_max_pool,
-    heavy=_pool_heavy,
-)
-
-
 def _argmax(xp: Any, x: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]) -> tuple:
     """(The window max, per output cell the flat window index (row-major) of its first max).
 
@@ -139,10 +129,20 @@ def _argmax(xp: Any, x: Any, g: Geometry, k: tuple[int, int], s: tuple[int, int]
     return top, arg
 
 
-@register_gradient("MaxPool")
 def _max_pool_grad(op: Any, grad: Tensor) -> Tensor:
     x, y = op.inputs[0], op.outputs[0]
     return make1("MaxPoolGrad", (x, y, grad), _pool_grad_attrs(op))
+
+
+op(
+    "MaxPool",
+    ("input",),
+    infer=_pool_infer("MaxPool", REAL),
+    attrs=_POOL_ATTRS,
+    kernel=_max_pool,
+    heavy=_pool_heavy,
+    grad=_max_pool_grad,
+)
 
 
 def _max_pool_backprop_infer(op_type: str) -> Any:
@@ -197,14 +197,18 @@ def _max_pool_grad_kernel(
     return max_pool_grad(xp, x, grad, g, k, s, relu, y if pooled else None)
 
 
-_max_pool_backprop("MaxPoolGrad", _max_pool_grad_kernel, fusion=Fusion(head="_FusedMaxPoolGrad"))
-
-
-@register_gradient("MaxPoolGrad")
 def _max_pool_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
     x, y, _ = op.inputs
     gg = make1("MaxPoolGradGrad", (x, y, grad), _pool_grad_attrs(op))
     return [array_ops.zeros_like(x), array_ops.zeros_like(y), gg]
+
+
+_max_pool_backprop(
+    "MaxPoolGrad",
+    _max_pool_grad_kernel,
+    fusion=Fusion(head="_FusedMaxPoolGrad"),
+    grad=_max_pool_grad_grad,
+)
 
 
 def _max_pool_grad_grad_kernel(
@@ -220,14 +224,13 @@ def _max_pool_grad_grad_kernel(
     return out
 
 
-_max_pool_backprop("MaxPoolGradGrad", _max_pool_grad_grad_kernel)
-
-
-@register_gradient("MaxPoolGradGrad")
 def _max_pool_grad_grad_grad(op: Any, grad: Tensor) -> list[Tensor]:
     x, y, _ = op.inputs
     back = make1("MaxPoolGrad", (x, y, grad), _pool_grad_attrs(op))
     return [array_ops.zeros_like(x), array_ops.zeros_like(y), back]
+
+
+_max_pool_backprop("MaxPoolGradGrad", _max_pool_grad_grad_kernel, grad=_max_pool_grad_grad_grad)
 
 
 # ------------------------------------------------------------ MaxPoolWithArgmax
@@ -269,6 +272,11 @@ def _max_pool_with_argmax(
     return y, flat.astype(Targmax.as_numpy_dtype)
 
 
+def _max_pool_with_argmax_grad(op: Any, grad: Tensor, _: Tensor) -> Tensor:
+    attrs = {**attrs_of(op, ("ksize", "strides", "padding")), "data_format": "NHWC"}
+    return make1("MaxPoolGrad", (op.inputs[0], op.outputs[0], grad), attrs)
+
+
 op(
     "MaxPoolWithArgmax",
     ("input",),
@@ -277,13 +285,8 @@ op(
     kernel=_max_pool_with_argmax,
     heavy=_pool_heavy,
     num_outputs=2,
+    grad=_max_pool_with_argmax_grad,
 )
-
-
-@register_gradient("MaxPoolWithArgmax")
-def _max_pool_with_argmax_grad(op: Any, grad: Tensor, _: Tensor) -> Tensor:
-    attrs = {**attrs_of(op, ("ksize", "strides", "padding")), "data_format": "NHWC"}
-    return make1("MaxPoolGrad", (op.inputs[0], op.outputs[0], grad), attrs)
 
 
 # ------------------------------------------------------------ AvgPool
@@ -304,6 +307,11 @@ def _avg_pool(xp: Any, x: Any, ksize: Any, strides: Any, padding: str, **_: Any)
     return total / _counts(xp, g, x.shape[1:3], k, s, x.dtype)
 
 
+def _avg_pool_grad(op: Any, grad: Tensor) -> Tensor:
+    shape = array_ops.shape(op.inputs[0])
+    return make1("AvgPoolGrad", (shape, grad), _pool_grad_attrs(op))
+
+
 op(
     "AvgPool",
     ("value",),
@@ -311,13 +319,8 @@ op(
     attrs=_POOL_ATTRS,
     kernel=_avg_pool,
     heavy=_pool_heavy,
+    grad=_avg_pool_grad,
 )
-
-
-@register_gradient("AvgPool")
-def _avg_pool_grad(op: Any, grad: Tensor) -> Tensor:
-    shape = array_ops.shape(op.inputs[0])
-    return make1("AvgPoolGrad", (shape, grad), _pool_grad_attrs(op))
 
 
 def _avg_pool_grad_infer(
@@ -348,6 +351,10 @@ def _avg_pool_grad_kernel(
     return scatter_windows(xp, shape, g, k, s, lambda i, j: spread)
 
 
+def _avg_pool_grad_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
+    return [None, make1("AvgPool", (grad,), _pool_grad_attrs(op))]
+
+
 op(
     "AvgPoolGrad",
     ("orig_input_shape", "grad"),
@@ -357,12 +364,8 @@ op(
     heavy=_pool_heavy,
     host_inputs=(0,),
     type_attrs={"T": 1},
+    grad=_avg_pool_grad_grad,
 )
-
-
-@register_gradient("AvgPoolGrad")
-def _avg_pool_grad_grad(op: Any, grad: Tensor) -> list[Tensor | None]:
-    return [None, make1("AvgPool", (grad,), _pool_grad_attrs(op))]
 
 
 # ------------------------------------------------------------ wrappers

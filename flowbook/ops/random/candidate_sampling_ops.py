@@ -165,21 +165,28 @@ def _uniform_probability(classes: Any, range_max: int) -> Any:
 
 
 _OPTIONS = {"stateful": True, "resource": "rng", "host_only": True}
-for _op_type, _draw, _p in (
-    ("LogUniformCandidateSampler", _draw_log_uniform, log_uniform_probability),
-    ("UniformCandidateSampler", _draw_uniform, _uniform_probability),
-):
-    op(
-        _op_type,
-        ("true_classes",),
-        _ATTRS,
-        _sampler_infer(_op_type),
-        _sampler_kernel(_draw, _p),
-        grad=NOT_DIFFERENTIABLE,
-        num_outputs=3,
-        type_attrs={},
-        **_OPTIONS,
-    )
+op(
+    "LogUniformCandidateSampler",
+    ("true_classes",),
+    _ATTRS,
+    _sampler_infer("LogUniformCandidateSampler"),
+    _sampler_kernel(_draw_log_uniform, log_uniform_probability),
+    grad=NOT_DIFFERENTIABLE,
+    num_outputs=3,
+    type_attrs={},
+    **_OPTIONS,
+)
+op(
+    "UniformCandidateSampler",
+    ("true_classes",),
+    _ATTRS,
+    _sampler_infer("UniformCandidateSampler"),
+    _sampler_kernel(_draw_uniform, _uniform_probability),
+    grad=NOT_DIFFERENTIABLE,
+    num_outputs=3,
+    type_attrs={},
+    **_OPTIONS,
+)
 
 
 def _sampler(

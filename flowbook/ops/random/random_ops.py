@@ -34,7 +34,7 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
 from flowbook.framework.graph import get_default_graph, name_scope
-from flowbook.framework.registry import Out, no_gradient, op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import fmt
 from flowbook.kernels import philox_sampling
@@ -145,6 +145,7 @@ op(
     kernel=_random_uniform_kernel,
     **_SHAPED,
     type_attrs={"T": 0},
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -165,6 +166,7 @@ op(
     kernel=_random_normal_kernel,
     **_SHAPED,
     type_attrs={"T": 0},
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -192,6 +194,7 @@ op(
     kernel=_truncated_normal_kernel,
     **_SHAPED,
     type_attrs={"T": 0},
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -232,6 +235,7 @@ op(
     **_RNG,
     host_inputs=(0, 1, 2),
     type_attrs={"T": 0},
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -253,6 +257,7 @@ op(
     kernel=_random_shuffle_kernel,
     **_RNG,
     host_only=True,
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -361,8 +366,3 @@ def random_shuffle(value: Any, seed: int | None = None, name: str | None = None)
     with name_scope(name, "RandomShuffle") as scope:
         x = convert_to_tensor(value, name="value")
         return make1("RandomShuffle", [x], _seed_attrs(seed), name=scope)
-
-
-no_gradient(
-    "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "RandomShuffle"
-)

@@ -152,18 +152,39 @@ def _scatter_kernel(op_type: str, how: str) -> Any:
     return kernel
 
 
-for _op, _how in (("ScatterUpdate", "update"), ("ScatterAdd", "add"), ("ScatterSub", "sub")):
-    op(
-        _op,
-        ("ref", "indices", "updates"),
-        ("use_locking",),
-        _scatter_infer(_op),
-        _scatter_kernel(_op, _how),
-        stateful=True,
-        ref_inputs=(0,),
-        grad=NOT_DIFFERENTIABLE,
-        type_attrs={"T": 0, "Tindices": 1},
-    )
+op(
+    "ScatterUpdate",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _scatter_infer("ScatterUpdate"),
+    _scatter_kernel("ScatterUpdate", "update"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={"T": 0, "Tindices": 1},
+)
+op(
+    "ScatterAdd",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _scatter_infer("ScatterAdd"),
+    _scatter_kernel("ScatterAdd", "add"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={"T": 0, "Tindices": 1},
+)
+op(
+    "ScatterSub",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _scatter_infer("ScatterSub"),
+    _scatter_kernel("ScatterSub", "sub"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+    type_attrs={"T": 0, "Tindices": 1},
+)
 
 
 def _scatter(op_type: str, ref: Any, indices: Any, updates: Any, use_locking: bool, name: Any):
@@ -397,22 +418,46 @@ def _rows_kernel(op_type: str, how: str) -> Any:
     return kernel
 
 
-for _op, _how in (
-    ("ScatterMul", "mul"),
-    ("ScatterDiv", "div"),
-    ("ScatterMin", "min"),
-    ("ScatterMax", "max"),
-):
-    op(
-        _op,
-        ("ref", "indices", "updates"),
-        ("use_locking",),
-        _scatter_infer(_op),
-        _rows_kernel(_op, _how),
-        stateful=True,
-        ref_inputs=(0,),
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "ScatterMul",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _scatter_infer("ScatterMul"),
+    _rows_kernel("ScatterMul", "mul"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "ScatterDiv",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _scatter_infer("ScatterDiv"),
+    _rows_kernel("ScatterDiv", "div"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "ScatterMin",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _scatter_infer("ScatterMin"),
+    _rows_kernel("ScatterMin", "min"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "ScatterMax",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _scatter_infer("ScatterMax"),
+    _rows_kernel("ScatterMax", "max"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def _nd_infer(op_type: str) -> Any:
@@ -427,17 +472,36 @@ def _nd_infer(op_type: str) -> Any:
     return infer
 
 
-for _op, _how in (("ScatterNdUpdate", "update"), ("ScatterNdAdd", "add"), ("ScatterNdSub", "sub")):
-    op(
-        _op,
-        ("ref", "indices", "updates"),
-        ("use_locking",),
-        _nd_infer(_op),
-        _nd_var_kernel(_op, _how),
-        stateful=True,
-        ref_inputs=(0,),
-        grad=NOT_DIFFERENTIABLE,
-    )
+op(
+    "ScatterNdUpdate",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _nd_infer("ScatterNdUpdate"),
+    _nd_var_kernel("ScatterNdUpdate", "update"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "ScatterNdAdd",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _nd_infer("ScatterNdAdd"),
+    _nd_var_kernel("ScatterNdAdd", "add"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
+op(
+    "ScatterNdSub",
+    ("ref", "indices", "updates"),
+    ("use_locking",),
+    _nd_infer("ScatterNdSub"),
+    _nd_var_kernel("ScatterNdSub", "sub"),
+    stateful=True,
+    ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
+)
 
 
 def _make_var(op_type: str, ref: Any, indices: Any, updates: Any, use_locking: bool, name: Any):
@@ -595,21 +659,46 @@ def _min_max_grad(op: Operation, g: Tensor) -> list[Tensor | None]:
     return [share * t_won, None, gather_nd(share, i) * u_won]
 
 
-for _op, _how, _grad in (
-    ("TensorScatterUpdate", "update", _update_grad),
-    ("TensorScatterAdd", "add", _add_grad),
-    ("TensorScatterSub", "sub", _sub_grad),
-    ("TensorScatterMin", "min", _min_max_grad),
-    ("TensorScatterMax", "max", _min_max_grad),
-):
-    op(
-        _op,
-        ("tensor", "indices", "updates"),
-        (),
-        _tensor_infer(_op),
-        _tensor_kernel(_op, _how),
-        grad=_grad,
-    )
+op(
+    "TensorScatterUpdate",
+    ("tensor", "indices", "updates"),
+    (),
+    _tensor_infer("TensorScatterUpdate"),
+    _tensor_kernel("TensorScatterUpdate", "update"),
+    grad=_update_grad,
+)
+op(
+    "TensorScatterAdd",
+    ("tensor", "indices", "updates"),
+    (),
+    _tensor_infer("TensorScatterAdd"),
+    _tensor_kernel("TensorScatterAdd", "add"),
+    grad=_add_grad,
+)
+op(
+    "TensorScatterSub",
+    ("tensor", "indices", "updates"),
+    (),
+    _tensor_infer("TensorScatterSub"),
+    _tensor_kernel("TensorScatterSub", "sub"),
+    grad=_sub_grad,
+)
+op(
+    "TensorScatterMin",
+    ("tensor", "indices", "updates"),
+    (),
+    _tensor_infer("TensorScatterMin"),
+    _tensor_kernel("TensorScatterMin", "min"),
+    grad=_min_max_grad,
+)
+op(
+    "TensorScatterMax",
+    ("tensor", "indices", "updates"),
+    (),
+    _tensor_infer("TensorScatterMax"),
+    _tensor_kernel("TensorScatterMax", "max"),
+    grad=_min_max_grad,
+)
 
 
 def _tensor_scatter(op_type: str, t: Any, indices: Any, updates: Any, name: Any) -> Tensor:

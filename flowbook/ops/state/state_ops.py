@@ -23,7 +23,7 @@ from typing import Any
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Out, no_gradient, op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, merge
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -106,6 +106,7 @@ op(
     stateful=True,
     resource="variable",
     type_attrs={},
+    grad=NOT_DIFFERENTIABLE,
 )
 op(
     "Assign",
@@ -114,6 +115,7 @@ op(
     _assign_infer,
     _assign_kernel,
     **_REF,
+    grad=NOT_DIFFERENTIABLE,
 )
 op(
     "AssignAdd",
@@ -122,6 +124,7 @@ op(
     _update_infer("AssignAdd"),
     _update_kernel(1),
     **_REF,
+    grad=NOT_DIFFERENTIABLE,
 )
 op(
     "AssignSub",
@@ -130,6 +133,7 @@ op(
     _update_infer("AssignSub"),
     _update_kernel(-1),
     **_REF,
+    grad=NOT_DIFFERENTIABLE,
 )
 op(
     "IsVariableInitialized",
@@ -139,6 +143,7 @@ op(
     _is_initialized_kernel,
     **_REF,
     type_attrs={},
+    grad=NOT_DIFFERENTIABLE,
 )
 
 
@@ -196,6 +201,3 @@ def is_variable_initialized(variable: Any) -> Tensor:
 def variable_op_v2(shape: Any, dtype: Any, name: str) -> Tensor:
     """The raw VariableV2 op (``Variable`` wraps it with an initializer and a read)."""
     return make1("VariableV2", (), {"shape": shape, "dtype": dtype}, name=name)
-
-
-no_gradient("VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.errors import InvalidArgumentError
-from flowbook.framework.registry import Out, no_gradient, op
+from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, merge
 from flowbook.ops._builder import make1, same_dtype, tensor
@@ -78,10 +78,8 @@ op(
     kernel=_apply_gradient_descent,
     stateful=True,
     ref_inputs=(0,),
+    grad=NOT_DIFFERENTIABLE,
 )
-
-
-no_gradient("ApplyGradientDescent")
 
 
 def apply_gradient_descent(
