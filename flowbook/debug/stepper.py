@@ -91,6 +91,7 @@ WAITING, READY, DONE = 0, 1, 2  # an op's state in the stepper (a DAG)
 EXECUTED_KEPT = 100_000  # ops ``executed`` remembers (a long loop runs millions)
 
 Where = tuple[tuple[str, int], ...]
+_quiet = np.errstate(all="ignore")  # TF semantics: 1/0 is inf, silently (as a decorator)
 
 
 class StepperError(RuntimeError):
@@ -199,6 +200,7 @@ class Stepper:
         return [op for op, st in zip(self.plan.ops, self._state) if st != DONE]
 
     # -------------------------------------------------------------- running
+    @_quiet
     def step(self, op: Any = None) -> Operation:
         """Run the next ready op (FIFO), or ``op`` (an op, tensor or name): its first ready run."""
         self._check_open()
@@ -216,6 +218,7 @@ class Stepper:
         self._step(entry)
         return self.plan.ops[self._sched.op(entry)]
 
+    @_quiet
     def run_to(self, op: Any, iteration: int | None = None) -> Operation:
         """Run what ``op`` needs, then ``op`` (in ``iteration`` of its innermost loop).
 
@@ -238,6 +241,7 @@ class Stepper:
             self._step(j)
         return self.plan.ops[target]
 
+    @_quiet
     def cont(self) -> Any:
         """Run to the end, or until the next op has a breakpoint (then return None).
 
@@ -330,8 +334,7 @@ class Stepper:
 
     def _step(self, entry: Any) -> None:
         """Run one ready entry: its kernel, then the commit, then tell the observers."""
-        with np.errstate(all="ignore"):  # TF semantics: 1/0 is inf, silently
-            got = self._run.call(entry)
+        got = self._run.call(entry)
         if got is None:  # a dead op: passed on
             return
         i, key, args, result = got
@@ -342,12 +345,14 @@ class Stepper:
         except BaseException:
             if not self._loops:
                 self._repair(i, result)  # an interrupt mid-commit: finish it
+            self._told.clear()
             raise
-        finally:
-            told, self._told = self._told, []
         if self._stopped == i:
             self._stopped = None
-        self._notify(i, args, told)
+        if self._told:
+            self._notify(i, args)
+        if not self._loops and not self._sched.remaining:
+            self._finish()
 
     def _before(self, op: Operation) -> None:
         for o in self.observers:  # read per step: a view may attach one to a live Stepper
@@ -357,9 +362,10 @@ class Stepper:
         """The scheduler's after-op hook: what ran, where, and its outputs."""
         where = self._sched.where(self._sched.current) if self._loops else ()
         self._where = where
-        self._latest[self._index[op]] = (tuple(outputs), where)
+        self._latest[self._index[op]] = (outputs, where)  # type: ignore[assignment]
         self._executed.append(op)
-        self._told.append((op, tuple(outputs)))
+        if self.observers:
+            self._told.append((op, outputs))
 
     def _mark(self, i: int) -> None:
         """Op i's commit is done (a DAG): mark it DONE and what it released READY."""
@@ -391,16 +397,16 @@ class Stepper:
                 if c not in sched.ready:
                     sched.ready.append(c)
 
-    def _notify(self, i: int, args: list[Any], told: list[tuple[Operation, Any]]) -> None:
-        stepped = self.plan.ops[i]
+    def _notify(self, i: int, args: list[Any]) -> None:
+        """Tell the observers what the step ran (the op, and Merges it fired)."""
+        told, stepped = self._told, self.plan.ops[i]
         for op, produced in told:
             for o in self.observers:
                 if isinstance(o, NanGuard) and op is stepped:
                     o.check(op, produced, args)  # the guard can summarise the actual inputs
                 else:
                     o.after_op(op, produced)
-        if not self._loops and self.done:
-            self._finish()
+        told.clear()
 
     def _finish(self) -> None:
         if not self._finished:

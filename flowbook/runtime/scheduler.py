@@ -190,7 +190,8 @@ class InOrder(Flat):
     """The flat rule with the plan's static order for the ready order: the serial reference.
 
     The order is topological, so every op finds its inputs produced and
-    nothing is released; values are still freed at their last read.  Not for
+    nothing is released; values are freed at their last read in that order
+    (``plan.frees``).  Not for
     plans with ops that may wait (``plan.blocking``): a parked op's readers
     would come next.
     """
@@ -202,15 +203,12 @@ class InOrder(Flat):
         self.ready = deque(range(len(plan.ops)))  # every op, in the plan's order
 
     def finish(self, i: int, result: Any, key: None = None) -> None:
-        """Op ``i`` returned ``result``: store it and free dead values."""
-        plan, vals = self.plan, self.vals
-        store(vals, plan.outputs[i], result)
+        """Op ``i`` returned ``result``: store it and free the values it read last."""
+        vals = self.vals
+        store(vals, self.plan.outputs[i], result)
+        for s in self.plan.frees[i]:  # the static order's last reads
+            vals[s] = None
         vals[DISCARD] = None
-        uses = self.uses
-        for s in plan.inputs[i]:
-            uses[s] -= 1  # type: ignore[index]
-            if not uses[s]:  # type: ignore[index]
-                vals[s] = None
         self.remaining -= 1
 
 
@@ -255,13 +253,8 @@ class Scheduler:
     # ----------------------------------------------------------------- loop
     def run(self) -> list[Any]:
         """Run every ready entry until none is left; the fetched values, plan order."""
-        rule, plan, fns, before, deadline = (
-            self.rule,
-            self.plan,
-            self.fns,
-            self.before,
-            self.deadline,
-        )
+        rule, plan, fns, deadline = self.rule, self.plan, self.fns, self.deadline
+        before, after = self.before, self.after
         ready, take, finish = rule.ready, rule.take, rule.finish
         pop = ready.pop if self.lifo else ready.popleft
         offload = self.threads and plan.any_heavy
@@ -281,21 +274,22 @@ class Scheduler:
                 if self._offloaded(got):
                     continue
             i, key, args = got
-            for hook in before:
-                hook(ops[i])
+            if before:
+                for hook in before:
+                    hook(ops[i])
             fn = fns[i] if buffers is None or buffers[i] < 0 else self._into(i, args)
             try:
                 result = fn(*args)
             except Exception as e:
-                args = result = got = None  # the traceback keeps this frame: not its buffers
+                args = result = got = entry = None  # the traceback keeps this frame, not buffers
                 raise rule.error(i, key, e) from e
-            del args, got
+            del args, got, entry
             if keys is not None:
                 keys.append(key)
             if type(result) is Pending:
                 self._park(i, key, result)
                 continue
-            if self.after:
+            if after:
                 self._tell(i, result)
             finish(i, result, key)
             result = fn = None  # a buffer the next op may take is held by the values alone
