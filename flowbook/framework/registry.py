@@ -32,7 +32,7 @@ and writes its result there (the element-wise ufuncs, ``Relu``,
 ``BiasAdd``): the memory plan (``flowbook.runtime.memory_plan``) hands it the
 buffer of an input that dies there.
 
-Three more groups of fields are read by the passes that rewrite or write
+Two more groups of fields are read by the passes that rewrite or write
 graphs, so no pass keeps a table of op names of its own.  The graph
 optimiser (``flowbook.runtime.optimize``) reads ``fusion`` (how the op joins
 a fused chain: the fused op a chain it heads becomes, the ufunc it is as a
@@ -43,11 +43,15 @@ the result, for constant folding).  GraphDef export and import
 ``type_attrs`` (TF's polymorphic type attrs, each taking an input's dtype)
 and ``attr_kinds`` (an attr's OpDef type, where its name misleads).
 
-Ops are declared in one form: a factory call that builds the OpDef, registers
-it and returns it, the gradient beside it.  :func:`op` is the general one;
-the families have theirs (``flowbook.ops.math.elementwise.unary`` and
-``binary``), built on it.  ``OPS`` is a plain dict filled by them;
-registering a name twice is an error unless ``replace=True``.
+Ops are declared in one form: one factory call per op that builds its OpDef
+and registers it, the gradient function just above it.  :func:`op` is the
+general one and returns the OpDef; the families have theirs, built on it
+(``flowbook.ops.math.elementwise.unary`` and ``binary``, which return the
+public wrapper their table module binds, the reductions, the activations...).
+``OPS`` is a plain dict filled by them; registering a name twice is an error
+unless ``replace=True``.  :func:`register_op`, :func:`register_gradient` and
+:func:`no_gradient` stay for code outside ``flowbook.ops`` (TF1's
+``tf.no_gradient``, tests).
 
     >>> from flowbook.framework.registry import OPS
     >>> OPS["MatMul"].inputs
