@@ -41,7 +41,9 @@ may read that instead) and ``shape_inputs`` (inputs whose shape alone decides
 the result, for constant folding).  GraphDef export and import
 (``flowbook.graph_io.graph_def``) read ``num_outputs`` (TF's output count),
 ``type_attrs`` (TF's polymorphic type attrs, each taking an input's dtype)
-and ``attr_kinds`` (an attr's OpDef type, where its name misleads).
+``attr_kinds`` (an attr's OpDef type, where its name misleads) and
+``count_attr`` (the attr a NodeDef counts its variadic input's tensors in)
+and ``tf_implicit`` (attrs TF's op lacks, at the value they have there).
 
 Ops are declared in one form: one factory call per op that builds its OpDef
 and registers it, the gradient function just above it.  :func:`op` is the
@@ -138,6 +140,9 @@ class OpDef:
     # None: {"T": 0}
     type_attrs: dict[str, int] | None = None
     attr_kinds: dict[str, str] = field(default_factory=dict)  # attr -> OpDef type, where needed
+    count_attr: str | None = None  # the attr TF's NodeDef counts the variadic input's tensors in
+    # attrs TF's OpDef lacks, at the value they always have there: not written, and read as it
+    tf_implicit: dict[str, Any] = field(default_factory=dict)
     doc: str = field(default="", repr=False)
 
     def bound_kernel(self, xp: Any, attrs: dict[str, Any]) -> Callable[..., Any]:

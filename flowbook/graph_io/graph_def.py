@@ -69,7 +69,6 @@ def type_attrs(op_type: str) -> dict[str, int]:
     return od.type_attrs
 
 
-_DROP_DEFAULTS: dict[str, dict[str, Any]] = {"Softmax": {"axis": -1}, "LogSoftmax": {"axis": -1}}
 # attrs TensorFlow writes that flowbook neither stores nor needs (dropped on import)
 _TF_ONLY = frozenset(
     {"explicit_paddings", "Truncate", "container", "shared_name", "U", "grad_a", "grad_b"}
@@ -217,7 +216,7 @@ def _node_def(op: Operation, node: Any) -> None:
     node.name, node.op, node.device = op.name, op.type, op.device or ""
     node.input.extend([_input_name(t) for t in op.inputs])
     node.input.extend(f"^{c.name}" for c in op.control_inputs)
-    drop = _DROP_DEFAULTS.get(op.type, {})
+    drop = op.op_def.tf_implicit  # attrs TF's op lacks, at the value they have there
     for key, value in op.attrs.items():
         if value is None and op_attr_kind(op.type, key) == "shape":
             _shape_proto(None, node.attr[key].shape)
@@ -235,8 +234,9 @@ def _node_def(op: Operation, node: Any) -> None:
     for key, index in type_attrs(op.type).items():
         if key not in op.attrs and op.inputs:
             node.attr[key].type = DT_ENUM[op.inputs[index].dtype.name]
-    if op.type in ("AddN", "Print", "PrintV2", "MergeSummary") and "N" not in op.attrs:
-        node.attr["N"].i = len(op.inputs) - (op.type == "Print")
+    count = op.op_def.count_attr
+    if count is not None and count not in op.attrs:  # the tensors of its one variadic input
+        node.attr[count].i = len(op.inputs) - (len(op.op_def.inputs) - 1)
 
 
 def to_graph_def(graph: Any) -> Any:

@@ -178,8 +178,8 @@ def _attrs(node: Any, opdef: Any) -> dict[str, Any]:
     for a in missing:
         if a == "N" and any(i.startswith("*") for i in opdef.inputs):
             continue
-        if a in gdef._DROP_DEFAULTS.get(node.op, {}):
-            attrs[a] = gdef._DROP_DEFAULTS[node.op][a]
+        if a in opdef.tf_implicit:
+            attrs[a] = opdef.tf_implicit[a]
         elif a not in defaults and a not in ("use_cudnn_on_gpu", "seed", "seed2"):
             if a == "shape" and node.op == "Placeholder":
                 attrs[a] = None

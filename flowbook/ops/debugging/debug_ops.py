@@ -182,6 +182,7 @@ op(
     bind=_print_bind,
     stateful=True,
     host_only=True,
+    count_attr="N",
     grad=_print_grad,
     doc="input_ unchanged; writes message and data to sys.stdout when it runs.",
 )
@@ -296,6 +297,7 @@ op(
     bind=_print_v2_bind,
     stateful=True,
     host_only=True,
+    count_attr="N",
     grad=NOT_DIFFERENTIABLE,
     doc="Writes its inputs to output_stream when it runs (tf.print); no outputs.",
     type_attrs={},

@@ -200,6 +200,7 @@ op(
     kernel=_merge_kernel,
     grad=NOT_DIFFERENTIABLE,
     type_attrs={},
+    count_attr="N",
 )
 
 

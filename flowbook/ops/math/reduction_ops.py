@@ -476,7 +476,15 @@ def _add_n(xp: Any, *arrays: Any, **_: Any) -> Any:
     return out
 
 
-op("AddN", ("*inputs",), (), _add_n_infer, _add_n, grad=lambda op, g: [g] * len(op.inputs))
+op(
+    "AddN",
+    ("*inputs",),
+    (),
+    _add_n_infer,
+    _add_n,
+    grad=lambda op, g: [g] * len(op.inputs),
+    count_attr="N",
+)
 
 
 def add_n(inputs: Any, name: str | None = None) -> Tensor:

@@ -165,7 +165,15 @@ def _softmax_grad(op: Operation, g: Tensor) -> Tensor:
     return math_ops.multiply(math_ops.subtract(g, dot), y)
 
 
-op("Softmax", ("logits",), ("axis",), _softmax_infer, _softmax, grad=_softmax_grad)
+op(
+    "Softmax",
+    ("logits",),
+    ("axis",),
+    _softmax_infer,
+    _softmax,
+    grad=_softmax_grad,
+    tf_implicit={"axis": -1},  # TF1's Softmax is over the last axis, no attr
+)
 
 
 def _log_softmax_grad(op: Operation, g: Tensor) -> Tensor:
@@ -175,7 +183,15 @@ def _log_softmax_grad(op: Operation, g: Tensor) -> Tensor:
     return math_ops.subtract(g, math_ops.multiply(total, math_ops.exp(y)))
 
 
-op("LogSoftmax", ("logits",), ("axis",), _softmax_infer, _log_softmax, grad=_log_softmax_grad)
+op(
+    "LogSoftmax",
+    ("logits",),
+    ("axis",),
+    _softmax_infer,
+    _log_softmax,
+    grad=_log_softmax_grad,
+    tf_implicit={"axis": -1},
+)
 
 
 def _leaky_relu_infer(features: Tensor, alpha: float = 0.2) -> Out:
