@@ -144,7 +144,7 @@ class Stepper:
         else:
             rule = Flat(plan, feeds, keep_values=True)
         self._sched = rule  # the propagation rule's state (pending counts or tagged records)
-        self._run = Scheduler(plan, rule, before=[self._before], after=[self._record])
+        self._run = Scheduler(plan, rule, after=[self._record])
         self._state = [WAITING] * len(plan.ops)  # op -> WAITING / READY / DONE (a DAG)
         for i in plan.ready:
             self._state[i] = READY
@@ -255,7 +255,7 @@ class Stepper:
             entry = self._head()
             if entry is None:
                 break
-            i = self._sched.op(entry)
+            i = entry[0] if self._loops else entry
             if i != resume and (
                 i in self._break_ops or (self._break_types and ops[i].type in self._break_types)
             ):
@@ -355,7 +355,7 @@ class Stepper:
             self._finish()
 
     def _before(self, op: Operation) -> None:
-        for o in self.observers:  # read per step: a view may attach one to a live Stepper
+        for o in self.observers:
             o.before_op(op)
 
     def _record(self, op: Operation, outputs: Sequence[Any]) -> None:
@@ -435,8 +435,11 @@ class Stepper:
         return where[-1][1] if where else None
 
     def _check_open(self) -> None:
+        """Refuse a closed session; else hook the observers attached now (a view may attach one
+        to a live Stepper) into the scheduler's before_op."""
         if self.session.closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        self._run.before = (self._before,) if self.observers else ()
 
     def _op_index(self, x: Any) -> int:
         op = self._element(x, allow_operation=True)
