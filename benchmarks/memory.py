@@ -9,7 +9,7 @@ warm-up, in the same process:
 
 Three ways to run it:
 
-- ``keep``: the written plan with nothing freed (the Stepper's ``Schedule(keep_values=True)``):
+- ``keep``: the written plan with nothing freed (the Stepper's ``Flat(keep_values=True)`` rule):
   the sum of every value the step makes, what a run would hold without the memory plan;
 - ``free``: a session with the buffer reuse off
   (``RewriterConfig(memory_optimization=NO_MEM_OPT)``): values freed after their last read;
@@ -36,7 +36,7 @@ from train import flowbook_step as mlp_step
 
 import flowbook as tf
 from flowbook.runtime.config import RewriterConfig
-from flowbook.runtime.executor import Schedule
+from flowbook.runtime.scheduler import Flat
 
 NO_REUSE = tf.ConfigProto(
     graph_options=tf.GraphOptions(
@@ -102,7 +102,7 @@ def _keep_step(sess: Any, x: np.ndarray, y: np.ndarray) -> Any:
     plan = prepared.plan
 
     def step() -> None:
-        sched = Schedule(plan, prepared.feeds, keep_values=True)
+        sched = Flat(plan, prepared.feeds, keep_values=True)
         while sched.ready:
             i = sched.ready.popleft()
             sched.finish(i, plan.fns[i](*sched.args(i)))

@@ -16,7 +16,7 @@ use (``resource="variable"``, ``"rng"``, ``"iterator"`` or ``"container"``); the
 session binds it as the ``var=``, ``rng=``, ``iterator=`` or ``cell=`` keyword.
 An op that may wait (a queue's enqueue or dequeue) says ``blocking=True``:
 its kernel may return a ``flowbook.state.pending.Pending``, and a plan holding one
-runs on the threaded scheduler, which parks it.  A variable's op outputs the variable itself; ops that
+runs on the scheduler, which parks it.  A variable's op outputs the variable itself; ops that
 update it declare that input in ``ref_inputs``, every other consumer gets its
 value, read when the consumer runs (TF1's reference semantics).  An op
 that cannot run on a GPU says ``host_only=True`` (ops on strings are host

@@ -72,6 +72,8 @@ from typing import Any
 
 import numpy as np
 
+from flowbook.platform.waiting import WAIT_SLICE_S
+
 __all__ = [
     "BAND_BYTES",
     "MIN_SIDE",
@@ -89,7 +91,6 @@ __all__ = [
 WIDE_MFLOP = 50.0  # a product of at least this many MFLOP may be split
 MIN_SIDE = 64  # ... if both sides of its result are at least this long
 BAND_BYTES = 1 << 20  # a batch band's bytes (bands): kernels over larger batches run in bands
-WAIT_SLICE_S = 0.05  # the caller waits for helpers' bands in slices: Ctrl-C stays possible
 
 _ways = 1  # bands a wide product is split into (1: the policy is off)
 _helpers: ThreadPoolExecutor | None = None  # _ways - 1 threads, made on first use

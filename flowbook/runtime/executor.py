@@ -65,8 +65,6 @@ from flowbook.state.pending import parking
 
 __all__ = ["Observer", "execute", "run_compiled", "run_frames", "run_serial", "run_threaded"]
 
-Schedule = Flat  # the flat rule's state under the name benchmarks use
-
 
 # ---------------------------------------------------------------- front door
 def execute(

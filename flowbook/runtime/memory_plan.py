@@ -4,7 +4,7 @@
 (``uses``) and, in its static order, the slots each op reads last
 (``frees``).  Every executor drops a value right after its last reader ran:
 the straight line reuses the local's name (or sets it to None), the serial
-reference clears ``frees[i]``, the threaded scheduler counts reads down.  Fed
+reference clears ``frees[i]``, the scheduler counts reads down.  Fed
 values, fetched values, folded constants and variables are never dropped by
 the run (``Plan.uses`` counts one extra read for them).  So a run holds the
 live set of its values, not their sum: :func:`live_bytes` works that peak
@@ -22,8 +22,8 @@ fed, fetched or a folded constant, that it has exactly the output's shape and dt
 (known for this signature, rank at least 1, at least ``MIN_REUSE_BYTES``),
 that the op is the input's last reader in the plan's static order
 (``frees``), and, for a ufunc, that its loop gives that dtype.  The straight
-line runs that order; the threaded scheduler writes into the buffer only
-when no other read of it is still to come (``Schedule.uses``), whatever
+line runs that order; the scheduler writes into the buffer only
+when no other read of it is still to come (``Flat.uses`` in ``flowbook.runtime.scheduler``), whatever
 order the ops ran in.
 
 **Aliasing** is checked where it can be known for sure: when the op runs.

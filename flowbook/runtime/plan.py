@@ -122,9 +122,7 @@ class Plan:
         self.off_host = False  # whether some op runs off the CPU (its kernels may be device-timed)
         # whether it has branches or loops (Switch, Merge, Enter...): then flowbook.runtime.frames runs it
         self.control_flow = False
-        self.blocking = (
-            False  # whether some op may wait (a queue op): the threaded scheduler runs it
-        )
+        self.blocking = False  # whether some op may wait (a queue op): the scheduler parks it
         # (slot, value) known before the run starts: values the optimiser folded
         # (flowbook.runtime.optimize.optimizer); a built plan has none.  Never freed.
         self.constants: tuple[tuple[int, Any], ...] = ()

@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from flowbook.kernels import gemm
-from flowbook.state.pending import WAIT_SLICE_S
+from flowbook.platform.waiting import WAIT_SLICE_S
 
 DRAIN_LIMIT_S = 600.0  # after an error, the longest wait for the run's pool kernels to finish
 POOL_MIN_ELEMENTS = 1 << 15  # a heavy op goes to the pool only with inputs at least this big

@@ -57,11 +57,12 @@ from functools import partial
 from typing import Any
 
 from flowbook.framework import errors
+from flowbook.platform.waiting import WAIT_SLICE_S
 from flowbook.runtime.memory_plan import owned
 from flowbook.runtime.op_errors import deadline_error, run_error
 from flowbook.runtime.plan import DISCARD, Plan, as_outputs
 from flowbook.runtime.pool import drain, large, pool
-from flowbook.state.pending import WAIT_SLICE_S, Pending
+from flowbook.state.pending import Pending
 
 __all__ = ["WAIT_SLICE_S", "Flat", "InOrder", "Scheduler"]
 

@@ -2,9 +2,10 @@
 
 A kernel that may have to wait (a dequeue from an empty queue, an enqueue
 into a full one, a reader that needs its next file name) never blocks the
-thread that calls it when the threaded scheduler runs it: it registers a
+thread that calls it when the scheduler runs it: it registers a
 callback with the queue and returns a :class:`Pending`.  The scheduler
-(``flowbook.runtime.executor``) parks the op, runs the run's other ready ops, and
+(``flowbook.runtime.scheduler``, under every propagation rule: flat, in
+order, frames) parks the op, runs the run's other ready ops, and
 the Pending's ``then`` callback posts the result into the scheduler's
 completion queue, the one pool kernels finish into.  So a waiting op holds
 neither a pool thread nor the run's bookkeeping thread.
@@ -16,8 +17,8 @@ run stops (an error, the deadline, a KeyboardInterrupt): ``cancel`` calls
 the ``on_cancel`` the queue set (which takes the waiter off its lists and
 puts back what it had taken) and fails the Pending with ``CancelledError``.
 
-Every other path (the Stepper, the frame scheduler of runs with loops, the
-serial reference) calls kernels with no scheduler to park them: then
+Every other path (the Stepper's single steps, the straight line, compiled
+loops) calls kernels with no scheduler loop to park them: then
 :func:`settle` waits here, in slices of ``WAIT_SLICE_S``, so a
 KeyboardInterrupt still ends the wait at once (and withdraws the waiter).
 The scheduler says it can park through :func:`parking` (a thread-local
@@ -40,8 +41,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from flowbook.framework.errors import CancelledError
-
-WAIT_SLICE_S = 0.05  # longest single block of a synchronous wait: keeps it interruptible
+from flowbook.platform.waiting import WAIT_SLICE_S
 
 Callback = Callable[[Any, "BaseException | None"], None]
 

@@ -66,7 +66,7 @@ def control_flow_ops(x):
 
 
 def tensor_array_ops(x):
-    """Issue 17's TensorArray ops, their gradients (TensorArrayGradV3), and a close."""
+    """The TensorArray ops, their gradients (TensorArrayGradV3), and a close."""
     ta = tf.TensorArray(tf.float32, size=2, element_shape=[3]).unstack(x)
     grown = tf.TensorArray(tf.float32, size=0, dynamic_size=True, infer_shape=False)
     grown = grown.split(tf.reshape(x, [6]), [2, 4]).write(2, x[0])
@@ -77,7 +77,7 @@ def tensor_array_ops(x):
 
 
 def nn_conv_tail_ops(x):
-    """Issue 16's conv/pool/spatial tail: depthwise, space/batch/depth moves, argmax pool."""
+    """Convolution, pooling and spatial ops: depthwise, space/batch/depth moves, argmax pool."""
     img = tf.reshape(tf.tile(x, [2, 4]), [2, 4, 3, 2])
     d = tf.nn.depthwise_conv2d(img, tf.ones([2, 2, 2, 3]), [1, 1, 1, 1], "SAME", rate=[2, 2])
     s2d = tf.nn.depth_to_space(tf.nn.space_to_depth(tf.reshape(d, [2, 4, 6, 3]), 2), 2)
@@ -147,7 +147,7 @@ def tfcore_ops(x, n):
 
 
 def tfmore_ops(x):
-    """Issue 16's identities, casts and repeat."""
+    """Identities, casts and repeat."""
     a, b = tf.identity_n([x, tf.ensure_shape(x, [None, 3])])
     bits = tf.bitcast(tf.bitcast(x, tf.int16), tf.float32)
     sym = tf.matmul(x, x, transpose_b=True) + tf.eye(2)
@@ -417,7 +417,7 @@ def data_ops():
 
 
 def queue_ops():
-    """Issue 18's queues, readers and CountUpTo (built, never run here)."""
+    """Queues, readers and CountUpTo (built, never run here)."""
     queues = [
         tf.FIFOQueue(3, [tf.int32, tf.string], shapes=[[], [2]]),
         tf.PaddingFIFOQueue(3, [tf.float32], shapes=[[None]]),
@@ -448,7 +448,7 @@ def queue_ops():
 
 
 def sendrecv_ops():
-    """Issue 20's Send/Recv pair, as a partition of a cluster run holds them (never run here)."""
+    """The Send/Recv pair, as a partition of a cluster run holds them (never run here)."""
     g = tf.get_default_graph()
     where = {
         "tensor_name": "edge_1_c",
@@ -462,7 +462,7 @@ def sendrecv_ops():
 
 
 def compat_tail_ops(x, v):
-    """Issue 16's compatibility tail: scatters, FFTs (and their gradients), strings, sparse."""
+    """Scatters, FFTs (and their gradients), strings, sparse."""
     for f in (tf.scatter_mul, tf.scatter_div, tf.scatter_min, tf.scatter_max):
         f(v, [1, 0], tf.ones([2, 3]))
     for f in (tf.scatter_nd_update, tf.scatter_nd_add, tf.scatter_nd_sub):

@@ -1,4 +1,4 @@
-"""Issue 16's array names beyond the op tables: errors, predicates and static shapes.
+"""TF1's array names beyond the op tables: errors, predicates and static shapes.
 
 The ops' values are rows of ``test_ops_array`` and their gradients rows of
 ``test_gradients_array``; here are what those rows cannot show.

@@ -1,4 +1,4 @@
-"""Issue 16's conv/pool/spatial tail against slow numpy references written here with loops.
+"""Convolution, pooling and spatial ops beyond the tables, against slow loop references.
 
 Depthwise, dilated (atrous), 1-D and separable convolutions, dilated pools,
 the argmax pool's flattened indices, the space/batch/depth moves and the

@@ -1,4 +1,4 @@
-"""Issue 16's top-level names: identities, casts, repeat, against numpy."""
+"""TF1's top-level identities, casts, repeat, against numpy."""
 
 from __future__ import annotations
 

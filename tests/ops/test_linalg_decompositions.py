@@ -1,4 +1,4 @@
-"""Issue 16's decompositions, least squares, hessians and moving_average_variables."""
+"""Decompositions, least squares, hessians and moving_average_variables."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16's utility names: placeholder_with_default, where_v2, collections, gradient
+"""TF1's utility names: placeholder_with_default, where_v2, collections, gradient
 registration, variable checks and the ``tf.debugging`` namespace."""
 
 from __future__ import annotations

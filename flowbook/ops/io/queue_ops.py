@@ -18,7 +18,7 @@ as its first input:
   ``QueueIsClosedV2``.
 
 The ops that may wait are ``blocking``: their kernels return what
-``flowbook.state.pending.settle`` gives (a Pending the threaded scheduler parks,
+``flowbook.state.pending.settle`` gives (a Pending the scheduler parks,
 or, on a path that cannot park, the value after waiting).  Every component
 is checked against the queue's dtypes and shapes when it is enqueued
 (``InvalidArgumentError`` naming the op and the component).  All are

@@ -24,7 +24,7 @@ sum so far, None when empty), ``counter`` (gradients in it), ``global_step``
 and ``takers`` (waiting takes, first come first served, each with its
 ``flowbook.state.pending.Pending``).  Every apply and take flushes: while the first
 taker's ``num_required`` is met, it gets the average.  A take that must wait
-returns a Pending the threaded scheduler parks; a cancelled run withdraws it,
+returns a Pending the scheduler parks; a cancelled run withdraws it,
 and a session's close or reset (``release``) fails every waiting take.
 
     >>> import numpy as np
