@@ -197,17 +197,27 @@ class InOrder(Flat):
     would come next.
     """
 
-    __slots__ = ()
+    __slots__ = ("frees", "inputs", "outputs")
 
     def __init__(self, plan: Plan, feeds: Sequence[Any]) -> None:
         super().__init__(plan, feeds)
         self.ready = deque(range(len(plan.ops)))  # every op, in the plan's order
+        # the plan's per-op tables, held here: the loop reads them once per op
+        self.inputs, self.outputs, self.frees = plan.inputs, plan.outputs, plan.frees
+
+    def take(self, i: int) -> tuple[int, None, list[Any]]:
+        """The next op in the plan's order: (op, key, its input values)."""
+        vals = self.vals
+        return i, None, [vals[s] for s in self.inputs[i]]
 
     def finish(self, i: int, result: Any, key: None = None) -> None:
         """Op ``i`` returned ``result``: store it and free the values it read last."""
-        vals = self.vals
-        store(vals, self.plan.outputs[i], result)
-        for s in self.plan.frees[i]:  # the static order's last reads
+        vals, outs = self.vals, self.outputs[i]
+        if len(outs) == 1:  # store() inline: the reference runs every op of a first run
+            vals[outs[0]] = result
+        else:
+            store(vals, outs, result)
+        for s in self.frees[i]:  # the static order's last reads
             vals[s] = None
         vals[DISCARD] = None
         self.remaining -= 1
@@ -260,10 +270,13 @@ class Scheduler:
         pop = ready.pop if self.lifo else ready.popleft
         offload = self.threads and plan.any_heavy
         ops, keys, buffers = plan.ops, self.keys, self.buffers
-        while ready or self.in_flight:
+        collects = bool(self.threads) or plan.blocking  # pool kernels or parked waits may come
+        while True:
             if deadline is not None and time.monotonic() > deadline:
                 raise timed_out()
             if not ready:
+                if not self.in_flight:
+                    break
                 self._collect(block=True)
                 continue
             entry = pop()
@@ -294,7 +307,7 @@ class Scheduler:
                 self._tell(i, result)
             finish(i, result, key)
             result = fn = None  # a buffer the next op may take is held by the values alone
-            if self.in_flight:
+            if collects and self.in_flight:
                 self._collect(block=False)
         return rule.fetched()
 
