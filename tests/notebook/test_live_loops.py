@@ -171,6 +171,10 @@ def _observer_for(sess, mode_setup):
     return live.WATCHER.for_run(plan)
 
 
+def _quick(st):  # the last run took 0.1 ms, 1 µs per op run, however loaded the machine
+    st.last_ns, st.n = 100_000, 100
+
+
 def _slow(st):  # the last run took 1 s, in a million op runs: the next one is watched live
     st.last_ns, st.n = 10**9, 10**6
 
@@ -179,14 +183,15 @@ def _heavy(st):  # ... and its ops are heavy (10 op runs)
     st.last_ns, st.n = 10**9, 10
 
 
-def _retime(st):  # its times are old: the next run would be timed
+def _retime(st):  # a quick run whose times are old: the next run would be timed
+    _quick(st)
     st.timed_at = 0
 
 
 @pytest.mark.parametrize(
     "case, setup, watched",
     [
-        ("whole", lambda st: None, {"on_control_flow"}),
+        ("whole", _quick, {"on_control_flow"}),
         ("timed, cheap ops", _retime, {"on_control_flow"}),
         ("live, cheap ops", _slow, {"on_loop", "on_control_flow"}),
         (
@@ -215,7 +220,7 @@ def test_hooks_each_loop_run_gets(view, case, setup, watched):
         )
         assert {h for h in hooks if hooks_of([o], h)} == watched
         if case == "timed, cheap ops":
-            assert _observer_for(s, lambda st: None).__class__ is loops._WholeRun  # not again
+            assert _observer_for(s, _quick).__class__ is loops._WholeRun  # not again
 
 
 def test_the_first_run_of_a_plan_keeps_its_loops_compiled(view):
