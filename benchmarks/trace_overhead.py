@@ -31,6 +31,7 @@ Usage: ``python benchmarks/trace_overhead.py [--quick]``; writes
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import statistics
@@ -105,6 +106,7 @@ def build_cost(run: Callable[..., Any], ops: int, repeat: int = 5) -> dict[str, 
     for _ in range(repeat):
         md = fb.RunMetadata()
         run(options=opts, run_metadata=md)
+        gc.collect()  # a full collection lands in some windows and not others: time the work
         t0 = time.perf_counter()
         _ = md.step_stats.dev_stats
         t1 = time.perf_counter()
