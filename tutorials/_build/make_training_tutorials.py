@@ -131,7 +131,11 @@ write("04_digits_deep.ipynb", [
 "Deep MNIST for experts", made small for 8×8 digits. Two models, both trained with Adam:
 
 1. a multilayer perceptron: 64 → 128 (ReLU) → 10;
-2. a convolutional network: two 3×3 convolutions with ReLU and 2×2 max-pooling, then a dense layer."""),
+2. a convolutional network: two 3×3 convolutions with ReLU and 2×2 max-pooling, then a dense layer.
+
+Each model is built in a graph of its own (`tf.Graph()`), not the default graph, so the side panel
+has nothing to show: `train_and_test` shows each model's graph in its cell with `tf.show(graph)`.
+Watch it there while the model trains: each step lights up the ops it runs."""),
     code("""import flowbook as tf
 from flowbook.data.datasets import load_digits
 
@@ -139,7 +143,7 @@ digits = load_digits()
 
 
 def train_and_test(build, steps, lr=1e-3, every=100):
-    \"\"\"Build a model in a fresh graph, train it with Adam, return the test accuracy.\"\"\"
+    \"\"\"Build a model in a fresh graph, show it, train it with Adam, return the test accuracy.\"\"\"
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(0)
@@ -149,6 +153,7 @@ def train_and_test(build, steps, lr=1e-3, every=100):
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y_, logits=logits))
         train_step = tf.train.AdamOptimizer(lr).minimize(loss)
         accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), y_), tf.float32))
+        tf.show(graph)  # this model's graph, in the cell that trains it
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             for step in range(steps):
