@@ -59,7 +59,7 @@ export class Scene {
     } else if (noOps) {
       m.replaceChildren();
       html('div', 'fb-message-title', m, 'No ops yet \u2014 build some in a cell');
-      html('div', 'fb-message-sub', m, 'e.g.  a = fb.constant(2.0);  b = a * 3');
+      html('div', 'fb-message-sub', m, 'e.g.  a = tf.constant(2.0);  b = a * 3');
       m.hidden = false;
     } else {
       m.hidden = true;

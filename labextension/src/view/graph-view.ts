@@ -110,6 +110,7 @@ export class GraphView {
       reveal: n => shown.reveal(n),
       goTo: n => this.goTo(n)
     });
+    this.toolbar.addItem(this.rewrites.toggleElement);
     this.layouts = new LayoutQueue(
       root,
       () => shown.layoutRequest(this.presentation.style),
@@ -146,6 +147,11 @@ export class GraphView {
     }
   }
 
+  /** Whether present mode is on. */
+  get present(): boolean {
+    return this.presentation.on;
+  }
+
   /** Centre the ops the cell with model id `cellId` makes, once the kernel sends them. */
   followCell(cellId: string): void {
     this.canvas.focus.followCell(cellId);
@@ -159,6 +165,7 @@ export class GraphView {
   /** A plan's rewrite from the host (`optimized`): the toggle "as written / as optimised". */
   setOptimized(d: unknown): void {
     this.rewrites.set(d);
+    this.toolbar.requestReflow(); // its toggle may have come or gone
   }
 
   setStepper(s: unknown): void {
@@ -287,6 +294,7 @@ export class GraphView {
   }
 
   private updateSummary(): void {
+    this.root.dataset.flowbookOps = String(this.shown.h.root.opCount);
     this.toolbar.setSummary(this.shown.h.root.opCount, this.shown.overlay.run);
   }
 

@@ -9,7 +9,10 @@
  * refits when its viewport resizes, focus.ts); `minFit`, the smallest scale
  * a readable fit goes to (present mode: 1, where every text is >= 16 px);
  * `centreWide`, whether a fit too wide for the view shows its middle
- * (present mode) or its left edge.
+ * (present mode) or its left edge; `minWhole`, the smallest scale at which
+ * the whole graph is framed rather than the cell just run (focus.ts), and
+ * `framesCell`, whether a graph too big for that is shown by the cell just
+ * run (off in present mode: it shows the whole graph's top, big).
  *
  * Dragging pans; the wheel zooms about the pointer; a press released
  * without moving is a click, and moves without a press are hovers: both go
@@ -17,10 +20,20 @@
  */
 
 export const MIN_READABLE = 0.5; // the first view of a big graph zooms out no further
+export const MIN_WHOLE = 0.25; // the whole graph is framed down to this scale (its shape shows; names in the tooltip)
 const MIN_SCALE = 0.03;
+const MAX_FIT = 1.3; // a fit zooms in no further
 const MAX_SCALE = 4;
 const FIT_PAD = 24; // px kept free around a fitted graph
 const DRAG_PX = 4; // a press that moves further is a drag, not a click
+
+/** A rectangle of the scene. */
+export interface Bounds {
+  x1: number;
+  y1: number;
+  x2: number;
+  y2: number;
+}
 
 /** What the view does with the pointer events the camera does not use itself. */
 export interface PointerHandlers {
@@ -38,6 +51,8 @@ export class Camera {
   moved = false; // the user panned or zoomed since the last fit
   minFit = MIN_READABLE; // a readable fit zooms out no further
   centreWide = false; // a fit wider than the view shows its middle, not its left edge (present mode)
+  minWhole = MIN_WHOLE; // the whole graph is framed down to this scale
+  framesCell = true; // a graph too big to frame whole is shown by the cell just run
 
   constructor(
     private readonly svgEl: SVGSVGElement,
@@ -56,6 +71,21 @@ export class Camera {
    * viewport has no size.
    */
   fit(width: number, height: number, readable = false): void {
+    this.fitBox({ x1: 0, y1: 0, x2: width, y2: height }, readable ? this.minFit : MIN_SCALE);
+  }
+
+  /** The scale that fits a `width` x `height` part of the scene in view (0: the viewport has no size). */
+  fitScale(width: number, height: number): number {
+    const vw = this.viewport.clientWidth;
+    const vh = this.viewport.clientHeight;
+    return vw > 0 && vh > 0 ? this.scaleFor(vw, vh, width, height) : 0;
+  }
+
+  /**
+   * Fit the part `b` of the scene in view, at a scale from `least` to `most`
+   * (centred on each axis where it fits, else from its padded top or left edge).
+   */
+  fitBox(b: Bounds, least: number, most = MAX_FIT): void {
     const vw = this.viewport.clientWidth;
     const vh = this.viewport.clientHeight;
     if (vw === 0 || vh === 0) {
@@ -65,11 +95,18 @@ export class Camera {
     this.needsFit = false;
     this.moved = false;
     const pad = FIT_PAD;
-    const k = Math.min(1.3, (vw - 2 * pad) / Math.max(width, 1), (vh - 2 * pad) / Math.max(height, 1));
-    this.k = Math.max(readable ? this.minFit : MIN_SCALE, k);
-    this.tx = width * this.k <= vw - 2 * pad || this.centreWide ? (vw - width * this.k) / 2 : pad;
-    this.ty = height * this.k <= vh - 2 * pad ? (vh - height * this.k) / 2 : pad;
+    const width = b.x2 - b.x1;
+    const height = b.y2 - b.y1;
+    this.k = Math.max(least, Math.min(most, this.scaleFor(vw, vh, width, height)));
+    const k = this.k;
+    this.tx = (width * k <= vw - 2 * pad || this.centreWide ? (vw - width * k) / 2 : pad) - b.x1 * k;
+    this.ty = (height * k <= vh - 2 * pad ? (vh - height * k) / 2 : pad) - b.y1 * k;
     this.apply();
+  }
+
+  private scaleFor(vw: number, vh: number, width: number, height: number): number {
+    const pad = FIT_PAD;
+    return Math.min(MAX_FIT, (vw - 2 * pad) / Math.max(width, 1), (vh - 2 * pad) / Math.max(height, 1));
   }
 
   /** Center the scene point (x, y); zoom in if the view is far out. */

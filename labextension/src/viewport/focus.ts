@@ -8,12 +8,15 @@
  * is centred (the target); the ops a cell just made are centred together
  * (the cell followed, follow.ts).
  *
- * Until the user pans or zooms, the view stays fitted: a resize of the
- * viewport (the side panel opening beside the notebook, a window resized)
- * and a new layout refit it. "Fit" makes it fitted again.
+ * Until the user pans or zooms, the view stays framed: a resize of the
+ * viewport (the side panel opening or closing beside the notebook, a window
+ * resized) and a new layout frame it again. Framed means the whole graph
+ * when it fits at a readable scale; else the ops of the cell run last (the
+ * cell followed, or the ops with the newest execution count), as big as
+ * fits. "Fit" fits the whole graph, at any scale.
  */
 
-import { Camera } from './camera';
+import { Camera, type Bounds } from './camera';
 import type { Group, Hierarchy, Visible } from '../model/hierarchy';
 import { CellFollower } from '../features/follow/follow';
 import type { Scene } from '../paint/scene';
@@ -36,6 +39,7 @@ export class Focus {
   private anchor: Anchor | null = null;
   private target: string[] = []; // names centred (together) after the next layout
   private readonly follower = new CellFollower(); // the cell whose new ops are centred
+  private recent: string[] = []; // the ops of the cell run last: framed when the whole graph is too big to read
   private readonly resizeObserver: ResizeObserver | null;
 
   constructor(
@@ -49,7 +53,7 @@ export class Focus {
         ? null
         : new ResizeObserver(() => {
             if ((this.camera.needsFit || !this.camera.moved) && this.scene.layout && viewport.clientWidth > 0) {
-              this.fit(true);
+              this.frame();
             }
           });
     this.resizeObserver?.observe(viewport);
@@ -89,26 +93,30 @@ export class Focus {
   }
 
   /**
-   * A graph came: centre the ops of the cell followed after the next layout,
-   * if they changed; a few are revealed first (`reveal` opens what hides
-   * one), many are shown by their scopes.
+   * A graph came: note the ops of the cell run last (framed when the whole
+   * graph is too big to read). Ops of the cell followed that changed are
+   * revealed if few (`reveal` opens what hides one); where the user moved
+   * the view, they are centred after the next layout.
    */
   centerFollowed(h: Hierarchy, reveal: (name: string) => void): void {
     const ops = this.follower.newOps(h);
     if (ops) {
       ops.reveal.forEach(n => reveal(n));
-      this.centerNext(ops.names);
+      if (this.camera.moved) {
+        this.centerNext(ops.names);
+      }
     }
+    this.recent = ops?.names ?? latestOps(h);
   }
 
-  /** A layout was drawn: fit it, or keep the anchor in place, or keep the view; then center the target. */
+  /** A layout was drawn: frame it, or keep the anchor in place, or keep the view; then center the target. */
   drawn(): void {
     const anchor = this.anchor;
     this.anchor = null;
     const target = this.target;
     this.target = [];
     if (this.camera.needsFit || (!this.camera.moved && !anchor)) {
-      this.fit(true);
+      this.frame();
     } else if (anchor && this.keep(anchor)) {
       // done
     } else {
@@ -117,6 +125,50 @@ export class Focus {
     if (target.length > 0) {
       this.centerOnAll(target);
     }
+  }
+
+  /**
+   * The whole graph if it fits at `minWhole` or more; else the ops of the
+   * cell run last, readable (and zoomed in no further than 1: some context
+   * around them); else the whole graph's top left, readable.
+   */
+  frame(): void {
+    const l = this.scene.layout;
+    if (!l) {
+      this.camera.needsFit = true;
+      return;
+    }
+    const cam = this.camera;
+    const whole = { x1: 0, y1: 0, x2: l.width, y2: l.height };
+    const fits = cam.fitScale(l.width, l.height) >= cam.minWhole;
+    const part = fits || !cam.framesCell ? null : this.boundsOf(this.recent);
+    if (fits) {
+      cam.fitBox(whole, cam.minWhole);
+    } else if (part) {
+      cam.fitBox(part, cam.minFit, Math.max(1, cam.minFit));
+    } else {
+      cam.fitBox(whole, cam.minFit);
+    }
+    // what a test (or a curious reader of the page) can check: what was framed, in a layout how big
+    const data = this.scene.svg.closest<HTMLElement>('.flowbook-graph')?.dataset;
+    if (data) {
+      data.flowbookFramed = part ? `cell:${this.recent.length}` : 'whole';
+      data.flowbookLayoutSize = `${Math.round(l.width)}x${Math.round(l.height)}`;
+    }
+  }
+
+  /** The rectangle around the boxes standing for `names` (those drawn); null for none. */
+  private boundsOf(names: string[]): Bounds | null {
+    const ps = [...new Set(names.map(n => this.host.boxFor(n)))].map(v => this.scene.placed(v)).filter(p => p !== undefined);
+    if (ps.length === 0) {
+      return null;
+    }
+    return {
+      x1: Math.min(...ps.map(p => p.x - p.w / 2)),
+      y1: Math.min(...ps.map(p => p.y - p.h / 2)),
+      x2: Math.max(...ps.map(p => p.x + p.w / 2)),
+      y2: Math.max(...ps.map(p => p.y + p.h / 2))
+    };
   }
 
   private keep(a: Anchor): boolean {
@@ -159,4 +211,21 @@ export class Focus {
   dispose(): void {
     this.resizeObserver?.disconnect();
   }
+}
+
+/** The ops made by the cell run last: those with the newest execution count (none recorded: none). */
+function latestOps(h: Hierarchy): string[] {
+  let newest = -1;
+  for (const leaf of h.leaves.values()) {
+    newest = Math.max(newest, leaf.node.count ?? -1);
+  }
+  const names: string[] = [];
+  if (newest >= 0) {
+    for (const leaf of h.leaves.values()) {
+      if (leaf.node.count === newest) {
+        names.push(leaf.key);
+      }
+    }
+  }
+  return names;
 }

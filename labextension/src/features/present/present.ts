@@ -9,7 +9,7 @@
  *     if (presentation.set(true)) { relayout(); }
  */
 
-import { MIN_READABLE, type Camera } from '../../viewport/camera';
+import { MIN_READABLE, MIN_WHOLE, type Camera } from '../../viewport/camera';
 import type { Openings } from '../../model/openings';
 import { NORMAL, PRESENT, type TextStyle } from '../../paint/text';
 
@@ -45,6 +45,8 @@ export class Presentation {
     this.openings.compact = on;
     this.camera.minFit = on ? 1 : MIN_READABLE;
     this.camera.centreWide = on;
+    this.camera.minWhole = on ? 1 : MIN_WHOLE;
+    this.camera.framesCell = !on;
     return true;
   }
 }

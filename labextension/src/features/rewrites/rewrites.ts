@@ -38,6 +38,11 @@ export class Rewrites {
   private readonly optimised: HTMLButtonElement;
   private readonly pane: HTMLDivElement;
 
+  /** The toggle in the toolbar (it may go into the toolbar's "⋯" menu, toolbar.ts). */
+  get toggleElement(): HTMLElement {
+    return this.toggle;
+  }
+
   constructor(toolbar: HTMLElement, viewport: HTMLElement, private readonly host: RewritesHost) {
     const t = (this.toggle = html('span', 'fb-rw-toggle', toolbar));
     t.hidden = true;
