@@ -1,6 +1,9 @@
 /**
  * The side panel's connection to the kernel: a comm, target TARGET
- * (panel.ts), that the panel opens itself. Python answers with messages
+ * (panel.ts), that the panel opens itself. It follows the notebook in front
+ * (index.ts: the tracker's current notebook): each time it talks to another
+ * kernel (another notebook, a restart) the panel's view starts empty, so
+ * one notebook's graph never shows under another's name. Python answers with messages
  * holding any of {graph, run, tick, stepper, history, optimized} or {history_run}; the
  * panel sends {selected}, {action, node} and {action: "history_run", seq}. The comm is (re)opened when the current notebook or its
  * kernel changes, after a restart, and after a cell runs while it is not
@@ -34,8 +37,8 @@ export class Connection {
     }
     this.notebook = notebook;
     this.panel.notebook = notebook;
+    this.setKernel(null); // nothing of the notebook shown before stays on screen
     if (!notebook) {
-      this.setKernel(null);
       this.panel.setStatus('No notebook open.');
       return;
     }
@@ -66,6 +69,7 @@ export class Connection {
       this.kernel.iopubMessage.disconnect(this.onIopub, this);
     }
     this.closeComm();
+    this.panel.reset();
     this.kernel = kernel;
     if (!kernel) {
       this.panel.setStatus('No kernel.');
@@ -79,6 +83,7 @@ export class Connection {
   private onStatus(_: Kernel.IKernelConnection, status: Kernel.Status): void {
     if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
       this.closeComm();
+      this.panel.reset();
       this.ranSinceAttempt = true;
       this.panel.setStatus('Kernel restarting\u2026');
     } else if (status === 'idle' && !this.connected && this.ranSinceAttempt) {
@@ -98,6 +103,7 @@ export class Connection {
       return;
     }
     this.closeComm();
+    this.panel.reset(); // a fresh view: this kernel numbers its states from the start
     this.ranSinceAttempt = false;
     const label = this.notebook?.title.label ?? 'notebook';
     let comm: Kernel.IComm;

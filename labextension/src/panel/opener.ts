@@ -82,12 +82,13 @@ export class PanelOpener {
     }
   }
 
-  /** Show the panel in the right side bar. */
+  /** Show the panel in the right side bar, with room beside the notebook (room.ts). */
   open(): void {
     if (!this.panel.isAttached) {
       this.app.shell.add(this.panel, 'right', { rank: 700 });
     }
     this.app.shell.activateById(this.panel.id);
+    this.panel.makeRoom(); // shown already: no show to make it
   }
 
   private onScheduled(_: unknown, args: { notebook: Notebook; cell: { model: { id: string } } }): void {

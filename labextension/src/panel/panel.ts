@@ -4,6 +4,8 @@
  * (connection.ts). Its end in the kernel is flowbook/notebook/panel.py,
  * which accepts comms with target TARGET.
  *
+ * Shown beside a notebook, it makes room for both (room.ts).
+ *
  * Clicking an op scrolls the notebook to the cell that created it, makes it
  * the active cell and outlines it (class `flowbook-highlighted-cell`).
  */
@@ -11,7 +13,10 @@
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
+import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
+
+import { makeRoom } from './room';
 
 import { GraphView } from '../view/graph-view';
 import type { StepAction } from '../protocol/stepper';
@@ -30,8 +35,10 @@ export const flowbookIcon = new LabIcon({ name: 'flowbook:graph', svgstr: ICON_S
 
 /** The side panel: a status line and a GraphView fed by the kernel's comm. */
 export class GraphPanel extends Widget {
-  readonly view: GraphView;
+  /** The view of the graph shown; a fresh one for each kernel connection (`reset`). */
+  view: GraphView;
   private readonly status: HTMLDivElement;
+  private readonly body: HTMLDivElement;
 
   constructor(
     private readonly tracker: INotebookTracker,
@@ -45,10 +52,49 @@ export class GraphPanel extends Widget {
     this.status = document.createElement('div');
     this.status.className = 'fb-panel-status';
     this.node.appendChild(this.status);
-    const body = document.createElement('div');
-    body.className = 'fb-panel-body';
-    this.node.appendChild(body);
-    this.view = new GraphView(body, {
+    this.body = document.createElement('div');
+    this.body.className = 'fb-panel-body';
+    this.node.appendChild(this.body);
+    this.view = this.makeView();
+    this.setStatus('No notebook open.');
+    window.addEventListener('resize', this.onWindowResize);
+  }
+
+  /** Shown (opened, or its tab picked): make room for it beside the notebook (room.ts). */
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this.makeRoom();
+  }
+
+  /** Make room for the panel beside the notebook, once the shell has laid it out (room.ts). */
+  makeRoom(): void {
+    requestAnimationFrame(() => makeRoom(this, this.shell));
+  }
+
+  private readonly onWindowResize = (): void => {
+    window.clearTimeout(this.roomTimer);
+    this.roomTimer = window.setTimeout(() => makeRoom(this, this.shell), 150);
+  };
+
+  private roomTimer = 0;
+
+  /**
+   * Show nothing of what was shown: a fresh, empty view. The connection calls
+   * it whenever it talks to another kernel (another notebook, a restart), so
+   * no state of one kernel is ever drawn, or kept, as another's (each kernel
+   * numbers its states from the start: a kept number would drop the new ones).
+   */
+  reset(): void {
+    const present = this.view.present;
+    this.view.dispose();
+    this.view = this.makeView();
+    if (present) {
+      this.view.setPresent(true);
+    }
+  }
+
+  private makeView(): GraphView {
+    const view = new GraphView(this.body, {
       onSelect: (name, node) => {
         this.send({ selected: name });
         if (node?.cell) {
@@ -58,8 +104,8 @@ export class GraphPanel extends Widget {
       onAction: (action: StepAction, node) => this.send({ action, node }),
       onHistory: seq => this.send({ action: 'history_run', seq })
     });
-    this.view.fillParent();
-    this.setStatus('No notebook open.');
+    view.fillParent();
+    return view;
   }
 
   /** Set by the connection: how to send to the kernel (null when not connected). */
@@ -131,6 +177,8 @@ export class GraphPanel extends Widget {
   }
 
   dispose(): void {
+    window.removeEventListener('resize', this.onWindowResize);
+    window.clearTimeout(this.roomTimer);
     this.clearHighlight();
     this.view.dispose();
     super.dispose();
