@@ -2,7 +2,8 @@
 
 ``lab`` starts ``jupyter lab`` on 127.0.0.1 with a random token and a free
 port, in a temporary root with its own workspace and settings folders (so a
-test never sees a user's layout), and with the app exposed to the page
+test never sees a user's layout; the settings override the package ships
+keeps the news toast away), and with the app exposed to the page
 (``expose_app_in_browser``) so a test can run a notebook's cells through
 JupyterLab's own commands and wait for them to finish.  ``page`` opens a
 notebook there in Chromium (``/usr/bin/chromium``, never a downloaded
@@ -40,6 +41,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "test-output" / "browser"
+OVERRIDES = ROOT / "labextension" / "settings" / "overrides.json"  # installed as lab/settings/overrides.json
 STARTUP_S = 120  # the longest wait for JupyterLab to answer
 CHROMIUM_ARGS = [
     "--headless=new",
@@ -88,11 +90,7 @@ class Lab:
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        settings = self.root / ".settings" / "@jupyterlab" / "apputils-extension"
-        settings.mkdir(parents=True)
-        (settings / "notification.jupyterlab-settings").write_text(
-            json.dumps({"fetchNews": "false", "checkForUpdates": False})
-        )
+        (self.root / ".settings").mkdir()
         env = {
             **(os.environ if env is None else env),
             "JUPYTERLAB_SETTINGS_DIR": str(self.root / ".settings"),
@@ -115,6 +113,10 @@ class Lab:
                 "--LabApp.expose_app_in_browser=True",
                 "--ServerApp.disable_check_xsrf=False",
                 "--ServerApp.allow_root=True",  # CI machines run as root
+                # JupyterLab's news and update toasts stay off by the settings override the
+                # package installs (share/jupyter/lab/settings/overrides.json); from this
+                # checkout, the override file itself, installed or not
+                *([] if python else [f"--LabApp.app_settings_dir={OVERRIDES.parent}"]),
             ],
             cwd=self.root,
             env=env,

@@ -145,6 +145,11 @@ def test_the_kernelspec_and_the_labextension_are_the_wheels(venv, wheel_env, whe
     served = served_kernelspecs(wheel_lab)
     assert served["flowbook"]["spec"]["display_name"] == "Flowbook (Python 3)"
 
+    # the settings override that keeps JupyterLab's news toast away
+    overrides = venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    notification = json.loads(overrides.read_text())["@jupyterlab/apputils-extension:notification"]
+    assert notification["fetchNews"] == "false"
+
 
 @pytest.fixture
 def page(request, chromium, wheel_lab):
