@@ -72,7 +72,7 @@ export class Toolbar {
       }
     });
     document.addEventListener('pointerdown', this.onOutside, true);
-    for (const el of [collapse, present, fit]) {
+    for (const el of [fit, present, collapse]) {
       this.addItem(el);
     }
     this.resizeObserver =
