@@ -30,6 +30,7 @@ it was), then applies the control-dependency and device scopes.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -297,20 +298,32 @@ class Graph:
         return list(self._ops.values())
 
     def get_operation_by_name(self, name: str) -> Operation:
-        """The op called ``name``; KeyError naming it otherwise."""
+        """The op called ``name``; a KeyError naming it and the nearest names otherwise."""
         if not isinstance(name, str):
             raise TypeError(f"Operation names are strings, got {type(name).__name__}")
-        found = self.as_graph_element(name, allow_tensor=False, allow_operation=True)
-        assert isinstance(found, Operation)
-        return found
+        found = self._element_by_name(name, allow_tensor=False, allow_operation=True)
+        if isinstance(found, Exception):
+            raise found from None
+        return found  # type: ignore[return-value]
 
     def get_tensor_by_name(self, name: str) -> Tensor:
-        """The tensor called ``"op:index"``; KeyError or ValueError naming it otherwise."""
+        """The tensor called ``"op:index"``; KeyError or ValueError naming it otherwise.
+
+        A missing name's KeyError offers the nearest op names:
+
+        >>> g = Graph(); _ = g.create_op("NoOp", [], name="y")
+        >>> try:
+        ...     g.get_tensor_by_name("y3:0")
+        ... except KeyError as e:
+        ...     print(e.args[0].split(". ")[-1])
+        Did you mean: 'y'?
+        """
         if not isinstance(name, str):
             raise TypeError(f"Tensor names are strings, got {type(name).__name__}")
-        found = self.as_graph_element(name, allow_tensor=True, allow_operation=False)
-        assert isinstance(found, Tensor)
-        return found
+        found = self._element_by_name(name, allow_tensor=True, allow_operation=False)
+        if isinstance(found, Exception):
+            raise found from None
+        return found  # type: ignore[return-value]
 
     def as_graph_element(
         self, obj: Any, allow_tensor: bool = True, allow_operation: bool = True
@@ -332,42 +345,61 @@ class Graph:
                 k for k, ok in (("Tensor", allow_tensor), ("Operation", allow_operation)) if ok
             )
             raise TypeError(f"Can not convert a {type(obj).__name__} into a {kinds}.")
-        return self._element_by_name(obj, allow_tensor, allow_operation)
+        found = self._element_by_name(obj, allow_tensor, allow_operation)
+        if isinstance(found, Exception):
+            raise found from None
+        return found
 
     def _element_by_name(
         self, name: str, allow_tensor: bool, allow_operation: bool
-    ) -> Tensor | Operation:
+    ) -> Tensor | Operation | Exception:
+        """The element called ``name``, or the error to raise (by the public lookup itself, so
+        the user's traceback ends there, with nothing chained)."""
         if ":" in name:
             if not allow_tensor:
-                raise ValueError(f"Name '{name}' appears to refer to a Tensor, not an Operation.")
+                return ValueError(f"Name '{name}' appears to refer to a Tensor, not an Operation.")
             op_name, _, index = name.rpartition(":")
             try:
                 i = int(index)
             except ValueError:
-                raise ValueError(
+                return ValueError(
                     f"The name {name!r} looks like a Tensor name, but is not a valid one."
-                ) from None
+                )
             op = self._ops.get(op_name)
             if op is None:
-                raise KeyError(
+                return KeyError(
                     f"The name '{name}' refers to a Tensor which does not exist. "
                     f"The operation, '{op_name}', does not exist in the graph."
+                    + self._did_you_mean(op_name)
                 )
             if not 0 <= i < len(op.outputs):
-                raise KeyError(
+                n = len(op.outputs)
+                outputs = ", ".join(f"'{t.name}'" for t in op.outputs[:3]) + (
+                    ", ..." if n > 3 else ""
+                )
+                return KeyError(
                     f"The name '{name}' refers to a Tensor which does not exist. The operation, "
-                    f"'{op_name}', exists but only has {len(op.outputs)} outputs."
+                    f"'{op_name}', exists but only has {n} outputs"
+                    + (f" ({outputs})." if n else ".")
                 )
             return op.outputs[i]
         op = self._ops.get(name)
         if op is None:
-            raise KeyError(f"The name '{name}' refers to an Operation not in the graph.")
+            return KeyError(
+                f"The name '{name}' refers to an Operation not in the graph."
+                + self._did_you_mean(name)
+            )
         if allow_operation:
             return op
-        raise ValueError(
+        return ValueError(
             f"The name '{name}' refers to an Operation, not a Tensor. Tensor names must be of the "
             f"form \"<op_name>:<output_index>\", e.g. '{name}:0'."
         )
+
+    def _did_you_mean(self, op_name: str) -> str:
+        """`` Did you mean: 'y', 'y2'?`` with the graph's op names nearest ``op_name``, or ''."""
+        near = difflib.get_close_matches(op_name, list(self._ops), n=3, cutoff=0.5)
+        return f" Did you mean: {', '.join(repr(n) for n in near)}?" if near else ""
 
     # ------------------------------------------------------------ collections
     def add_to_collection(self, name: str, value: Any) -> None:

@@ -161,8 +161,8 @@ class Flat:
         """A pool kernel came back."""
 
     def error(self, i: int, key: None, exc: BaseException) -> Exception:
-        """Op ``i``'s error as the user reads it."""
-        return run_error(self.plan, i, exc)
+        """Op ``i``'s error as the user reads it, judged on its input values (still held)."""
+        return run_error(self.plan, i, exc, self.args(i))
 
     def into_buffer(
         self, i: int, k: int, args: list[Any], fn: Callable[..., Any]
