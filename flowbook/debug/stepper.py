@@ -491,7 +491,11 @@ class Stepper:
 
     def __repr__(self) -> str:
         n, ready = len(self.plan.ops), self.ready()
-        text = f"<Stepper {len(self._executed)}/{n} ops run, {len(ready)} ready"
+        if self._loops:  # an op runs once per iteration: its runs are no share of the plan
+            ran = sum(self._sched.runs)
+            text = f"<Stepper {ran} op run{'' if ran == 1 else 's'} ({n} ops), {len(ready)} ready"
+        else:
+            text = f"<Stepper {len(self._executed)}/{n} ops run, {len(ready)} ready"
         if self._stopped is not None:
             text += f", stopped at {self.plan.ops[self._stopped].describe()}"
         elif ready:

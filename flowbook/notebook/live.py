@@ -73,6 +73,30 @@ HISTORY_EVERY_S = 0.5  # the run list's index is sent at most this often while r
 SEND_ALL_VALUES = 100  # runs of at most this many ops send every value preview
 
 
+def stepper_message(st: Any, done: Sequence[str], ready: int) -> str:
+    """The stepper bar's line: ops run against the plan's ops, op runs apart in loops.
+
+    Without loops each op runs once: "12 of 29 ops run · 3 ready".  In a loop an
+    op runs once per iteration, so its runs are counted apart from the plan's
+    ops: "iteration 3 · 45 op runs · 3 ready" (never "N of M" with N > M).
+    """
+    n = len(st.plan.ops)
+    if st.plan.control_flow:
+        runs = len(done)
+        iteration = max(st.iterations.values(), default=0)
+        text = f"iteration {iteration} \u00b7 {runs} op run{'' if runs == 1 else 's'}"
+        if st.done:
+            return f"finished: {runs} op run{'' if runs == 1 else 's'} \u00b7 {n} ops in the plan"
+    else:
+        ran = min(len(set(done)), n)
+        if st.done:
+            return f"finished: {ran} of {n} ops run"
+        text = f"{ran} of {n} ops run"
+    if st.stopped_at is not None:
+        return f"{text} \u00b7 stopped at breakpoint {st.stopped_at.name}"
+    return f"{text} \u00b7 {ready} ready"
+
+
 class View(Protocol):
     """Something that shows a LiveGraph: a GraphWidget or the side panel's comm."""
 
@@ -258,12 +282,7 @@ class LiveGraph:
             }
         ready = [op.name for op in st.ready()]
         done = list(self.step_done)
-        if st.done:
-            message = f"finished: {len(done)} of {len(st.plan.ops)} ops run"
-        elif st.stopped_at is not None:
-            message = f"stopped at breakpoint {st.stopped_at.name}"
-        else:
-            message = f"{len(done)} of {len(st.plan.ops)} ops run, {len(ready)} ready"
+        message = stepper_message(st, done, len(ready))
         placement, copies = self.plan_stats(st.plan).devices(st.plan)
         return {
             "active": True,

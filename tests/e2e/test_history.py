@@ -106,7 +106,7 @@ def test_after_run_all_of_tutorial_03_every_run_is_listed_and_each_shows_its_sub
             f"() => ({STATUSES})({shown})['gradients'] === 'done'", timeout=20_000
         )
         train = page.evaluate(STATUSES, shown)
-        assert bar.locator(".fb-history-position").inner_text() == "run 3 of 203"
+        assert bar.locator(".fb-history-position").inner_text() == "run 3 \u00b7 203 runs kept"
         nb.cell(shown).scroll_into_view_if_needed()
         nb.shot("history-03-run-3-training-step")
         lit = {k for k, v in train.items() if v == "done"}

@@ -172,7 +172,7 @@ export class Toolbar {
     if (r.seq > 0) {
       s += ` \u00B7 run ${r.seq}: ${r.phase}`;
       if (r.phase === 'running') {
-        s += ` (${r.done.length}/${r.pruned.length || '?'})`;
+        s += ` (${progress(r)})`;
       } else if (r.total_us > 0) {
         s += ` in ${formatTime(r.total_us)}`;
       }
@@ -183,6 +183,7 @@ export class Toolbar {
     this.summary.textContent = s;
     this.summary.title = s;
     this.summary.dataset.phase = r.phase;
+    this.summary.dataset.seq = String(r.seq);
   }
 
   dispose(): void {
@@ -191,4 +192,14 @@ export class Toolbar {
     document.removeEventListener('pointerdown', this.onOutside, true);
     this.search.dispose();
   }
+}
+
+/** "12/29" ops run of the plan's; in a loop, where an op runs once per iteration, "45 op runs". */
+function progress(r: RunState): string {
+  const ran = new Set(r.done).size;
+  const of = r.pruned.length;
+  if (r.done.length > ran || (of > 0 && ran > of)) {
+    return `${r.done.length} op runs`;
+  }
+  return `${ran}/${of || '?'}`;
 }

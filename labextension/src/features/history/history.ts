@@ -6,13 +6,16 @@
  * - `rows`: the run list the kernel sent (`history` state), newest last
  * - `cache`: kept runs fetched so far, by seq (a kept run never changes)
  * - `picked`: the seq shown, 0 while following live runs
+ * - `live`: the seq of the newest run the host sent (run-feed.ts): the number
+ *   the summary shows too, so both name a run the same (the run list's index
+ *   comes at most twice a second and may trail it)
  * - `against`: the seq compared with (0: none); `changed`: the ops whose
  *   value or kernel time differ between the run shown and that one
  * - `replay` (replay.ts): the animation playing, if any
  *
  * A kept run the view does not have yet is asked for through the host
  * (`request`); `receive` gets it. The bar is a row of its own under the
- * toolbar: "Runs [live ▾] 7 of 12 · Replay · compare [none ▾]".
+ * toolbar: "Runs [live ▾] live: run 7 · 5 kept · Replay · compare [none ▾]".
  */
 
 import { html } from '../../paint/dom';
@@ -37,6 +40,7 @@ export class RunHistory {
   private rows: HistoryRow[] = [];
   private readonly cache = new Map<number, KeptRun>();
   private picked = 0;
+  private live = 0;
   private against = 0;
   private changed = new Set<string>();
   private wantReplay: { seq: number; seconds: number } | null = null;
@@ -101,6 +105,14 @@ export class RunHistory {
     }
     this.root.hidden = h.runs.length === 0;
     this.fillSelects();
+  }
+
+  /** The seq of the newest run the host sent (the number the summary shows). */
+  setLive(seq: number): void {
+    if (seq !== this.live) {
+      this.live = seq;
+      this.updatePosition();
+    }
   }
 
   /** A kept run the view asked for (null fields: it is no longer kept). */
@@ -184,7 +196,8 @@ export class RunHistory {
   // ---------------------------------------------------------------- inside
   /** The seq the bar works on: the picked run, else the newest. */
   private get current(): number {
-    return this.picked || (this.rows.length > 0 ? this.rows[this.rows.length - 1].seq : 0);
+    const newest = this.rows.length > 0 ? this.rows[this.rows.length - 1].seq : 0;
+    return this.picked || Math.max(this.live, newest);
   }
 
   private showPicked(): void {
@@ -271,8 +284,11 @@ export class RunHistory {
 
   private updatePosition(): void {
     const n = this.rows.length;
-    const i = this.rows.findIndex(r => r.seq === this.current) + 1;
-    this.position.textContent = n === 0 ? '' : `${this.picked ? 'run' : 'live: run'} ${i} of ${n}`;
+    const seq = this.current;
+    const kept = `${n} run${n === 1 ? '' : 's'} kept`;
+    this.position.textContent = n === 0 ? '' : `${this.picked ? 'run' : 'live: run'} ${seq} \u00B7 ${kept}`;
+    this.position.title = n === 0 ? '' : `Runs are numbered from 1 in this graph; the last ${kept}`;
+    this.root.dataset.flowbookSeq = String(seq);
     this.root.dataset.flowbookRuns = String(n);
     this.root.dataset.flowbookPicked = String(this.picked);
   }

@@ -84,6 +84,7 @@ export class RunFeed {
   }
 
   private showLive(): void {
+    this.history.setLive(this.live.seq);
     if (this.history.following) {
       this.host.show(this.live);
     }
