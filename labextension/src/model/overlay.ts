@@ -101,7 +101,8 @@ export class Overlay {
       if (this.pruned.size > 0 && !this.pruned.has(name)) {
         return 'outside';
       }
-      return r.phase === 'done' ? 'done' : r.phase === 'idle' ? 'idle' : 'pending';
+      // only a run under way has ops still to come: the ops a failed run never reached are idle again
+      return r.phase === 'done' ? 'done' : r.phase === 'running' ? 'pending' : 'idle';
     }
     return 'idle';
   }

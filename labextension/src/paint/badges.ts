@@ -13,7 +13,7 @@
 
 import { html, svg } from './dom';
 import { anyTask, taskOrder, tintByTask } from '../features/tasks/tasks';
-import { clip, formatTime, textWidth } from './text';
+import { formatTime, textWidth } from './text';
 import { HEAT_GRADIENT, deviceColor, heatColor } from './colours';
 import type { BoxState } from '../model/overlay';
 
@@ -86,16 +86,6 @@ export function drawBadges(
   if (stale) {
     const shift = devEnd !== null ? `translate(${((devEnd + 6) * f + 2).toFixed(1)},0)` : '';
     stale.setAttribute('transform', `${shift} ${scaleAbout(-6, -1, f)}`.trim());
-  }
-  let err = el.querySelector('.fb-errmsg');
-  if (st.errorMessage) {
-    if (!err) {
-      err = svg('text', { class: 'fb-errmsg', x: p.w / 2, y: p.h + 13 * f }, el);
-      err.setAttribute('style', `font-size:${(11 * f).toFixed(1)}px`);
-    }
-    err.textContent = clip(st.errorMessage, 48);
-  } else if (err) {
-    err.remove();
   }
 }
 

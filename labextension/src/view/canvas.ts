@@ -53,7 +53,7 @@ export class Canvas {
     this.details = html('div', 'fb-details', vp);
     this.details.hidden = true;
     this.tooltip = new Tooltip(vp);
-    this.legend = new Legend(vp);
+    this.legend = new Legend(root); // a strip under the graph, never over its boxes
     this.focus = new Focus(vp, this.scene, {
       boxFor: name => shown.boxFor(name),
       groupOf: key => shown.h.groups.get(key)

@@ -28,6 +28,7 @@ import { RunFeed } from '../features/history/run-feed';
 import { Presentation } from '../features/present/present';
 import { Rewrites } from '../features/rewrites/rewrites';
 import { StepBar } from '../features/stepper/stepbar';
+import { ErrorStrip } from '../features/errors/errors';
 import type { NodeSpec } from '../protocol/graph';
 import type { RunState } from '../protocol/run';
 import type { StepAction } from '../protocol/stepper';
@@ -59,6 +60,7 @@ export class GraphView {
   private readonly canvas: Canvas;
   private readonly presentation: Presentation;
   private readonly rewrites: Rewrites; // as written or as optimised
+  private readonly errors: ErrorStrip; // a failed run's error, beside the graph
   private readonly layouts: LayoutQueue;
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
@@ -111,6 +113,7 @@ export class GraphView {
       goTo: n => this.goTo(n)
     });
     this.toolbar.addItem(this.rewrites.toggleElement);
+    this.errors = new ErrorStrip(this.canvas.viewport, n => this.goTo(n));
     this.layouts = new LayoutQueue(
       root,
       () => shown.layoutRequest(this.presentation.style),
@@ -256,6 +259,7 @@ export class GraphView {
   }
 
   private showRun(run: RunState): void {
+    this.errors.update(run);
     if (this.shown.setRun(this.rewrites.run(run))) {
       this.requestLayout();
     }
