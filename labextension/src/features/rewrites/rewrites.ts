@@ -7,8 +7,9 @@
  * run as written, the fused ops, and one sentence per rewrite. As optimised,
  * the graph's nodes are redrawn as the optimised plan runs them
  * (`optimizedNodes`, optimized.ts). The run overlay shows the executed ops
- * as the run, so what does not run is dimmed; a pane lists the sentences
- * (click one to select its op).
+ * as the run, so what does not run is dimmed; a strip between the bars and
+ * the graph (never over its boxes) gives the summary, and opened (its title)
+ * lists the sentences (click one to select its op).
  */
 
 import { html } from '../../paint/dom';
@@ -52,9 +53,18 @@ export class Rewrites {
     this.optimised.title = 'The plan the graph optimiser runs: folded, merged, removed and fused ops';
     this.written.addEventListener('click', () => this.switch(false));
     this.optimised.addEventListener('click', () => this.switch(true));
-    this.pane = html('div', 'fb-rw-pane', viewport);
+    // a strip of its own above the graph (before the viewport), never over its boxes
+    this.pane = html('div', 'fb-rw-pane', viewport.parentElement ?? viewport);
+    viewport.before(this.pane);
     this.pane.hidden = true;
+    this.pane.classList.add('fb-collapsed'); // its summary line; the title opens the sentences
     this.pane.addEventListener('click', ev => {
+      if ((ev.target as Element).closest('.fb-rw-title')) {
+        this.pane.classList.toggle('fb-collapsed');
+        const open = !this.pane.classList.contains('fb-collapsed');
+        this.pane.querySelector('.fb-rw-title')?.setAttribute('aria-expanded', String(open));
+        return;
+      }
       const li = (ev.target as Element).closest('li');
       if (li?.dataset.op) {
         this.host.goTo(li.dataset.op);
@@ -141,7 +151,9 @@ export class Rewrites {
     if (!s) {
       return;
     }
-    html('div', 'fb-rw-title', p, 'What the optimiser did');
+    const title = html('button', 'fb-rw-title', p, 'What the optimiser did');
+    title.title = 'Show or hide what the optimiser did, op by op';
+    title.setAttribute('aria-expanded', String(!p.classList.contains('fb-collapsed')));
     html('div', 'fb-rw-summary', p, s.summary);
     const ol = html('ol', 'fb-rw-notes', p);
     for (const note of s.notes) {
