@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import numpy as np
@@ -527,3 +528,32 @@ def test_the_fast_path_skips_mode_until_a_timing_is_due_or_the_cell_changes(view
         hub.remove_view(view)  # no views: the fast path must ask again
         assert stats.whole_until == 0
         hub.add_view(view)
+
+
+def _counts(message: str) -> list[tuple[int, int]]:
+    return [(int(a), int(b)) for a, b in re.findall(r"(\d+) of (\d+)", message)]
+
+
+def test_stepper_message_counts_ops_run_of_the_plan_and_op_runs_in_loops(view):
+    g = fb.Graph()
+    with g.as_default():
+        x = fb.placeholder(fb.float32, name="x")
+        z = fb.multiply(fb.add(x, 1.0, name="y"), 2.0, name="z")
+        n = fb.while_loop(lambda i: i < 5, lambda i: i + 1, [fb.constant(0)], name="loop")
+    hub = view.attach(g)
+    with fb.Session(graph=g) as s:
+        live.follow_stepper(fb.debug.Stepper(s, z, {x: 3.0}))
+        hub.act("step")
+        assert re.fullmatch(r"1 of \d+ ops run · \d+ ready", hub.stepper_state()["message"])
+        hub.act("cont")
+        message = hub.stepper_state()["message"]
+        assert message.startswith("finished: ") and all(a <= b for a, b in _counts(message))
+        live.follow_stepper(fb.debug.Stepper(s, n))
+        for _ in range(12):
+            hub.act("step")
+        message = hub.stepper_state()["message"]
+        assert re.fullmatch(r"iteration \d+ · 1\d op runs · \d+ ready", message), message
+        hub.act("cont")
+        message = hub.stepper_state()["message"]
+        assert re.fullmatch(r"finished: \d+ op runs · \d+ ops in the plan", message), message
+        assert not _counts(message)
