@@ -41,7 +41,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "test-output" / "browser"
-OVERRIDES = ROOT / "labextension" / "settings" / "overrides.json"  # installed as lab/settings/overrides.json
+# installed as lab/settings/overrides.json
+OVERRIDES = ROOT / "labextension" / "settings" / "overrides.json"
 STARTUP_S = 120  # the longest wait for JupyterLab to answer
 CHROMIUM_ARGS = [
     "--headless=new",
