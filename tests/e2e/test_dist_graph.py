@@ -108,5 +108,5 @@ def test_ops_are_coloured_by_task_and_pairs_sit_on_the_edges_they_split(standin_
     set_trait(page, "present", True)  # on a projector: the same colours, 16 px labels
     page.wait_for_selector(".flowbook-graph.fb-present")
     page.wait_for_timeout(500)
-    page.wait_for_selector(".fb-node[data-task]")  # the boxes drawn keep their tasks' colours
+    assert page.locator('.fb-node[data-name="hidden"]').get_attribute("data-task") == "worker:0"
     page.screenshot(path=str(SHOTS / "31-cluster-tasks-present.png"))

@@ -95,10 +95,11 @@ def test_toggle_draws_the_optimised_plan_and_lists_the_rewrites(standin_page):
     before = _layouts(page)
     page.locator(".fb-rw-optimised").click()
     _wait_layout(page, before)
-    page.wait_for_timeout(500)  # the scopes close until the whole plan fits, its labels >= 16 px
+    page.wait_for_selector('.fb-node[data-rw="const"]')
+    page.wait_for_timeout(500)
     px = page.evaluate("""() => {
       const pane = parseFloat(getComputedStyle(document.querySelector('.fb-rw-notes li')).fontSize);
-      const labels = [...document.querySelectorAll('.fb-node .fb-label')].map(t => {
+      const labels = [...document.querySelectorAll('.fb-node[data-rw="const"] .fb-label')].map(t => {
         const m = t.getScreenCTM();
         return parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
       });

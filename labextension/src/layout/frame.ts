@@ -118,8 +118,7 @@ export class LayoutQueue {
     private readonly root: HTMLElement,
     private readonly what: () => LayoutRequest,
     private readonly drawn: (frame: Frame) => void,
-    private readonly failed: (message: string) => void,
-    private readonly squeeze: (frame: Frame) => boolean = () => false
+    private readonly failed: (message: string) => void
   ) {}
 
   /** Lay out again (soon: the latest request wins). */
@@ -144,13 +143,8 @@ export class LayoutQueue {
   }
 
   private run(viz: Viz, requestedAt: number): void {
-    let r = this.what();
-    let pass = layOut(viz, r.h, r.expansion, r.copies, r.style);
-    // `squeeze` may close scopes so that the frame fits (present mode): lay out again, drawn once
-    for (let i = 0; i < 100 && !('error' in pass) && this.squeeze(pass.frame); i++) {
-      r = this.what();
-      pass = layOut(viz, r.h, r.expansion, r.copies, r.style);
-    }
+    const r = this.what();
+    const pass = layOut(viz, r.h, r.expansion, r.copies, r.style);
     if ('error' in pass) {
       this.failed(`Layout failed: ${pass.error}`);
       return;

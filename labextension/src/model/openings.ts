@@ -6,7 +6,8 @@
  * latest.
  *
  * A group the user has not opened or closed is open when the graph is
- * small, or when it is one of the single scopes wrapping the whole graph; a while
+ * small (unless `compact`: present mode starts from the scopes' structure),
+ * or when it is one of the single scopes wrapping the whole graph; a while
  * loop's frame (features/loops/) starts closed, save as such a wrapping scope.
  */
 
@@ -19,8 +20,7 @@ export class Openings implements Expansion {
   private readonly expanded = new Map<string, boolean>(); // the user's choice
   private readonly limits = new Map<string, number>();
   private autoOpen = new Set<string>();
-  private readonly squeezed = new Set<string>(); // closed so that the graph fits (present mode)
-  private readonly squeezedLimits = new Map<string, number>(); // children shown so that the graph fits
+  compact = false; // small graphs start collapsed too (present mode)
 
   /** Follow a new hierarchy (the graph changed). */
   setHierarchy(h: Hierarchy): void {
@@ -34,9 +34,6 @@ export class Openings implements Expansion {
   }
 
   isExpanded(g: Group): boolean {
-    if (this.squeezed.has(g.key)) {
-      return false;
-    }
     const user = this.expanded.get(g.key);
     if (user !== undefined) {
       return user;
@@ -44,82 +41,16 @@ export class Openings implements Expansion {
     if (g.frame === 'while' && !this.autoOpen.has(g.key)) {
       return false; // a loop's frame starts collapsed: its counter on one box
     }
-    return this.h.root.opCount <= SMALL_GRAPH || this.autoOpen.has(g.key);
+    return (!this.compact && this.h.root.opCount <= SMALL_GRAPH) || this.autoOpen.has(g.key);
   }
 
   limit(g: Group): number {
-    return this.limits.get(g.key) ?? this.squeezedLimits.get(g.key) ?? PAGE;
+    return this.limits.get(g.key) ?? PAGE;
   }
 
   /** Expand (`open`) or collapse the group with key `key`. */
   set(key: string, open: boolean): void {
     this.expanded.set(key, open);
-    this.squeezed.delete(key);
-  }
-
-  /** Forget the scopes `squeeze` closed. */
-  unsqueeze(): void {
-    this.squeezed.clear();
-    this.squeezedLimits.clear();
-  }
-
-  /**
-   * Close one more scope so that the graph gets smaller: the outermost open
-   * one the user has not opened (the biggest first); then the open group
-   * showing the most children shows fewer (the rest behind its "more" box);
-   * the scopes wrapping the whole graph last. False when nothing is left.
-   */
-  squeeze(): boolean {
-    return (
-      this.closeOutermost(g => !this.expanded.has(g.key) && !this.autoOpen.has(g.key)) ||
-      this.showFewer() ||
-      this.closeOutermost(g => !this.autoOpen.has(g.key)) ||
-      this.closeOutermost(() => true)
-    );
-  }
-
-  private showFewer(): boolean {
-    const pick: { g: Group | null; most: number } = { g: null, most: 2 };
-    const visit = (g: Group) => {
-      const shown = Math.min(g.children.length, this.limit(g));
-      if (shown > pick.most && !this.limits.has(g.key)) {
-        pick.g = g;
-        pick.most = shown;
-      }
-      g.children.forEach((c, i) => {
-        if (i < shown && c.type === 'group' && this.isExpanded(c)) {
-          visit(c);
-        }
-      });
-    };
-    visit(this.h.root);
-    if (!pick.g) {
-      return false;
-    }
-    this.squeezedLimits.set(pick.g.key, pick.most > 12 ? Math.floor(pick.most / 2) : pick.most - 1);
-    return true;
-  }
-
-  private closeOutermost(may: (g: Group) => boolean): boolean {
-    let level: Group[] = [this.h.root];
-      while (level.length > 0) {
-        const open: Group[] = [];
-        for (const g of level) {
-          for (const c of g.children) {
-            if (c.type === 'group' && this.isExpanded(c)) {
-              open.push(c);
-            }
-          }
-        }
-        const can = open.filter(may);
-        if (can.length > 0) {
-          const best = can.reduce((a, b) => (b.opCount > a.opCount ? b : a));
-          this.squeezed.add(best.key);
-          return true;
-        }
-        level = open;
-      }
-    return false;
   }
 
   /** Show the next page of `g`'s children. */
@@ -139,7 +70,6 @@ export class Openings implements Expansion {
     for (const g of this.h.ancestors(leaf)) {
       if (!this.isExpanded(g)) {
         this.expanded.set(g.key, true);
-        this.squeezed.delete(g.key);
         changed = true;
       }
     }

@@ -62,7 +62,6 @@ export class GraphView {
   private readonly rewrites: Rewrites; // as written or as optimised
   private readonly errors: ErrorStrip; // a failed run's error, beside the graph
   private readonly layouts: LayoutQueue;
-  private readonly resizeObserver: ResizeObserver | null;
 
   constructor(parent: HTMLElement, callbacks: ViewCallbacks = {}) {
     this.cb = callbacks;
@@ -103,7 +102,7 @@ export class GraphView {
       goTo: name => this.goTo(name),
       relayout: () => this.requestLayout()
     });
-    this.presentation = new Presentation(root, this.toolbar, this.canvas.focus.camera);
+    this.presentation = new Presentation(root, this.toolbar, shown.openings, this.canvas.focus.camera);
     this.rewrites = new Rewrites(root.querySelector('.fb-toolbar')!, this.canvas.viewport, {
       switched: () => {
         shown.rebuild();
@@ -119,28 +118,8 @@ export class GraphView {
       root,
       () => shown.layoutRequest(this.presentation.style),
       frame => this.draw(frame),
-      message => this.canvas.showMessage(message),
-      frame => this.squeeze(frame)
+      message => this.canvas.showMessage(message)
     );
-    // present mode: a resize lays out again from the scopes it opens, and fits (unless the user moved the view)
-    let size = '';
-    this.resizeObserver =
-      typeof ResizeObserver === 'undefined'
-        ? null
-        : new ResizeObserver(() => {
-            const vp = this.canvas.viewport;
-            const now = `${vp.clientWidth}x${vp.clientHeight}`;
-            if (now === size || vp.clientWidth === 0) {
-              return;
-            }
-            size = now;
-            const cam = this.canvas.focus.camera;
-            if (this.presentation.on && this.shown.frame && (cam.needsFit || !cam.moved)) {
-              this.shown.openings.unsqueeze();
-              this.refit();
-            }
-          });
-    this.resizeObserver?.observe(this.canvas.viewport);
 
     root.addEventListener('keydown', ev => {
       if (ev.key === 'Escape' && ev.target !== this.toolbar.search.element) {
@@ -167,7 +146,6 @@ export class GraphView {
   /** Turn present mode on or off: big type, the scopes' structure, fitted at scale 1 or more. */
   setPresent(on: unknown): void {
     if (this.presentation.set(on === true)) {
-      this.shown.openings.unsqueeze();
       this.refit();
     }
   }
@@ -255,7 +233,6 @@ export class GraphView {
   }
 
   dispose(): void {
-    this.resizeObserver?.disconnect();
     this.layouts.dispose();
     this.feed.dispose();
     this.canvas.dispose();
@@ -279,21 +256,6 @@ export class GraphView {
   private refit(): void {
     this.canvas.focus.fitNext();
     this.requestLayout();
-  }
-
-  /**
-   * Present mode, a frame laid out to be fitted: if it is too big to fit at
-   * scale 1 (where every text is >= 16 px), close one more scope (outermost
-   * first); true when the view must lay out again.
-   */
-  private squeeze(frame: Frame): boolean {
-    const cam = this.canvas.focus.camera;
-    const l = frame.layout;
-    if (!this.presentation.on || !l || !(cam.needsFit || !cam.moved)) {
-      return false;
-    }
-    const k = cam.fitScale(l.width, l.height);
-    return k > 0 && k < 1 && this.shown.openings.squeeze();
   }
 
   private showRun(run: RunState): void {

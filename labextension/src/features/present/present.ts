@@ -1,16 +1,16 @@
 /**
  * Present mode: the graph for a projector. It owns `on` and applies the
  * mode to the parts it changes: the root's class (present.css), the
- * toolbar's button, and the camera (fits never below scale 1, where every text
+ * toolbar's button, the openings (small graphs start from their scopes,
+ * openings.ts), and the camera (fits never below scale 1, where every text
  * is at least 16 px; a fit wider than the view shows its middle, camera.ts).
- * The type sizes are text.ts's PRESENT, which `style` hands to the layout;
- * the view closes scopes, outermost first, until the graph fits at scale 1
- * (Openings.squeeze, graph-view.ts).
+ * The type sizes are text.ts's PRESENT, which `style` hands to the layout.
  *
  *     if (presentation.set(true)) { relayout(); }
  */
 
 import { MIN_READABLE, MIN_WHOLE, type Camera } from '../../viewport/camera';
+import type { Openings } from '../../model/openings';
 import { NORMAL, PRESENT, type TextStyle } from '../../paint/text';
 
 /** The toolbar's Present button, pressed or not. */
@@ -24,6 +24,7 @@ export class Presentation {
   constructor(
     private readonly root: HTMLElement,
     private readonly toolbar: PresentButton,
+    private readonly openings: Openings,
     private readonly camera: Camera
   ) {}
 
@@ -41,6 +42,7 @@ export class Presentation {
     this.root.classList.toggle('fb-present', on);
     this.root.dataset.flowbookPresent = String(on);
     this.toolbar.setPresent(on);
+    this.openings.compact = on;
     this.camera.minFit = on ? 1 : MIN_READABLE;
     this.camera.centreWide = on;
     this.camera.minWhole = on ? 1 : MIN_WHOLE;
