@@ -140,9 +140,11 @@ class Frames:
         if tag[0] is not None:
             tag[0].busy -= 1
 
-    def error(self, i: int, tag: tuple[Any, int], exc: BaseException) -> Exception:
-        """Op ``i``'s error, naming the loop frame and iteration it ran in."""
-        error = run_error(self.plan, i, exc)
+    def error(
+        self, i: int, tag: tuple[Any, int], exc: BaseException, args: list[Any] | None = None
+    ) -> Exception:
+        """Op ``i``'s error, judged on its inputs ``args``, naming the loop frame and iteration."""
+        error = run_error(self.plan, i, exc, args)
         frame, it = tag
         if frame is not None:
             error.message += f" (in loop frame '{frame.name}', iteration {it})"

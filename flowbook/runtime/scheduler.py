@@ -11,7 +11,7 @@ TensorFlow step goes through its executor with a propagator plugged in:
   entries) and four methods: ``take(entry)`` gives ``(op, key, args)`` to run,
   or None when the rule passed the entry on itself (a dead op);
   ``finish(op, result, key)`` stores the result and releases the consumers;
-  ``error(op, key, exc)`` is the error a user reads; ``fetched()`` the run's
+  ``error(op, key, exc, args)`` is the error a user reads (judged on the op's inputs); ``fetched()`` the run's
   values; ``sched`` is set to the scheduler that runs it.  ``key`` is what tells two runs of one op apart (None on a DAG,
   the ``(frame, iteration)`` tag in a loop).  The frame rule also bounds a
   loop's kernels on the pool (``admits``/``returned``: ``parallel_iterations``).
@@ -102,10 +102,22 @@ class Flat:
     (3.0, 0)
     """
 
-    __slots__ = ("pending", "plan", "ready", "remaining", "sched", "uses", "vals")
+    __slots__ = (
+        "inputs",
+        "outputs",
+        "pending",
+        "plan",
+        "ready",
+        "remaining",
+        "sched",
+        "uses",
+        "vals",
+    )
 
     def __init__(self, plan: Plan, feeds: Sequence[Any], keep_values: bool = False) -> None:
         self.plan = plan
+        # the plan's per-op tables, held here: the loop reads them once per op
+        self.inputs, self.outputs = plan.inputs, plan.outputs
         self.sched: Scheduler | None = None  # the Scheduler running this rule
         self.vals: list[Any] = [None] * plan.n_slots  # slot -> value
         for s, v in zip(plan.feed_slots, feeds):
@@ -121,21 +133,21 @@ class Flat:
     def args(self, i: int) -> list[Any]:
         """Op ``i``'s input values."""
         vals = self.vals
-        return [vals[s] for s in self.plan.inputs[i]]
+        return [vals[s] for s in self.inputs[i]]
 
     def take(self, i: int) -> tuple[int, None, list[Any]]:
-        """The ready op ``i`` to run: (op, key, its input values)."""
+        """The ready op ``i`` to run: (op, key, its input values); ``args`` inline (hot path)."""
         vals = self.vals
-        return i, None, [vals[s] for s in self.plan.inputs[i]]
+        return i, None, [vals[s] for s in self.inputs[i]]
 
     def finish(self, i: int, result: Any, key: None = None) -> None:
         """Op ``i`` returned ``result``: store it, free dead values, release its consumers."""
         plan, vals = self.plan, self.vals
-        store(vals, plan.outputs[i], result)
+        store(vals, self.outputs[i], result)
         vals[DISCARD] = None
         uses = self.uses
         if uses is not None:
-            for s in plan.inputs[i]:
+            for s in self.inputs[i]:
                 uses[s] -= 1
                 if not uses[s]:
                     vals[s] = None
@@ -160,9 +172,11 @@ class Flat:
     def returned(self, key: None) -> None:
         """A pool kernel came back."""
 
-    def error(self, i: int, key: None, exc: BaseException) -> Exception:
-        """Op ``i``'s error as the user reads it, judged on its input values (still held)."""
-        return run_error(self.plan, i, exc, self.args(i))
+    def error(
+        self, i: int, key: None, exc: BaseException, args: list[Any] | None = None
+    ) -> Exception:
+        """Op ``i``'s error as the user reads it, judged on its input values ``args``."""
+        return run_error(self.plan, i, exc, args)
 
     def into_buffer(
         self, i: int, k: int, args: list[Any], fn: Callable[..., Any]
@@ -197,18 +211,12 @@ class InOrder(Flat):
     would come next.
     """
 
-    __slots__ = ("frees", "inputs", "outputs")
+    __slots__ = ("frees",)
 
     def __init__(self, plan: Plan, feeds: Sequence[Any]) -> None:
         super().__init__(plan, feeds)
         self.ready = deque(range(len(plan.ops)))  # every op, in the plan's order
-        # the plan's per-op tables, held here: the loop reads them once per op
-        self.inputs, self.outputs, self.frees = plan.inputs, plan.outputs, plan.frees
-
-    def take(self, i: int) -> tuple[int, None, list[Any]]:
-        """The next op in the plan's order: (op, key, its input values)."""
-        vals = self.vals
-        return i, None, [vals[s] for s in self.inputs[i]]
+        self.frees = plan.frees  # per op: the slots it reads last in that order
 
     def finish(self, i: int, result: Any, key: None = None) -> None:
         """Op ``i`` returned ``result``: store it and free the values it read last."""
@@ -256,7 +264,7 @@ class Scheduler:
         self.in_flight = 0  # kernels on the pool or parked, not yet collected
         self.done: queue.SimpleQueue[tuple[int, Any, Any, BaseException | None]] = (
             queue.SimpleQueue()
-        )  # (op, key, result, error) from pool threads and settled waits
+        )  # (op, key, result or a failed kernel's inputs, error) from pool threads and waits
         self.futures: list[Future] = []  # this run's pool kernels (drain waits on them)
         self.parked: dict[tuple[int, Any], Pending] = {}  # (op, key) -> its wait
         rule.sched = self
@@ -295,8 +303,9 @@ class Scheduler:
             try:
                 result = fn(*args)
             except Exception as e:
+                error = rule.error(i, key, e, args)  # judged on the inputs, while they are held
                 args = result = got = entry = None  # the traceback keeps this frame, not buffers
-                raise rule.error(i, key, e) from e
+                raise error from e
             del args, got, entry
             if keys is not None:
                 keys.append(key)
@@ -358,7 +367,7 @@ class Scheduler:
         try:
             self.done.put((i, key, fn(*args), None))
         except BaseException as e:
-            self.done.put((i, key, None, e))
+            self.done.put((i, key, args, e))  # a failed kernel's inputs, for its error
 
     def _park(self, i: int, key: Any, result: Pending) -> None:
         """Op ``i`` waits: its callback posts the result into ``done``."""
@@ -388,8 +397,8 @@ class Scheduler:
             else:
                 for hook in self.wait_end_hooks:
                     hook(self.plan.ops[i])
-            if exc is not None:
-                raise self.rule.error(i, key, exc) from exc
+            if exc is not None:  # ``result``: the failed pool kernel's inputs (None for a wait)
+                raise self.rule.error(i, key, exc, result) from exc
             self.commit(i, key, result)
             block = False
 
@@ -421,7 +430,7 @@ class Scheduler:
         try:
             result = self.fns[i](*args)
         except Exception as e:
-            raise self.rule.error(i, key, e) from e
+            raise self.rule.error(i, key, e, args) from e
         self.rule.unready(entry)
         return i, key, args, result
 

@@ -154,3 +154,24 @@ def test_wrong_names_in_a_run_offer_the_nearest():
             s.run("y:0", {"xx:0": [1.0, 2.0]})
         assert e.value.__cause__ is None and e.value.__suppress_context__
         assert s.run("y2:0", feed).tolist() == [1.0, 2.0]
+
+
+class _EachOp(tf.Observer):
+    """Watches every op: loops stay on the scheduler, not compiled."""
+
+    def before_op(self, op):
+        pass
+
+
+def test_a_clash_inside_an_interpreted_loop_names_the_shapes_and_the_iteration():
+    with tf.Graph().as_default():
+        a = tf.placeholder(tf.float32, name="a")
+        w = tf.placeholder(tf.float32, name="w")
+        _, out = tf.while_loop(lambda i, x: i < 2, lambda i, x: (i + 1, tf.matmul(x, w)), [0, a])
+        with tf.Session() as sess, tf.observe(_EachOp()):
+            feed = {a: np.ones((2, 3), F32), w: np.ones((4, 2), F32)}
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                sess.run(out, feed)
+    message = str(info.value)
+    assert "inner dimensions differ (3 vs 4), a[2,3] @ b[4,2]" in message, message
+    assert "iteration 0" in message and HERE in message, message
