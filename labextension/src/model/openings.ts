@@ -9,6 +9,11 @@
  * small (unless `compact`: present mode starts from the scopes' structure),
  * or when it is one of the single scopes wrapping the whole graph; a while
  * loop's frame (features/loops/) starts closed, save as such a wrapping scope.
+ *
+ * The scopes opened to show the few ops of the cell followed (follow.ts)
+ * are not the user's choice: they stay open only until another cell is
+ * followed, so what a view shows after Run All depends on the last cell
+ * only, never on how the kernel's updates happened to be batched.
  */
 
 import { PAGE, Hierarchy, type Expansion, type Group, type Leaf, type Visible } from './hierarchy';
@@ -20,6 +25,7 @@ export class Openings implements Expansion {
   private readonly expanded = new Map<string, boolean>(); // the user's choice
   private readonly limits = new Map<string, number>();
   private autoOpen = new Set<string>();
+  private followed = new Set<string>(); // opened for the cell followed: not the user's choice
   compact = false; // small graphs start collapsed too (present mode)
 
   /** Follow a new hierarchy (the graph changed). */
@@ -37,6 +43,9 @@ export class Openings implements Expansion {
     const user = this.expanded.get(g.key);
     if (user !== undefined) {
       return user;
+    }
+    if (this.followed.has(g.key)) {
+      return true;
     }
     if (g.frame === 'while' && !this.autoOpen.has(g.key)) {
       return false; // a loop's frame starts collapsed: its counter on one box
@@ -61,6 +70,21 @@ export class Openings implements Expansion {
   collapseAll(): void {
     for (const key of this.h.groups.keys()) {
       this.expanded.set(key, false);
+    }
+  }
+
+  /**
+   * Open the groups hiding `leaves` (the ops of the cell followed) until
+   * another cell is followed; those opened for the cell before close again.
+   */
+  revealFollowed(leaves: Leaf[]): void {
+    this.followed = new Set();
+    for (const leaf of leaves) {
+      for (const g of this.h.ancestors(leaf)) {
+        if (!this.isExpanded(g)) {
+          this.followed.add(g.key);
+        }
+      }
     }
   }
 

@@ -139,7 +139,7 @@ export class GraphView {
       this.canvas.focus.fitNext();
     }
     this.shown.revealStepCurrent();
-    this.canvas.focus.centerFollowed(this.shown.h, n => this.shown.reveal(n));
+    this.canvas.focus.centerFollowed(this.shown.h, names => this.shown.revealFollowed(names));
     this.requestLayout();
   }
 

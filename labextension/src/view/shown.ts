@@ -162,6 +162,11 @@ export class Shown {
     return leaf ? this.openings.reveal(leaf) : false;
   }
 
+  /** Open the scopes hiding the ops of the cell followed (those of the cell before close). */
+  revealFollowed(names: string[]): void {
+    this.openings.revealFollowed(names.map(n => this.h.leaves.get(n)).filter(l => l !== undefined));
+  }
+
   /** Open the scopes hiding the stepper's current op; true if anything opened. */
   revealStepCurrent(): boolean {
     const st = this.overlay.stepper;

@@ -95,13 +95,14 @@ export class Focus {
   /**
    * A graph came: note the ops of the cell run last (framed when the whole
    * graph is too big to read). Ops of the cell followed that changed are
-   * revealed if few (`reveal` opens what hides one); where the user moved
-   * the view, they are centred after the next layout.
+   * revealed if few (`reveal` opens what hides them, and closes what it
+   * opened for the cell before); where the user moved the view, they are
+   * centred after the next layout.
    */
-  centerFollowed(h: Hierarchy, reveal: (name: string) => void): void {
+  centerFollowed(h: Hierarchy, reveal: (names: string[]) => void): void {
     const ops = this.follower.newOps(h);
     if (ops) {
-      ops.reveal.forEach(n => reveal(n));
+      reveal(ops.reveal);
       if (this.camera.moved) {
         this.centerNext(ops.names);
       }
