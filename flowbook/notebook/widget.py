@@ -6,8 +6,14 @@ buttons.  The widget is a thin view of a :class:`flowbook.notebook.live.LiveGrap
 its synced traits are the three states the front end draws (``graph``,
 ``run``, ``stepper``; formats in :mod:`flowbook.notebook.snapshot`), sent by
 the LiveGraph after every cell and, during runs, at most 20 times a second.
-The front end (``labextension/src/graph-widget.ts``) is bundled at build time
-into ``flowbook/static/graph-widget.js``, which ships inside the package.
+The front end (``labextension/src/graph-widget.ts``) is built into flowbook's
+JupyterLab extension, which every page of JupyterLab 4 and Notebook 7 loads.
+A widget sends only a loader of about a kilobyte as its ES module
+(``flowbook/static/graph-widget-loader.js``) that renders with the extension's
+copy: anywidget stores a widget's module in the notebook with each view, and
+the whole view is 1.6 MB.  In a front end without the extension, set
+``FLOWBOOK_EMBED_WIDGET=1`` in the kernel's environment and each widget sends
+the whole, self-contained bundle (``flowbook/static/graph-widget.js``).
 
 From the browser come ``selected`` (the name of the clicked node; the
 widget answers with that node's last value), the stepper buttons'
@@ -24,6 +30,7 @@ shows a kept run (answered with the custom message ``{"history_run": state}``).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +45,7 @@ from flowbook.notebook.history import answer_run, find_run, run_record
 from flowbook.profiling.optimized_plan import PlanRewrite
 
 STATIC = Path(__file__).parent.parent / "static"  # the built front end
+EMBED_ENV = "FLOWBOOK_EMBED_WIDGET"  # set (to anything but "" or "0"): send the whole view
 
 
 def _static(name: str) -> str:
@@ -48,6 +56,15 @@ def _static(name: str) -> str:
             "reinstall with `pip install -e .` (it needs Node.js and npm)"
         )
     return path.read_text(encoding="utf-8")
+
+
+def embeds_view() -> bool:
+    """Whether widgets send the whole view rather than the loader (``FLOWBOOK_EMBED_WIDGET``).
+
+    >>> import os; os.environ.pop(EMBED_ENV, None) and None; embeds_view()
+    False
+    """
+    return os.environ.get(EMBED_ENV, "") not in ("", "0")
 
 
 class GraphWidget(anywidget.AnyWidget):
@@ -67,8 +84,11 @@ class GraphWidget(anywidget.AnyWidget):
     optimized = traitlets.Dict().tag(sync=True)  # a plan's rewrite (notebook/rewrites.py), or {}
 
     def __init__(self, graph: Graph | None = None, height: int = 520, **kwargs: Any) -> None:
-        self._esm = _static("graph-widget.js")
-        self._css = _static("graph-widget.css")
+        if embeds_view():
+            self._esm = _static("graph-widget.js")
+            self._css = _static("graph-widget.css")
+        else:  # the extension's copy of the view, and its styles
+            self._esm = _static("graph-widget-loader.js")
         super().__init__(height=height, **kwargs)
         self.follows_default = graph is None  # show whatever the default graph is, after each cell
         self.shown = graph if graph is not None else get_default_graph()  # the graph shown

@@ -1,6 +1,9 @@
 // Bundle src/graph-widget.ts (anywidget's ES module) into one self-contained
 // file, flowbook/static/graph-widget.js, with its CSS beside it. Graphviz's
 // WebAssembly comes inlined from @viz-js/viz, so nothing is fetched at run time.
+// Widgets send src/widget-loader.ts (graph-widget-loader.js), which renders with
+// the copy of the view the JupyterLab extension holds; the whole bundle is sent
+// only where FLOWBOOK_EMBED_WIDGET is set, and serves the stand-in test page.
 import * as esbuild from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -10,7 +13,10 @@ const outdir = path.resolve(here, '../../flowbook/static');
 const watch = process.argv.includes('--watch');
 
 const options = {
-  entryPoints: { 'graph-widget': path.resolve(here, '../src/graph-widget.ts') },
+  entryPoints: {
+    'graph-widget': path.resolve(here, '../src/graph-widget.ts'),
+    'graph-widget-loader': path.resolve(here, '../src/widget-loader.ts')
+  },
   outdir,
   bundle: true,
   format: 'esm',

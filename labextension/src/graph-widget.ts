@@ -31,7 +31,7 @@ interface AnyModel {
   off(event?: string | null, cb?: (() => void) | null): void;
 }
 
-function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {
+export function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {
   el.classList.add('flowbook-widget');
   const view = new GraphView(el, {
     onSelect: name => {
@@ -80,6 +80,14 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
     model.off('msg:custom', onMsg as () => void);
     view.dispose();
   };
+}
+
+/** Where the JupyterLab extension leaves `render` for the widget's loader (widget-loader.ts). */
+export const RENDER_KEY = Symbol.for('flowbook.graph-widget');
+
+/** Let widgets shown in this page use this copy of the view (the extension calls it once). */
+export function provideRender(): void {
+  (globalThis as Record<symbol, unknown>)[RENDER_KEY] = { render };
 }
 
 export default { render };

@@ -3,7 +3,9 @@
  * always shows the graph of the current notebook's kernel, kept connected
  * by a Connection (panel/connection.ts), opened with the Flowbook kernel and
  * following the cell being run (panel/opener.ts; settings in
- * schema/plugin.json), and commands for it.
+ * schema/plugin.json), and commands for it. It also holds the view that
+ * every GraphWidget in the page renders with (graph-widget.ts,
+ * widget-loader.ts), so notebooks do not store a copy per widget.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -11,6 +13,7 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
+import { provideRender } from './graph-widget';
 import { Connection } from './panel/connection';
 import { GraphPanel, flowbookIcon } from './panel/panel';
 import { PanelOpener } from './panel/opener';
@@ -28,6 +31,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     settings: ISettingRegistry | null
   ) => {
+    provideRender(); // the view that GraphWidgets' loader renders with (widget-loader.ts)
     const panel = new GraphPanel(tracker, app.shell);
     const connection = new Connection(panel);
     app.shell.add(panel, 'right', { rank: 700 });

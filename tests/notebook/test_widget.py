@@ -18,6 +18,7 @@ from flowbook.runtime import session as session_module
 @pytest.fixture(autouse=True)
 def stand_in_front_end(tmp_path, monkeypatch):
     (tmp_path / "graph-widget.js").write_text("export default { render() {} };\n")
+    (tmp_path / "graph-widget-loader.js").write_text("export default { render() {} };\n")
     (tmp_path / "graph-widget.css").write_text("\n")
     monkeypatch.setattr(widget_module, "STATIC", tmp_path)
     yield
@@ -34,6 +35,25 @@ def test_missing_front_end_says_how_to_build_it(monkeypatch, tmp_path):
     monkeypatch.setattr(widget_module, "STATIC", tmp_path / "nowhere")
     with pytest.raises(RuntimeError, match="pip install -e"):
         widget_module.GraphWidget(fb.Graph())
+
+
+def test_a_widget_sends_the_loader_unless_told_to_embed_the_whole_view(monkeypatch):
+    monkeypatch.setattr(
+        widget_module, "STATIC", widget_module.Path(widget_module.__file__).parents[1] / "static"
+    )
+    if not (widget_module.STATIC / "graph-widget-loader.js").exists():
+        pytest.skip("the front end is not built")
+    monkeypatch.delenv(widget_module.EMBED_ENV, raising=False)
+    small = widget_module.GraphWidget(fb.Graph())
+    monkeypatch.setenv(widget_module.EMBED_ENV, "1")
+    whole = widget_module.GraphWidget(fb.Graph())
+    try:
+        assert len(small._esm) < 4096 and "flowbook.graph-widget" in small._esm
+        assert len(whole._esm) > 100_000 and whole._css
+        assert not getattr(small, "_css", "")  # the extension's styles serve it
+    finally:
+        small.close()
+        whole.close()
 
 
 def test_widget_shows_the_graph_and_its_runs():

@@ -200,6 +200,7 @@ def test_an_error_in_a_copy_node_names_it(shown, monkeypatch, live_ns):
 
 def test_a_widget_can_select_a_copy_node(gpu, mixed_devices, tmp_path, monkeypatch):
     (tmp_path / "graph-widget.js").write_text("export default { render() {} };\n")
+    (tmp_path / "graph-widget-loader.js").write_text("export default { render() {} };\n")
     (tmp_path / "graph-widget.css").write_text("\n")
     monkeypatch.setattr(widget_module, "STATIC", tmp_path)
     g, x, total, loss = mixed_devices()
