@@ -15,6 +15,12 @@ the whole view is 1.6 MB.  In a front end without the extension, set
 ``FLOWBOOK_EMBED_WIDGET=1`` in the kernel's environment and each widget sends
 the whole, self-contained bundle (``flowbook/static/graph-widget.js``).
 
+Displayed, a widget puts a static picture of its graph after it (an HTML
+and SVG output, :mod:`flowbook.notebook.picture`), drawn again after every
+cell where the graph or its last run changed: GitHub, nbviewer and an HTML
+export show it without a kernel or the widget's code.  The extension's
+styles hide it wherever the live view is drawn next to it.
+
 From the browser come ``selected`` (the name of the clicked node; the
 widget answers with that node's last value), the stepper buttons'
 actions, and ``{"action": "history_run", "seq": n}`` when the run list
@@ -30,20 +36,23 @@ shows a kept run (answered with the custom message ``{"history_run": state}``).
 
 from __future__ import annotations
 
+import logging
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
 import anywidget
 import traitlets
 from IPython import get_ipython
-from IPython.display import display
+from IPython.display import display, update_display
 
 from flowbook.framework.graph import Graph, get_default_graph
-from flowbook.notebook import live, rewrites
+from flowbook.notebook import live, picture, rewrites
 from flowbook.notebook.history import answer_run, find_run, run_record
 from flowbook.profiling.optimized_plan import PlanRewrite
 
+_log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent.parent / "static"  # the built front end
 EMBED_ENV = "FLOWBOOK_EMBED_WIDGET"  # set (to anything but "" or "0"): send the whole view
 
@@ -94,6 +103,8 @@ class GraphWidget(anywidget.AnyWidget):
         self.shown = graph if graph is not None else get_default_graph()  # the graph shown
         self.live = live.live_graph(self.shown)  # its live state, shared with other views
         self._displayed_in: int | None = None  # execution count of the cell that displayed it
+        self._picture_id: str | None = None  # display id of its static picture, once displayed
+        self._pictured: tuple[Any, ...] = ()  # what the picture shows (see _picture_key)
         self.on_msg(self._on_action)
         self.observe(self._on_select, names="selected")
         self.live.add_view(self)
@@ -128,6 +139,7 @@ class GraphWidget(anywidget.AnyWidget):
     def close(self) -> None:
         """Stop updating and close the widget in the browser."""
         live.FOLLOWERS.discard(self)
+        PICTURED.discard(self)
         if hasattr(self, "live"):  # not when __init__ failed (ipywidgets closes on __del__)
             self.live.remove_view(self)
         super().close()
@@ -208,8 +220,37 @@ class GraphWidget(anywidget.AnyWidget):
         if text is not None and self.run.get("values", {}).get(name) != text:
             self.run = {**self.run, "values": {**self.run.get("values", {}), name: text}}
 
+    # ---------------------------------------------------------------- picture
+    def picture(self) -> dict[str, str]:
+        """A static picture of what the view shows now, as a mime bundle (HTML, SVG, text).
+
+        Displayed after the widget and kept up to date after every cell, it is
+        what GitHub, nbviewer and an HTML export show without a kernel (the
+        extension hides it where the live view is drawn).
+
+        >>> sorted(fb.show().picture())  # doctest: +SKIP
+        ['image/svg+xml', 'text/html', 'text/plain']
+        """
+        title = "default graph" if self.follows_default else "graph"
+        return picture.picture_bundle(dict(self.graph), dict(self.run) or None, title=title)
+
+    def _picture_key(self) -> tuple[Any, ...]:
+        graph, run = self.graph, self.run
+        stale = sum(1 for n in graph.get("nodes", ()) if n.get("stale"))
+        return (graph.get("id"), graph.get("version"), stale, run.get("seq"), run.get("phase"))
+
+    def update_picture(self) -> None:
+        """Draw the picture again where it changed (done for you after every cell)."""
+        if self._picture_id is None or self.comm is None:
+            return
+        key = self._picture_key()
+        if key != self._pictured:
+            self._pictured = key
+            update_display(self.picture(), raw=True, display_id=self._picture_id)
+
     def _ipython_display_(self) -> None:
-        """Display the widget, once per cell run: ``fb.show()`` as a cell's last line shows one."""
+        """Display the widget and its picture, once per cell run: ``fb.show()`` as a cell's
+        last line shows one."""
         ip = get_ipython()
         count = getattr(ip, "execution_count", None)
         if count is not None and count == self._displayed_in:
@@ -217,7 +258,16 @@ class GraphWidget(anywidget.AnyWidget):
         self._displayed_in = count
         bundle = self._repr_mimebundle_()
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        data = {
+            **data,
+            "text/plain": "flowbook graph view (live with a kernel; its picture follows)",
+        }
         display(data, metadata=metadata, raw=True)
+        if self._picture_id is None:
+            self._picture_id = f"flowbook-picture-{self.model_id}"
+            PICTURED.add(self)
+        self._pictured = self._picture_key()
+        display(self.picture(), raw=True, display_id=self._picture_id)
 
 
 def show(target: Any = None, height: int = 520, present: bool = False) -> GraphWidget:
@@ -246,6 +296,23 @@ def show(target: Any = None, height: int = 520, present: bool = False) -> GraphW
     return widget
 
 
+PICTURED: weakref.WeakSet[GraphWidget] = weakref.WeakSet()  # widgets displayed with a picture
+_picture_hooked: set[int] = set()  # id() of the shells whose post_run_cell updates pictures
+
+
 def _watch_cells() -> None:
-    """Refresh the live views after every cell (the extension does this too)."""
-    live.install_cell_hook(get_ipython())
+    """Refresh the live views after every cell (the extension does this too), then their
+    pictures."""
+    ip = get_ipython()
+    live.install_cell_hook(ip)
+    if ip is not None and id(ip) not in _picture_hooked:
+        ip.events.register("post_run_cell", _update_pictures)  # after the views' refresh
+        _picture_hooked.add(id(ip))
+
+
+def _update_pictures(result: Any = None) -> None:
+    for widget in list(PICTURED):
+        try:
+            widget.update_picture()
+        except Exception:  # the cell must not fail for a picture; the live view still shows
+            _log.exception("flowbook: the graph's static picture was not updated")
