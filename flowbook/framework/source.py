@@ -19,6 +19,8 @@ notebook it stays None, and capture pays one global read for it.
 
 from __future__ import annotations
 
+import ast
+import functools
 import linecache
 import os
 import sys
@@ -94,11 +96,52 @@ class Site:
         """The text of the line, stripped, or '' if it cannot be read."""
         return linecache.getline(self.file, self.line).strip()
 
+    def statement(self) -> tuple[int, str]:
+        """The first line of the statement the site's line belongs to, and its text, stripped.
+
+        A call spread over lines (``loss = tf.reduce_mean(`` / ``tf.square(y - t))``) is one
+        statement: its ops all say the statement starts on the first line.  The innermost
+        simple statement counts (a loop's body line, not the loop); (line, its text) where
+        the source cannot be read or parsed.
+
+        >>> capture().statement()[1].startswith(">>> ")  # doctest: +SKIP
+        """
+        start = _statement_starts("".join(linecache.getlines(self.file))).get(self.line, self.line)
+        return start, linecache.getline(self.file, start).strip()
+
     def __repr__(self) -> str:
         return f"Site({self.describe()!r})"
 
 
 UNKNOWN = Site("<unknown>", 0)
+
+_COMPOUND = (
+    ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try, ast.TryStar,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match,
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=128)
+def _statement_starts(source: str) -> dict[int, int]:
+    """Each line of ``source`` inside a simple statement -> that statement's first line.
+
+    >>> _statement_starts("x = f(1,\\n      2)\\ny = 3\\n")
+    {1: 1, 2: 1, 3: 3}
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    starts: dict[int, int] = {}
+    spans = sorted(
+        ((s.lineno, s.end_lineno or s.lineno) for s in ast.walk(tree)
+         if isinstance(s, ast.stmt) and not isinstance(s, _COMPOUND)),
+        key=lambda span: span[0] - span[1],  # widest first: inner statements overwrite
+    )  # fmt: skip
+    for first, last in spans:
+        for line in range(first, last + 1):
+            starts[line] = first
+    return starts
 
 
 def capture(skip: int = 1) -> Site:

@@ -9,7 +9,11 @@ module builds the first, and the value previews the other two carry:
       {"name": "layer1/MatMul", "op": "MatMul", "kind": "op", "device": "",
        "inputs": ["x:0", "layer1/w:0"], "control": [], "outputs": [["float32", "(?, 10)"]],
        "cell": "<front-end cell id>", "count": 4, "line": 2, "code": "y = tf.matmul(x, w)",
-       "stale": false}
+       "stmt": 2, "stmt_code": null, "stale": false}
+
+  ``stmt`` is the first line of the statement that made the op (a call
+  spread over lines is one statement), ``stmt_code`` its text where that is
+  not ``line``; present mode groups ops by statement.
 
   Node ids are op names: a re-run notebook cell recreates the same names, so
   the front end keeps its layout and what the user expanded.
@@ -74,6 +78,7 @@ def node(op: Operation, stale: bool = False) -> dict[str, Any]:
     """One op as a widget node."""
     site = op.site
     cell = site.cell
+    stmt, stmt_code = site.statement() if cell is not None and site.line else (None, "")
     return {
         "name": op.name,
         "op": op.type,
@@ -86,6 +91,8 @@ def node(op: Operation, stale: bool = False) -> dict[str, Any]:
         "count": None if cell is None else cell.execution_count,
         "line": site.line or None,
         "code": site.source_line() or None if site.line else None,
+        "stmt": stmt,  # the first line of the statement holding `line` (a call over lines)
+        "stmt_code": stmt_code if stmt != site.line else None,  # its text, when another line
         "stale": stale,
     }
 

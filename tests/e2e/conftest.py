@@ -43,6 +43,18 @@ CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "test-output" / "browser"
 # installed as lab/settings/overrides.json
 OVERRIDES = ROOT / "labextension" / "settings" / "overrides.json"
+# every box drawn in a view (.flowbook-graph) against its viewport: which lie outside, what was framed
+OUTSIDE_JS = """(root) => {
+  const vp = root.querySelector('.fb-viewport').getBoundingClientRect();
+  const nodes = [...root.querySelectorAll('.fb-scene .fb-node')];
+  const out = nodes.filter(n => {
+    const r = n.getBoundingClientRect();
+    return r.left < vp.left - 1 || r.right > vp.right + 1 || r.top < vp.top - 1 || r.bottom > vp.bottom + 1;
+  }).map(n => n.dataset.name);
+  const d = root.dataset;
+  return { drawn: nodes.length, out, vp: [vp.width, vp.height], framed: d.flowbookFramed,
+           size: d.flowbookLayoutSize, transform: root.querySelector('.fb-scene').getAttribute('transform') };
+}"""
 STARTUP_S = 120  # the longest wait for JupyterLab to answer
 CHROMIUM_ARGS = [
     "--headless=new",
@@ -83,10 +95,16 @@ class Lab:
 
     By default it runs on this process's Python with its environment; ``python``
     and ``env`` name another interpreter and the whole environment to start it in
-    (an installed wheel's, say: ``test_installed_wheel.py``).
+    (an installed wheel's, say: ``test_installed_wheel.py``); ``app`` the server to
+    start: ``jupyterlab``, or ``notebook`` (Jupyter Notebook 7, ``test_notebook7.py``).
     """
 
-    def __init__(self, python: str | None = None, env: dict[str, str] | None = None) -> None:
+    APPS = {"jupyterlab": "LabApp", "notebook": "JupyterNotebookApp"}  # module: its config class
+
+    def __init__(
+        self, python: str | None = None, env: dict[str, str] | None = None, app: str = "jupyterlab"
+    ) -> None:
+        cls = self.APPS[app]
         self.root = Path(tempfile.mkdtemp(prefix="flowbook-lab-"))
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -104,20 +122,20 @@ class Lab:
             [
                 python or sys.executable,
                 "-m",
-                "jupyterlab",
+                app,
                 "--no-browser",
                 f"--ServerApp.token={self.token}",
                 "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}",
                 "--ServerApp.port_retries=0",
                 f"--ServerApp.root_dir={self.root}",
-                "--LabApp.expose_app_in_browser=True",
+                f"--{cls}.expose_app_in_browser=True",
                 "--ServerApp.disable_check_xsrf=False",
                 "--ServerApp.allow_root=True",  # CI machines run as root
                 # JupyterLab's news and update toasts stay off by the settings override the
                 # package installs (share/jupyter/lab/settings/overrides.json); from this
                 # checkout, the override file itself, installed or not
-                *([] if python else [f"--LabApp.app_settings_dir={OVERRIDES.parent}"]),
+                *([] if python else [f"--{cls}.app_settings_dir={OVERRIDES.parent}"]),
             ],
             cwd=self.root,
             env=env,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import flowbook as fb
-from conftest import SHOTS, Notebook
+from conftest import OUTSIDE_JS, SHOTS, Notebook
 
 from standin_states import live_states, show
 
@@ -38,18 +38,6 @@ PANEL = "#flowbook-graph-panel"
 PANEL_VIEW = f"{PANEL} .flowbook-graph"
 
 # the boxes drawn in one view that stick out of its viewport (and how many were drawn)
-OUTSIDE_JS = """(root) => {
-  const vp = root.querySelector('.fb-viewport').getBoundingClientRect();
-  const nodes = [...root.querySelectorAll('.fb-scene .fb-node')];
-  const out = nodes.filter(n => {
-    const r = n.getBoundingClientRect();
-    return r.left < vp.left - 1 || r.right > vp.right + 1 || r.top < vp.top - 1 || r.bottom > vp.bottom + 1;
-  }).map(n => n.dataset.name);
-  const d = root.dataset;
-  return { drawn: nodes.length, out, vp: [vp.width, vp.height], framed: d.flowbookFramed,
-           size: d.flowbookLayoutSize, transform: root.querySelector('.fb-scene').getAttribute('transform') };
-}"""
-
 # how many rows a toolbar's parts take (a part starts a row when it is below the row so far)
 ROWS_JS = """(bar) => {
   const rects = [...bar.children].filter(c => c.offsetParent !== null && !c.matches('.fb-more-menu'))

@@ -166,6 +166,8 @@ function copyNode(spec: CopySpec, src: Leaf): NodeSpec {
     count: src.node.count,
     line: null,
     code: null,
+    stmt: null,
+    stmt_code: null,
     stale: false
   };
 }

@@ -128,14 +128,14 @@ export function toDot(
   edges: Edge[],
   sizeOf: (v: Visible) => Size,
   titleWidth: (g: Group) => number = () => 0,
-  opts: { titleH: number; ranksep: number } = { titleH: 16, ranksep: 0.42 }
+  opts: { titleH: number; ranksep: number; nodesep: number } = { titleH: 16, ranksep: 0.42, nodesep: 0.28 }
 ): string {
   const boxId = new Map<Visible, string>();
   vis.boxes.forEach((b, i) => boxId.set(b, `n${i}`));
   const big = vis.boxes.length > 400;
   const lines: string[] = [
     'digraph G {',
-    `graph [rankdir=TB nodesep=0.28 ranksep=${opts.ranksep} margin=0 fontsize=14 labeljust=l${
+    `graph [rankdir=TB nodesep=${opts.nodesep} ranksep=${opts.ranksep} margin=0 fontsize=14 labeljust=l${
       big ? ' mclimit=0.3 nslimit=2 nslimit1=2 searchsize=10' : ''
     }];`,
     'node [shape=box fixedsize=true label=""];',

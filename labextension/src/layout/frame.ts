@@ -64,7 +64,7 @@ export function layOut(
       edges,
       v => sizeOf(v, style),
       g => clusterTitleWidth(g, style),
-      { titleH: style.headH - 6, ranksep: style.ranksep }
+      { titleH: style.headH - 6, ranksep: style.ranksep, nodesep: style.nodesep }
     );
     const result = viz.render(dot, { format: 'json0', yInvert: true });
     if (result.status !== 'success' || !result.output) {

@@ -7,6 +7,12 @@
  * form one *series* group, as TensorBoard does. An op whose name is also a
  * scope (a variable `w` with `w/read`, `w/Assign`) moves into that scope.
  *
+ * Grouped by line (present mode, when the graph is too big to show at its
+ * size: features/present/), the root's children made by one statement of a
+ * cell (`W = tf.Variable(tf.zeros([64, 10]))` makes `zeros` and the scope `W`)
+ * form one *statement* group, labelled by the names the line assigns (`W`) or
+ * else by its code: the lesson's steps, each a box the class wrote.
+ *
  * A group is either collapsed (one box) or expanded (a cluster holding its
  * children). An expanded group shows at most its `limit` first children;
  * the rest hide behind one "more" box, so no expansion can flood the layout.
@@ -34,8 +40,8 @@ export interface Leaf {
 
 export interface Group {
   type: 'group';
-  kind: 'root' | 'scope' | 'series';
-  key: string; // the scope path ("" for the root); a series: "<scope>/<base>_*"
+  kind: 'root' | 'scope' | 'series' | 'statement';
+  key: string; // the scope path ("" for the root); a series: "<scope>/<base>_*"; a statement: "#<cell>:<line>"
   short: string; // label
   parent: Group | null;
   children: Item[];
@@ -45,6 +51,7 @@ export interface Group {
   frame?: 'while' | 'cond'; // a scope that is a while loop's frame or a cond (protocol/loops.ts)
   loop?: string; // a loop's frame name ("loop/while_context")
   nested?: boolean; // a loop inside another loop
+  code?: string; // a statement's line of code
 }
 
 export interface More {
@@ -64,8 +71,11 @@ export class Hierarchy {
   readonly leaves = new Map<string, Leaf>(); // op name -> leaf
   readonly groups = new Map<string, Group>(); // group key -> group
 
-  /** The hierarchy of `nodes`; the scopes `cf` names are marked as loop frames and conds. */
-  constructor(nodes: NodeSpec[], cf?: ControlFlowGraph) {
+  /**
+   * The hierarchy of `nodes`; the scopes `cf` names are marked as loop frames and conds;
+   * `grouping`: the root's children are grouped by the statement that made them ('lines').
+   */
+  constructor(nodes: NodeSpec[], cf?: ControlFlowGraph, grouping: Grouping = 'scopes') {
     this.root = newGroup('root', '', '', null);
     for (const node of nodes) {
       if (this.leaves.has(node.name)) {
@@ -95,6 +105,9 @@ export class Hierarchy {
       parent.children.push(leaf);
     }
     this.mergeOpsIntoScopes();
+    if (grouping === 'lines') {
+      this.groupBy(grouping);
+    }
     this.finish(this.root);
     if (cf) {
       markFrames(this, cf);
@@ -114,6 +127,47 @@ export class Hierarchy {
     }
     for (const p of touched) {
       p.children = p.children.filter(c => c.parent === p);
+    }
+  }
+
+  /** Group the root's children by the statement that made them (groups of two or more). */
+  private groupBy(grouping: 'lines'): void {
+    const root = this.root;
+    const byLine = new Map<string, Item[]>();
+    const order: (Item | string)[] = [];
+    for (const c of root.children) {
+      const key = groupKey(firstLeaf(c)?.node, grouping);
+      if (key === null || this.groups.has(key)) {
+        order.push(c);
+        continue;
+      }
+      let items = byLine.get(key);
+      if (!items) {
+        byLine.set(key, (items = []));
+        order.push(key);
+      }
+      items.push(c);
+    }
+    root.children = [];
+    for (const o of order) {
+      if (typeof o !== 'string') {
+        root.children.push(o);
+        continue;
+      }
+      const items = byLine.get(o)!;
+      if (items.length < 2) {
+        root.children.push(items[0]);
+        continue;
+      }
+      const code = statementCode(firstLeaf(items[0])?.node);
+      const g = newGroup('statement', o, statementLabel(code), root);
+      g.code = code;
+      for (const c of items) {
+        c.parent = g;
+        g.children.push(c);
+      }
+      this.groups.set(o, g);
+      root.children.push(g);
     }
   }
 
@@ -219,6 +273,48 @@ function markFrames(h: Hierarchy, cf: ControlFlowGraph): void {
       g.frame = 'cond';
     }
   }
+}
+
+/** How the root's children group: by name scope only, or also by the statement that made them. */
+export type Grouping = 'scopes' | 'lines';
+
+/** The group an op made by a cell goes to: "#<cell>:<first line of its statement>". */
+function groupKey(n: NodeSpec | undefined, grouping: 'lines'): string | null {
+  if (!n || n.cell === null || grouping !== 'lines') {
+    return null;
+  }
+  const line = n.stmt ?? n.line;
+  return line === null ? null : `#${n.cell}:${line}`;
+}
+
+/** The first line of the statement that made an op, stripped. */
+function statementCode(n: NodeSpec | undefined): string {
+  return (n?.stmt_code ?? n?.code ?? '').trim();
+}
+
+/** The first op of an item, in creation order (a group's first child, down). */
+function firstLeaf(item: Item): Leaf | undefined {
+  let x: Item | undefined = item;
+  while (x && x.type === 'group') {
+    x = x.children[0];
+  }
+  return x;
+}
+
+const ASSIGNED = /^([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=(?!=)/;
+const LABEL_CHARS = 28;
+
+/**
+ * A statement's label: the names its line assigns, else its code, shortened.
+ *
+ *     statementLabel('W = tf.Variable(tf.zeros([64, 10]))')  // 'W'
+ *     statementLabel('_, loss = sess.run(...)')              // 'loss'
+ */
+export function statementLabel(code: string): string {
+  const m = ASSIGNED.exec(code);
+  const names = m ? m[1].split(',').map(s => s.trim()).filter(s => s !== '_') : [];
+  const text = names.length > 0 ? names.join(', ') : code;
+  return text.length > LABEL_CHARS ? text.slice(0, LABEL_CHARS - 1) + '\u2026' : text || 'statement';
 }
 
 function newGroup(kind: Group['kind'], key: string, short: string, parent: Group | null): Group {

@@ -66,7 +66,7 @@ export function sizeOf(v: Visible, st: TextStyle = NORMAL): Size {
     room ? measure(room, st.sub, true) : 0
   );
   const textH = t.title.length * px * LINE + (t.sub ? st.sub * LINE : 0) + (room ? st.sub * LINE : 0) + 2 * st.padTop;
-  const grow = st.present ? 1.25 : 1; // present boxes keep their proportions at the bigger size
+  const grow = st.grow;
   if (v.type === 'more') {
     return { w: Math.max(112 * grow, textW + 24), h: Math.max(34 * grow, textH + 10) };
   }
@@ -275,7 +275,7 @@ export function drawEdgeLabel(
   st: TextStyle,
   free: (r: Rect) => boolean
 ): Rect | null {
-  const text = e.control || pts.length === 0 ? '' : e.count > 1 ? `\u00D7${e.count}` : clip(e.shape, 24);
+  const text = e.control || pts.length === 0 || !st.edgeLabels ? '' : e.count > 1 ? `\u00D7${e.count}` : clip(e.shape, 24);
   if (!text) {
     return null;
   }

@@ -27,6 +27,9 @@ export interface TextStyle {
   ranksep: number; // Graphviz ranksep (inches): room for edge labels between rows
   badge: number; // the run's pills on a box: time, device, "stale" (badges.ts)
   padTop: number; // room above a box's name for those pills
+  edgeLabels: boolean; // edges carry their shapes (else only in their hover title)
+  grow: number; // boxes' least sizes, times this (present boxes keep their proportions)
+  nodesep: number; // Graphviz nodesep (inches): room between boxes of a row
 }
 
 export const NORMAL: TextStyle = {
@@ -43,7 +46,10 @@ export const NORMAL: TextStyle = {
   opSub: true,
   ranksep: 0.42,
   badge: 9.5,
-  padTop: 0
+  padTop: 0,
+  edgeLabels: true,
+  grow: 1,
+  nodesep: 0.28
 };
 
 /** Present mode: every text at least 16 px at scale 1, which present fits never go below. */
@@ -61,7 +67,27 @@ export const PRESENT: TextStyle = {
   opSub: false,
   ranksep: 0.62,
   badge: 16,
-  padTop: 10
+  padTop: 10,
+  edgeLabels: true,
+  grow: 1.25,
+  nodesep: 0.28
+};
+
+/**
+ * Present mode for a graph too big to show whole: the same 16 px and more,
+ * rows closer together and no shape labels on edges (their hover title keeps
+ * them), so a lesson's graph fits a projector's window.
+ */
+export const PRESENT_TIGHT: TextStyle = {
+  ...PRESENT,
+  label: 16,
+  group: 16,
+  headH: 28,
+  ranksep: 0.22,
+  padTop: 9,
+  edgeLabels: false,
+  grow: 0.7,
+  nodesep: 0.1
 };
 
 export const LINE = 1.3; // line height, times the font size

@@ -26,6 +26,8 @@ export interface NodeSpec {
   count: number | null; // execution count of that cell
   line: number | null;
   code: string | null; // the source line
+  stmt: number | null; // the first line of the statement that made it (a call over lines)
+  stmt_code: string | null; // that line's text, when it is not `line`
   stale: boolean;
 }
 
@@ -61,6 +63,8 @@ export function normalizeGraph(g: unknown): GraphState {
         count: typeof n.count === 'number' ? n.count : null,
         line: typeof n.line === 'number' ? n.line : null,
         code: n.code == null ? null : String(n.code),
+        stmt: typeof n.stmt === 'number' ? n.stmt : null,
+        stmt_code: n.stmt_code == null ? null : String(n.stmt_code),
         stale: Boolean(n.stale)
       })),
     control_flow: normalizeControlFlowGraph(o.control_flow)

@@ -31,6 +31,8 @@ export interface CanvasHost {
   goTo(name: string): void;
   /** Lay out again (a group was opened or closed). */
   relayout(): void;
+  /** The whole graph does not fit at the scale it must: fold it, and lay out again; false if it cannot. */
+  foldToFit(): boolean;
 }
 
 export class Canvas {
@@ -56,7 +58,8 @@ export class Canvas {
     this.legend = new Legend(root); // a strip under the graph, never over its boxes
     this.focus = new Focus(vp, this.scene, {
       boxFor: name => shown.boxFor(name),
-      groupOf: key => shown.h.groups.get(key)
+      groupOf: key => shown.h.groups.get(key),
+      foldToFit: () => host.foldToFit()
     });
     this.focus.camera.installPointer({
       click: target => this.click(target),

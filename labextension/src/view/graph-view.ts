@@ -29,6 +29,7 @@ import { Presentation } from '../features/present/present';
 import { Rewrites } from '../features/rewrites/rewrites';
 import { StepBar } from '../features/stepper/stepbar';
 import { ErrorStrip } from '../features/errors/errors';
+import type { Grouping } from '../model/hierarchy';
 import type { NodeSpec } from '../protocol/graph';
 import type { RunState } from '../protocol/run';
 import type { StepAction } from '../protocol/stepper';
@@ -70,7 +71,7 @@ export class GraphView {
     root.dataset.flowbookNodes = '0';
     root.dataset.flowbookVersion = '-1';
     const shown = (this.shown = new Shown(
-      g => this.rewrites.hierarchy(g),
+      (g, grouping) => this.rewrites.hierarchy(g, grouping),
       key => this.canvas.scene.boxOf(key)
     ));
 
@@ -100,7 +101,8 @@ export class GraphView {
     this.canvas = new Canvas(root, ++instances, shown, {
       select: name => this.select(name),
       goTo: name => this.goTo(name),
-      relayout: () => this.requestLayout()
+      relayout: () => this.requestLayout(),
+      foldToFit: () => this.foldToFit()
     });
     this.presentation = new Presentation(root, this.toolbar, shown.openings, this.canvas.focus.camera);
     this.rewrites = new Rewrites(root.querySelector('.fb-toolbar')!, this.canvas.viewport, {
@@ -137,6 +139,7 @@ export class GraphView {
     }
     if (change === 'another') {
       this.canvas.focus.fitNext();
+      this.unfold();
     }
     this.shown.revealStepCurrent();
     this.canvas.focus.centerFollowed(this.shown.h, names => this.shown.revealFollowed(names));
@@ -146,6 +149,7 @@ export class GraphView {
   /** Turn present mode on or off: big type, the scopes' structure, fitted at scale 1 or more. */
   setPresent(on: unknown): void {
     if (this.presentation.set(on === true)) {
+      this.unfold();
       this.refit();
     }
   }
@@ -250,6 +254,32 @@ export class GraphView {
   private relayoutTo(name: string | null): void {
     this.canvas.focus.centerNext(name);
     this.requestLayout();
+  }
+
+  /**
+   * Too big to show whole at present mode's size: fold a step further
+   * (features/present/) and lay out again; false when no step is left.
+   */
+  private foldToFit(): boolean {
+    if (!this.presentation.foldMore()) {
+      return false;
+    }
+    this.group(this.presentation.grouping);
+    this.requestLayout();
+    return true;
+  }
+
+  private unfold(): void {
+    this.presentation.unfold();
+    this.group('scopes');
+  }
+
+  /** Group the graph's root by line or by cell, or not (the hierarchy is built again). */
+  private group(grouping: Grouping): void {
+    if (this.shown.grouping !== grouping) {
+      this.shown.grouping = grouping;
+      this.shown.rebuild();
+    }
   }
 
   /** Lay out again, fitted. */

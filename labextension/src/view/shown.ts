@@ -6,8 +6,8 @@
  * - `graph`, `overlay` (run + stepper, overlay.ts): the last state the host sent;
  *   `updates` (updates.ts): the newest state of each kind, so late ones are dropped
  * - `h`: the name-scope hierarchy of `graph` as written or as optimised
- *   (the `hierarchyOf` it is given: features/rewrites/), rebuilt when the graph or
- *   that choice changes
+ *   (the `hierarchyOf` it is given: features/rewrites/), grouped by line of code
+ *   or cell (`grouping`), rebuilt when the graph or either choice changes
  * - `openings` (openings.ts): what is open, by group key (op names are
  *   stable across cell re-runs, so this survives graph updates)
  * - `copies`: the copy nodes of the runs shown (by name, readers merged over
@@ -21,7 +21,7 @@
  * drawn with a key (scene.ts).
  */
 
-import { Hierarchy, type Group, type Leaf, type Visible } from '../model/hierarchy';
+import { Hierarchy, type Group, type Grouping, type Leaf, type Visible } from '../model/hierarchy';
 import { Openings } from '../model/openings';
 import { Overlay } from '../model/overlay';
 import { CopySet, EMPTY_COPIES, type CopyLayout } from '../layout/copies';
@@ -44,9 +44,10 @@ export class Shown {
   readonly updates = new Updates();
   frame: Frame | null = null;
   selected = ''; // op name or group key shown in the details pane
+  grouping: Grouping = 'scopes'; // the root's children grouped by line or cell (present mode, to fit)
 
   constructor(
-    private readonly hierarchyOf: (g: GraphState) => Hierarchy,
+    private readonly hierarchyOf: (g: GraphState, grouping: Grouping) => Hierarchy,
     private readonly drawn: (key: string) => Visible | undefined
   ) {}
 
@@ -68,7 +69,7 @@ export class Shown {
 
   /** Build the hierarchy again (the graph, or the choice between as written and as optimised, changed). */
   rebuild(): void {
-    this.h = this.hierarchyOf(this.graph);
+    this.h = this.hierarchyOf(this.graph, this.grouping);
     this.openings.setHierarchy(this.h);
   }
 

@@ -24,7 +24,7 @@ export const MIN_WHOLE = 0.25; // the whole graph is framed down to this scale (
 const MIN_SCALE = 0.03;
 const MAX_FIT = 1.3; // a fit zooms in no further
 const MAX_SCALE = 4;
-const FIT_PAD = 24; // px kept free around a fitted graph
+export const FIT_PAD = 24; // px kept free around a fitted graph
 const DRAG_PX = 4; // a press that moves further is a drag, not a click
 
 /** A rectangle of the scene. */
@@ -53,6 +53,7 @@ export class Camera {
   centreWide = false; // a fit wider than the view shows its middle, not its left edge (present mode)
   minWhole = MIN_WHOLE; // the whole graph is framed down to this scale
   framesCell = true; // a graph too big to frame whole is shown by the cell just run
+  pad = FIT_PAD; // px kept free around a fitted graph (present mode keeps less: its room is dear)
 
   constructor(
     private readonly svgEl: SVGSVGElement,
@@ -94,7 +95,7 @@ export class Camera {
     }
     this.needsFit = false;
     this.moved = false;
-    const pad = FIT_PAD;
+    const pad = this.pad;
     const width = b.x2 - b.x1;
     const height = b.y2 - b.y1;
     this.k = Math.max(least, Math.min(most, this.scaleFor(vw, vh, width, height)));
@@ -105,7 +106,7 @@ export class Camera {
   }
 
   private scaleFor(vw: number, vh: number, width: number, height: number): number {
-    const pad = FIT_PAD;
+    const pad = this.pad;
     return Math.min(MAX_FIT, (vw - 2 * pad) / Math.max(width, 1), (vh - 2 * pad) / Math.max(height, 1));
   }
 

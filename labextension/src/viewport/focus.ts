@@ -13,7 +13,9 @@
  * resized) and a new layout frame it again. Framed means the whole graph
  * when it fits at a readable scale; else the ops of the cell run last (the
  * cell followed, or the ops with the newest execution count), as big as
- * fits. "Fit" fits the whole graph, at any scale.
+ * fits. Before either, the view may fold the graph to fit (present mode
+ * groups it by line of code: features/present/). "Fit" fits the whole
+ * graph, at any scale.
  */
 
 import { Camera, type Bounds } from './camera';
@@ -28,10 +30,15 @@ interface Anchor {
   sy: number;
 }
 
-/** What focus asks of the view: the box standing for a name, the group with a key. */
+/**
+ * What focus asks of the view: the box standing for a name, the group with a
+ * key, and a smaller drawing of the graph when it does not fit whole
+ * (true: a layout of it follows, which is framed).
+ */
 export interface FocusHost {
   boxFor(name: string): Visible | undefined;
   groupOf(key: string): Group | undefined;
+  foldToFit(): boolean;
 }
 
 export class Focus {
@@ -142,6 +149,10 @@ export class Focus {
     const cam = this.camera;
     const whole = { x1: 0, y1: 0, x2: l.width, y2: l.height };
     const fits = cam.fitScale(l.width, l.height) >= cam.minWhole;
+    if (!fits && this.host.foldToFit()) {
+      cam.needsFit = true; // the folded layout comes next, and is framed
+      return;
+    }
     const part = fits || !cam.framesCell ? null : this.boundsOf(this.recent);
     if (fits) {
       cam.fitBox(whole, cam.minWhole);

@@ -244,11 +244,16 @@ function copyDetails(pane: HTMLElement, leaf: Leaf, { h, ov, go }: DetailsContex
   }
 }
 
+/** What a group is, in words: a series, a name scope, or the ops one line of a cell made. */
+export function groupKind(g: Group): string {
+  return g.kind === 'series' ? 'series' : g.kind === 'statement' ? 'one line of code' : 'name scope';
+}
+
 /** A name scope or series: its ops, their time and devices, the commonest op types. */
 function groupDetails(pane: HTMLElement, g: Group, ov: Overlay): void {
   const head = html('div', 'fb-details-head', pane);
-  html('span', 'fb-kind-badge fb-kind-scope', head, g.kind === 'series' ? 'series' : 'name scope');
-  html('div', 'fb-details-name', head, g.key);
+  html('span', 'fb-kind-badge fb-kind-scope', head, groupKind(g));
+  html('div', 'fb-details-name', head, g.kind === 'statement' ? (g.code ?? g.short) : g.key);
   row(pane, 'ops', String(g.opCount));
   const types = new Map<string, number>();
   let time = 0;

@@ -7,7 +7,7 @@ import type { Visible } from '../../model/hierarchy';
 import { html } from '../../paint/dom';
 import type { Overlay } from '../../model/overlay';
 import { formatTime } from '../../paint/text';
-import { origin } from './details';
+import { groupKind, origin } from './details';
 
 export class Tooltip {
   private readonly el: HTMLDivElement;
@@ -54,13 +54,8 @@ function tooltipContent(tip: HTMLElement, v: Visible, ov: Overlay): void {
     return;
   }
   if (v.type === 'group') {
-    html('div', 'fb-tip-title', tip, v.key);
-    html(
-      'div',
-      'fb-tip-line',
-      tip,
-      `${v.kind === 'series' ? 'series' : 'name scope'} \u00B7 ${v.opCount} ops \u00B7 click to expand`
-    );
+    html('div', 'fb-tip-title', tip, v.kind === 'statement' ? (v.code ?? v.short) : v.key);
+    html('div', 'fb-tip-line', tip, `${groupKind(v)} \u00B7 ${v.opCount} ops \u00B7 click to expand`);
     return;
   }
   const n = v.node;
@@ -111,3 +106,4 @@ function tooltipContent(tip: HTMLElement, v: Visible, ov: Overlay): void {
     html('div', 'fb-tip-line fb-tip-stale', tip, 'stale: re-run its cell');
   }
 }
+

@@ -67,7 +67,7 @@ export class RunHistory {
     this.replayButton = html('button', 'fb-button fb-history-replay', root, '\u25B6 Replay');
     this.replayButton.title = 'Play the run shown op by op, in the order its ops ran';
     this.replayButton.addEventListener('click', () => this.toggleReplay());
-    html('span', 'fb-history-title', root, 'compare');
+    html('span', 'fb-history-title fb-history-compare-title', root, 'compare');
     this.compare = html('select', 'fb-history-compare', root);
     this.compare.title = 'Highlight the ops whose value or time differs in another run';
     html('option', '', this.compare, 'none').value = '0';

@@ -115,6 +115,8 @@ export function optimizedNodes(nodes: NodeSpec[], d: OptimizedState): Rewritten 
         count: first?.count ?? null,
         line: first?.line ?? null,
         code: `fused: ${f.replaces.join(', ')}`,
+        stmt: first?.stmt ?? null,
+        stmt_code: first?.stmt_code ?? null,
         stale: false
       })
     );

@@ -13,7 +13,7 @@
  */
 
 import { html } from '../../paint/dom';
-import { Hierarchy } from '../../model/hierarchy';
+import { Hierarchy, type Grouping } from '../../model/hierarchy';
 import type { GraphState } from '../../protocol/graph';
 import { normalizeOptimized, type OptimizedState } from '../../protocol/rewrites';
 import { EMPTY_RUN, type RunState } from '../../protocol/run';
@@ -100,12 +100,12 @@ export class Rewrites {
   }
 
   /** The hierarchy the view draws: the graph's, or the graph as optimised. */
-  hierarchy(g: GraphState): Hierarchy {
+  hierarchy(g: GraphState, grouping: Grouping = 'scopes'): Hierarchy {
     if (!this.on || !this.state) {
-      return new Hierarchy(g.nodes, g.control_flow);
+      return new Hierarchy(g.nodes, g.control_flow, grouping);
     }
     const rw = (this.rewritten = optimizedNodes(g.nodes, this.state));
-    const h = new Hierarchy(rw.nodes, g.control_flow);
+    const h = new Hierarchy(rw.nodes, g.control_flow, grouping);
     for (const [name, label] of rw.labels) {
       const leaf = h.leaves.get(name);
       if (leaf) {
