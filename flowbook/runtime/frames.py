@@ -297,7 +297,8 @@ class Frames:
             op = loop.op_index(e.__traceback__)
             if op is None:
                 raise
-            error = run_error(self.plan, op, e)
+            tb, inputs = e.__traceback__, self.plan.inputs[op]
+            error = run_error(self.plan, op, e, lambda: loop.op_args(tb, inputs))
             error.message += (
                 f" (in loop frame '{loop.name}', iteration {loop.iteration(e.__traceback__)})"
             )

@@ -10,10 +10,13 @@ with gufunc signature ...``).  When the caller passes the op's input values,
 the op's own ``infer`` (the check that runs when the graph is built) is run
 again on their actual shapes: where it objects, its message replaces the
 kernel's, so build and run time say the same thing (``inner dimensions
-differ (3 vs 4), a[32,3] @ b[4,2]``).  A caller without the values (the
-straight line) passes none; numpy's broadcasting error names the shapes
-itself, which serve instead.  Where ``infer`` accepts the shapes, or none
-are at hand, the kernel's message stays.  Kernels that raise an OpError of
+differ (3 vs 4), a[32,3] @ b[4,2]``).  Compiled code (the straight line, a
+compiled loop) reads the values from its frame in the traceback (``op_args``),
+passed as a function called only when the error is not running out of
+memory: values read keep their buffers alive.  A caller without the values
+passes none; numpy's broadcasting error names the shapes itself, which serve
+instead.  Where ``infer`` accepts the shapes, or none are at hand, the
+kernel's message stays.  Kernels that raise an OpError of
 their own already speak the user's terms and are left as they are.
 
     >>> import flowbook as fb
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -38,7 +41,10 @@ from flowbook.runtime.plan import Plan
 
 
 def op_error(
-    op: Operation, exc: BaseException, device: Any = None, args: Sequence[Any] | None = None
+    op: Operation,
+    exc: BaseException,
+    device: Any = None,
+    args: Sequence[Any] | Callable[[], Sequence[Any] | None] | None = None,
 ) -> errors.OpError:
     """``exc`` raised by ``op``'s kernel, as an OpError naming the op, type and site.
 
@@ -63,6 +69,8 @@ def op_error(
             )
     else:
         cls = errors.InvalidArgumentError
+        if callable(args):  # read only here: out of memory, the values must be let go
+            args = args()
         if args is None:
             args = _broadcast_operands(exc)
         message = shape_message(op, args) or f"{type(exc).__name__}: {exc}"
@@ -127,7 +135,10 @@ def _actual_shape(t: Tensor, value: Any) -> Shape:
 
 
 def run_error(
-    plan: Plan, i: int, exc: BaseException, args: Sequence[Any] | None = None
+    plan: Plan,
+    i: int,
+    exc: BaseException,
+    args: Sequence[Any] | Callable[[], Sequence[Any] | None] | None = None,
 ) -> errors.OpError:
     """Op ``i``'s error, its input values ``args`` judged when given (:func:`op_error`);
     after running out of memory, the run's buffers are let go first."""

@@ -75,8 +75,8 @@ def test_run_time_shape_errors_say_what_the_build_time_check_says(
 
 @pytest.mark.parametrize("opt_level", [tf.OptimizerOptions.L1, tf.OptimizerOptions.L0])
 def test_a_broadcast_clash_after_good_runs_reads_the_same(opt_level):
-    """The run after good ones takes the straight line, which hands no values over: numpy's
-    broadcast error names the shapes, and the op's check words them."""
+    """The run after good ones takes the straight line (compiled): the op's check words the
+    clash all the same."""
     config = tf.ConfigProto(
         graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(opt_level=opt_level))
     )
@@ -91,6 +91,39 @@ def test_a_broadcast_clash_after_good_runs_reads_the_same(opt_level):
                 s.run(y, {a: np.ones((2, 3)), b: np.ones((4, 2))})
             assert "for shapes [2,3] and [4,2]" in str(e.value)
             assert str(e.value).startswith(f"{y.op.type} '{y.op.name}' (") and HERE in str(e.value)
+
+
+@pytest.mark.parametrize("opt_level", [tf.OptimizerOptions.L1, tf.OptimizerOptions.L0])
+def test_a_matmul_clash_on_the_compiled_straight_line_names_the_shapes(opt_level):
+    config = tf.ConfigProto(
+        graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(opt_level=opt_level))
+    )
+    with tf.Graph().as_default(), tf.Session(config=config) as s:
+        a = tf.placeholder(tf.float32, [None, None], name="a")
+        b = tf.placeholder(tf.float32, [None, None], name="b")
+        y = tf.nn.relu(tf.matmul(a, b, name="mm"))
+        for _ in range(4):  # good runs: the next ones take the straight line
+            s.run(y, {a: np.ones((2, 3)), b: np.ones((3, 2))})
+        for _ in range(2):
+            with pytest.raises(tf.errors.InvalidArgumentError) as e:
+                s.run(y, {a: np.ones((32, 3)), b: np.ones((4, 2))})
+            message = str(e.value)
+            assert "inner dimensions differ (3 vs 4), a[32,3] @ b[4,2]" in message, message
+            assert message.startswith("MatMul 'mm' (") and "gufunc" not in message
+
+
+def test_a_clash_inside_a_compiled_loop_names_the_shapes_and_the_iteration():
+    with tf.Graph().as_default():
+        a = tf.placeholder(tf.float32, name="a")
+        w = tf.placeholder(tf.float32, name="w")
+        _, out = tf.while_loop(lambda i, x: i < 2, lambda i, x: (i + 1, tf.matmul(x, w)), [0, a])
+        with tf.Session() as sess:
+            feed = {a: np.ones((2, 3), F32), w: np.ones((4, 2), F32)}
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                sess.run(out, feed)
+    message = str(info.value)
+    assert "inner dimensions differ (3 vs 4), a[2,3] @ b[4,2]" in message, message
+    assert "iteration 0" in message and "gufunc" not in message, message
 
 
 def test_a_kernel_error_the_check_does_not_explain_keeps_the_kernels_words():

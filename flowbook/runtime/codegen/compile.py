@@ -69,6 +69,7 @@ from flowbook.runtime.plan import DISCARD, Plan
 COMPILE_AFTER_RUNS = 1  # compile a plan once it has run this many times
 MAX_SHAPE_SIGNATURES = 8  # feed-shape signatures a path keeps twins, shapes, inline runs for
 PLAN_FILENAME = "<flowbook plan>"  # the file name of compiled plans in tracebacks
+ARGS_TABLE = "__op_args__"  # in a compiled plan's namespace: line -> the names its call passes
 
 # (run_timed, its line map, the shapes it need not record, whether it records any)
 TimedTwin = tuple[Callable[..., list[Any]], dict[int, int], list[Any] | None, bool]
@@ -183,6 +184,18 @@ class RunPath:
             twin = self.timed[record] = (_define(self.plan, source, "run_timed"), line_to_op)
         return twin
 
+    @staticmethod
+    def op_args(tb: Any) -> list[Any] | None:
+        """The values the op that raised was called with, read from the compiled function's
+        frame in traceback ``tb`` (None: not a compiled function's line)."""
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code.co_filename == PLAN_FILENAME:
+                names = frame.f_globals.get(ARGS_TABLE, {}).get(tb.tb_lineno)
+                return None if names is None else [frame.f_locals.get(n) for n in names]
+            tb = tb.tb_next
+        return None
+
     def op_index(self, tb: Any, line_to_op: dict[int, int] | None = None) -> int | None:
         """Which op raised, from a traceback through a compiled function (None: not one)."""
         lines = self.line_to_op if line_to_op is None else line_to_op
@@ -245,11 +258,13 @@ def _straight_line(
         names[s] = new_name()
         lines.append(f"    {names[s]} = c{s}")
     line_to_op: dict[int, int] = {}
+    line_args: dict[int, tuple[str, ...]] = {}  # the call's line -> the locals it passes
     if timed:
         lines.append("    st[0] = clock()")
     for i in range(len(plan.ops)):
         call_line = len(lines) + 1  # 1-based: the line the call will be on
-        call = _call(i, plan.fns[i], [names[s] for s in plan.inputs[i]])
+        line_args[call_line] = tuple(names[s] for s in plan.inputs[i])
+        call = _call(i, plan.fns[i], list(line_args[call_line]))
         if not timed and _holds_variable(plan, i):  # the variable's state, bound in: no call
             call = f"s{i}"
         if buffers is not None and buffers[i] >= 0:  # the memory plan: into a dead input's buffer
@@ -277,6 +292,7 @@ def _straight_line(
             lines.append(f"    {' = '.join(dead)} = None")
     fetched = ", ".join(names[s] if s is not None else "None" for s in plan.fetch_slots)
     lines.append(f"    return [{fetched}]")
+    lines.append(f"{ARGS_TABLE} = {line_args!r}")  # a global of the function: for op_args
     return "\n".join(lines), line_to_op
 
 

@@ -111,6 +111,16 @@ class CompiledLoop:
             tb = tb.tb_next
         return None
 
+    def op_args(self, tb: Any, inputs: list[int]) -> list[Any] | None:
+        """The values the op that raised was called with (its input slots ``inputs``), read
+        from ``fn``'s frame in traceback ``tb``: a slot ``s`` is the local ``s<s>``."""
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == LOOP_FILENAME:
+                local = tb.tb_frame.f_locals
+                return [local.get(f"s{s}") for s in inputs]
+            tb = tb.tb_next
+        return None
+
     def iteration(self, tb: Any) -> int:
         """The iteration ``fn`` was in when it raised, from its traceback."""
         while tb is not None:
