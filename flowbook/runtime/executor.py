@@ -292,7 +292,8 @@ def run_compiled(path: RunPath, feeds: Sequence[Any]) -> list[Any]:
         i = path.op_index(e.__traceback__)
         if i is None:
             raise
-        raise run_error(path.plan, i, e, lambda: path.op_args(e.__traceback__)) from e
+        tb = e.__traceback__
+        raise run_error(path.plan, i, e, lambda: path.op_args(tb)) from e
 
 
 def run_compiled_timed(
@@ -329,7 +330,8 @@ def run_compiled_timed(
         i = path.op_index(e.__traceback__, line_to_op)
         if i is None or not isinstance(e, Exception):
             raise
-        raise run_error(plan, i, e, lambda: path.op_args(e.__traceback__)) from e
+        tb = e.__traceback__
+        raise run_error(plan, i, e, lambda: path.op_args(tb)) from e
     finally:
         timings = RunTimings.from_stamps(plan, stamps, shapes, threading.get_ident())
         for hook in hooks:
