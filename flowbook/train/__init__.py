@@ -18,7 +18,8 @@
 - distribution: ``ClusterSpec``, ``replica_device_setter`` and ``Server``
   (``flowbook.distributed``), ``SyncReplicasOptimizer`` (``sync_replicas``).
 - ``moving_averages``: ``ExponentialMovingAverage`` (shadow variables).
-- ``saver``: ``Saver`` (checkpoints as ``.npz``, written atomically);
+- ``saver``: ``Saver`` (TensorFlow's checkpoint format V2, ``tensor_bundle``; the older ``.npz``
+  with ``write_version=SaverDef.V1``; written atomically);
   ``checkpoint_management``: ``latest_checkpoint`` and the ``checkpoint`` file;
   ``checkpoint_utils``: the file format, ``list_variables``, ``load_variable``;
   ``checkpoint_tools``: ``load_checkpoint``, ``checkpoints_iterator``...;

@@ -1,8 +1,12 @@
 """Checkpoint bookkeeping: the ``checkpoint`` state file, ``latest_checkpoint``, atomic writes.
 
-A checkpoint is named by its *prefix*, as in TensorFlow (``dir/model.ckpt-100``);
-its data is one file, ``<prefix>.npz`` (see ``checkpoint_utils``).  Next to it
-the Saver keeps the state file ``dir/checkpoint``, in TF's text format::
+A checkpoint is named by its *prefix*, as in TensorFlow (``dir/model.ckpt-100``).
+Its files are TensorFlow's format V2, ``<prefix>.index`` and
+``<prefix>.data-00000-of-00001`` (``tensor_bundle``; what Saver writes by
+default, and what TensorFlow reads), or flowbook's single file
+``<prefix>.npz`` (``checkpoint_utils``; ``write_version=SaverDef.V1``).  When
+both exist, V2 is read.  Next to them the Saver keeps the state file
+``dir/checkpoint``, in TF's text format::
 
     model_checkpoint_path: "model.ckpt-100"
     all_model_checkpoint_paths: "model.ckpt-90"
@@ -37,7 +41,8 @@ import re
 from flowbook.platform.files import atomic_write
 
 _log = logging.getLogger("flowbook")
-SUFFIX = ".npz"  # the data file of checkpoint <prefix> is <prefix>.npz
+SUFFIX = ".npz"  # the data file of an npz checkpoint <prefix> is <prefix>.npz
+INDEX_SUFFIX = ".index"  # a V2 checkpoint <prefix> has <prefix>.index and its data files
 MAX_STATE_BYTES = 1 << 24  # a larger "checkpoint" file is not a state file Saver wrote
 _LINE = re.compile(r'^\s*(\w+)\s*:\s*"(.*)"\s*$')  # key: "value" in TF's text format
 
@@ -64,9 +69,42 @@ def data_path(prefix: str) -> str:
     return prefix + SUFFIX
 
 
+def index_path(prefix: str) -> str:
+    """The index file of V2 checkpoint ``prefix``: ``<prefix>.index``."""
+    return os.fspath(prefix) + INDEX_SUFFIX
+
+
+def is_v2(prefix: str) -> bool:
+    """Whether ``prefix`` names a V2 checkpoint (its ``.index`` file exists)."""
+    return os.path.isfile(index_path(prefix))
+
+
+def checkpoint_files(prefix: str) -> list[str]:
+    """The files of checkpoint ``prefix`` that exist: V2 index and data files, and/or the npz.
+
+    >>> import tempfile
+    >>> checkpoint_files(os.path.join(tempfile.mkdtemp(), "m"))
+    []
+    """
+    prefix = os.fspath(prefix)
+    directory, base = os.path.split(prefix)
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return []
+    data = re.compile(re.escape(base) + r"\.data-\d{5}-of-\d{5}")
+    found = [n for n in names if n in (base + INDEX_SUFFIX, base + SUFFIX) or data.fullmatch(n)]
+    return sorted(os.path.join(directory, n) for n in found)
+
+
 def checkpoint_exists(checkpoint_prefix: str) -> bool:
-    """Whether a checkpoint with this prefix was written."""
-    return os.path.isfile(data_path(checkpoint_prefix))
+    """Whether a checkpoint with this prefix was written (V2 or npz)."""
+    return is_v2(checkpoint_prefix) or os.path.isfile(data_path(checkpoint_prefix))
+
+
+def checkpoint_mtime(prefix: str) -> float:
+    """When checkpoint ``prefix`` was written: its index's (V2) or npz's modification time."""
+    return os.path.getmtime(index_path(prefix) if is_v2(prefix) else data_path(prefix))
 
 
 def _state_path(checkpoint_dir: str, latest_filename: str | None) -> str:

@@ -1,4 +1,8 @@
-"""Reading a checkpoint ``.npz`` that may be damaged or hostile: DataLossError, never a crash.
+"""Reading a checkpoint that may be damaged or hostile: DataLossError, never a crash.
+
+:func:`read_checkpoint` reads both formats: TensorFlow's V2 (``<prefix>.index``
+and its data file) through ``tensor_bundle``, whose reader is bounded and
+checked in the same way, and flowbook's ``.npz``, described below.
 
 A checkpoint (``checkpoint_utils``) is a zip archive of ``.npy`` entries plus
 an ``__index__`` entry.  Students copy checkpoints around, cut them short,
@@ -56,7 +60,8 @@ import numpy as np
 
 from flowbook.framework import dtypes
 from flowbook.framework.errors import DataLossError, NotFoundError
-from flowbook.train.checkpoint_management import data_path
+from flowbook.train import tensor_bundle
+from flowbook.train.checkpoint_management import data_path, is_v2
 
 FORMAT = "flowbook-checkpoint"
 VERSION = 1
@@ -270,9 +275,13 @@ def _matches(arr: np.ndarray, entry: dict[str, Any]) -> bool:
 def read_checkpoint(prefix: str) -> dict[str, np.ndarray]:
     """All ``{variable name: array}`` of checkpoint ``prefix`` (strings come back as objects).
 
-    NotFoundError if there is no such file; DataLossError, naming the file and
-    the entry, for anything wrong inside it.
+    A V2 checkpoint (``<prefix>.index``) is read if there is one, else
+    ``<prefix>.npz``.  NotFoundError if there is neither; DataLossError, naming
+    the file and the entry, for anything wrong inside it.
     """
+    if is_v2(prefix):
+        reader = tensor_bundle.read_bundle(prefix)
+        return {name: reader.get(name) for name in reader}
     path = data_path(prefix)
     if not os.path.isfile(path):
         raise NotFoundError(None, None, f"Checkpoint {prefix} not found: no file {path}")

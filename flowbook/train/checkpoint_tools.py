@@ -2,9 +2,9 @@
 ``NewCheckpointReader``, ``checkpoints_iterator``, ``get_checkpoint_mtimes``,
 ``remove_checkpoint``).
 
-A ``CheckpointReader`` reads the whole checkpoint once, through the checked
-reader of ``checkpoint_reader`` (a damaged file is a DataLossError), and
-answers from memory.  ``checkpoints_iterator`` polls a directory's
+A ``CheckpointReader`` reads the whole checkpoint once, V2 or npz, through
+the checked reader of ``checkpoint_reader`` (a damaged file is a
+DataLossError), and answers from memory.  ``checkpoints_iterator`` polls a directory's
 ``checkpoint`` file and yields each new latest checkpoint, ending after
 ``timeout`` seconds without one (or when ``timeout_fn`` says so).
 
@@ -29,7 +29,12 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from flowbook.framework.errors import NotFoundError
-from flowbook.train.checkpoint_management import data_path, latest_checkpoint
+from flowbook.train.checkpoint_management import (
+    checkpoint_exists,
+    checkpoint_files,
+    checkpoint_mtime,
+    latest_checkpoint,
+)
 from flowbook.train.checkpoint_reader import read_checkpoint
 from flowbook.train.checkpoint_utils import _resolve
 
@@ -65,7 +70,7 @@ class CheckpointReader:
 
 def NewCheckpointReader(filepattern: str) -> CheckpointReader:
     """A ``CheckpointReader`` of the checkpoint with prefix ``filepattern``."""
-    if not os.path.isfile(data_path(filepattern)):
+    if not checkpoint_exists(filepattern):
         raise NotFoundError(
             None, None, f"Unsuccessful TensorSliceReader constructor: {filepattern}"
         )
@@ -81,17 +86,17 @@ def get_checkpoint_mtimes(checkpoint_prefixes: list[str]) -> list[float]:
     """The modification times of the checkpoints that exist, in order (missing ones skipped)."""
     out = []
     for prefix in checkpoint_prefixes:
-        path = data_path(prefix)
-        if os.path.isfile(path):
-            out.append(os.path.getmtime(path))
+        if checkpoint_exists(prefix):
+            out.append(checkpoint_mtime(prefix))
     return out
 
 
 def remove_checkpoint(
     checkpoint_prefix: str, checkpoint_format_version: int = 2, meta_graph_suffix="meta"
 ):
-    """Delete the files of checkpoint ``checkpoint_prefix`` (its data and any meta graph)."""
-    for path in (data_path(checkpoint_prefix), f"{checkpoint_prefix}.{meta_graph_suffix}"):
+    """Delete the files of checkpoint ``checkpoint_prefix`` (V2 and npz, and any meta graph)."""
+    meta = f"{checkpoint_prefix}.{meta_graph_suffix}"
+    for path in [*checkpoint_files(checkpoint_prefix), meta]:
         if os.path.isfile(path):
             os.remove(path)
 

@@ -1,6 +1,9 @@
-"""The checkpoint file: named arrays in one ``.npz``, readable without pickle.
+"""Writing checkpoints: TensorFlow's format V2 (the default) or one ``.npz``; listing them.
 
-``<prefix>.npz`` is a numpy zip archive written with ``allow_pickle=False``:
+``write_checkpoint(prefix, values)`` writes TensorFlow's V2 files
+``<prefix>.index`` and ``<prefix>.data-00000-of-00001`` (``tensor_bundle``),
+which TensorFlow reads.  With ``write_version=1`` (``SaverDef.V1``) it writes
+flowbook's own format instead: ``<prefix>.npz`` is a numpy zip archive written with ``allow_pickle=False``:
 the arrays are stored under keys ``t0``, ``t1``...; the key ``__index__``
 holds a small JSON document (as uint8 bytes) that maps each variable name to
 its key, dtype and shape::
@@ -8,10 +11,11 @@ its key, dtype and shape::
     {"format": "flowbook-checkpoint", "version": 1,
      "variables": [{"name": "W", "key": "t0", "dtype": "float32", "shape": [64, 10]}, ...]}
 
-Keeping the index inside the one file makes a checkpoint a single atomic
+Keeping the index inside the one file makes an npz checkpoint a single atomic
 write (``flowbook.platform.files.atomic_write``: the file appears whole or not at all,
 with the mode the umask gives a new file).  String variables are stored as
-fixed-width bytes (numpy ``S``).  Reading, which must survive damaged and
+fixed-width bytes (numpy ``S``).  A V2 checkpoint is two atomic writes, the
+data file first, so an index never names missing data.  Reading, which must survive damaged and
 hostile files, is ``checkpoint_reader``'s job.
 
     >>> import os, tempfile, numpy as np
@@ -23,6 +27,7 @@ hostile files, is ``checkpoint_reader``'s job.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -32,8 +37,12 @@ import numpy as np
 from flowbook.framework import dtypes
 from flowbook.framework.errors import NotFoundError
 from flowbook.platform.files import atomic_write
-from flowbook.train.checkpoint_management import data_path, latest_checkpoint
+from flowbook.train.checkpoint_management import checkpoint_files, data_path, latest_checkpoint
 from flowbook.train.checkpoint_reader import FORMAT, INDEX_KEY, VERSION, read_checkpoint
+from flowbook.train.tensor_bundle import write_bundle
+
+V1 = 1  # SaverDef.V1: write_version that writes flowbook's .npz
+V2 = 2  # SaverDef.V2: TensorFlow's format V2, the default
 
 __all__ = ["list_variables", "load_variable", "read_checkpoint", "write_checkpoint"]
 
@@ -56,23 +65,36 @@ def _as_bytes(name: str, x: Any) -> bytes:
     )
 
 
-def write_checkpoint(prefix: str, values: dict[str, Any]) -> None:
-    """Write ``{variable name: array}`` to ``<prefix>.npz``, atomically."""
+def _checked(name: str, value: Any) -> np.ndarray:
+    """``value`` as an array; a string variable's elements as bytes, checked."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "OSU":
+        return arr
+    return np.array([_as_bytes(name, x) for x in arr.reshape(-1)], dtype=bytes).reshape(arr.shape)
+
+
+def write_checkpoint(prefix: str, values: dict[str, Any], write_version: int = V2) -> None:
+    """Write ``{variable name: array}`` as checkpoint ``prefix``: V2 files, or ``.npz`` with V1."""
+    if write_version == V2:
+        write_bundle(prefix, {name: _checked(name, v) for name, v in values.items()})
+        with contextlib.suppress(FileNotFoundError):  # an older npz of the same prefix
+            os.remove(data_path(prefix))
+        return
     arrays: dict[str, np.ndarray] = {}
     entries = []
     for i, (name, value) in enumerate(values.items()):
-        arr = np.asarray(value)
-        dtype = _dtype_name(arr)
-        if dtype == "string":
-            arr = np.array([_as_bytes(name, x) for x in arr.reshape(-1)], dtype=bytes).reshape(
-                arr.shape
-            )
+        arr = _checked(name, value)
         key = f"t{i}"
         arrays[key] = arr
-        entries.append({"name": name, "key": key, "dtype": dtype, "shape": list(arr.shape)})
+        entries.append(
+            {"name": name, "key": key, "dtype": _dtype_name(arr), "shape": list(arr.shape)}
+        )
     index = {"format": FORMAT, "version": VERSION, "variables": entries}
     arrays[INDEX_KEY] = np.frombuffer(json.dumps(index).encode(), dtype=np.uint8)
     atomic_write(data_path(prefix), lambda f: np.savez(f, allow_pickle=False, **arrays))
+    for path in checkpoint_files(prefix):  # an older V2 checkpoint would be read first
+        if path != data_path(prefix):
+            os.remove(path)
 
 
 def _resolve(ckpt_dir_or_file: str) -> str:

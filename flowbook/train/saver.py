@@ -1,13 +1,16 @@
 """``Saver``: save variables to checkpoints and restore them (TF1's ``tf.train.Saver``).
 
 ``save(sess, "dir/model.ckpt", global_step=100)`` fetches every variable's
-value in ``sess`` and writes ``dir/model.ckpt-100.npz`` in one atomic write
-(``checkpoint_utils``), then records it in ``dir/checkpoint``
+value in ``sess`` and writes TensorFlow's checkpoint format V2,
+``dir/model.ckpt-100.index`` and ``dir/model.ckpt-100.data-00000-of-00001``
+(``checkpoint_utils``, ``tensor_bundle``: TensorFlow restores it, and flowbook
+restores TensorFlow's), or with ``write_version=SaverDef.V1`` flowbook's single
+``dir/model.ckpt-100.npz``; then it records it in ``dir/checkpoint``
 (``checkpoint_management``) and deletes checkpoints beyond ``max_to_keep``.
 It returns the prefix ``dir/model.ckpt-100``, which ``restore`` takes, as does
 ``latest_checkpoint("dir")``.
 
-``restore`` reads the whole file first and checks it against the Saver's
+``restore`` reads either format, the whole checkpoint first, and checks it against the Saver's
 variables -- every name present, every dtype and shape equal -- and only then
 assigns, in one ``Session.run``, so a bad checkpoint changes nothing.  The
 assigning is done by ops built once, when the Saver is built (under the name
@@ -115,6 +118,7 @@ class Saver:
         self._allow_empty = allow_empty
         self._pad_step_number = pad_step_number  # model.ckpt-00000100
         self._filename = filename  # default save_path of save()
+        self._write_version = int(write_version)  # SaverDef.V2 (TF's format) or V1 (.npz)
         self._last_checkpoints: list[tuple[str, float]] = []  # (prefix, time), oldest first
         self._to_delete: list[tuple[str, float]] = []  # fell off the list; deleted after saving
         self._graph = get_default_graph()
@@ -188,7 +192,7 @@ class Saver:
         assert self._vars is not None
         names = list(self._vars)
         values = sess.run([self._vars[n] for n in names]) if names else []
-        write_checkpoint(prefix, dict(zip(names, values)))
+        write_checkpoint(prefix, dict(zip(names, values)), write_version=self._write_version)
         if write_state:
             self._record(prefix)
             cm.update_checkpoint_state(
@@ -211,7 +215,7 @@ class Saver:
             if saved_at > self._next_checkpoint_time:  # keep_checkpoint_every_n_hours
                 self._next_checkpoint_time += self._keep_every_s
                 continue
-            for path in (cm.data_path(prefix), f"{prefix}.meta"):
+            for path in [*cm.checkpoint_files(prefix), f"{prefix}.meta"]:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(path)
 
@@ -230,7 +234,7 @@ class Saver:
         found = []
         for p in checkpoint_paths:
             with contextlib.suppress(OSError):
-                found.append((p, os.path.getmtime(cm.data_path(p))))
+                found.append((p, cm.checkpoint_mtime(p)))
         self.set_last_checkpoints_with_time(found)
 
     # ------------------------------------------------------------ restoring

@@ -87,12 +87,12 @@ def test_checkpoints_and_state_file_are_readable_by_the_group(tmp_path, umask):
     with fb.Session() as sess:
         sess.run(fb.global_variables_initializer())
         prefix = saver.save(sess, str(tmp_path / "model.ckpt"))
-        assert _mode(prefix + ".npz") == 0o644
-        assert _mode(tmp_path / "checkpoint") == 0o644
+        for f in (prefix + ".index", prefix + ".data-00000-of-00001", tmp_path / "checkpoint"):
+            assert _mode(f) == 0o644, f
         umask(0o002)
         saver.save(sess, str(tmp_path / "model.ckpt"))  # overwrite: the umask's mode again
-        assert _mode(prefix + ".npz") == 0o664
-        assert _mode(tmp_path / "checkpoint") == 0o664
+        for f in (prefix + ".index", prefix + ".data-00000-of-00001", tmp_path / "checkpoint"):
+            assert _mode(f) == 0o664, f
 
 
 @pytest.mark.skipif(not POSIX, reason="file modes are POSIX")
@@ -165,7 +165,7 @@ def test_the_next_save_removes_temps_of_dead_writers(tmp_path):
     write_checkpoint(str(tmp_path / "other"), {"w": np.zeros(2, np.float32)})
     assert not os.path.exists(dead)
     assert not os.path.exists(ours)
-    assert sorted(os.listdir(tmp_path)) == ["other.npz"]
+    assert sorted(os.listdir(tmp_path)) == ["other.data-00000-of-00001", "other.index"]
 
 
 def test_temps_of_live_writers_are_left_alone(tmp_path):

@@ -60,7 +60,7 @@ def _archive(path, members: dict[str, bytes], compression=zipfile.ZIP_STORED) ->
 
 def _valid(tmp_path) -> str:
     prefix = str(tmp_path / "model.ckpt")
-    write_checkpoint(prefix, {"W": W, "b": np.ones(3, np.float32)})
+    write_checkpoint(prefix, {"W": W, "b": np.ones(3, np.float32)}, write_version=1)
     return prefix + ".npz"
 
 

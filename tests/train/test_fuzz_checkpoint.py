@@ -112,7 +112,9 @@ def _valid_checkpoints() -> list[bytes]:
     out = []
     with tempfile.TemporaryDirectory() as d:
         for i, chosen in enumerate([["W"], ["step", "mask"], list(values)]):
-            write_checkpoint(os.path.join(d, f"c{i}"), {k: values[k] for k in chosen})
+            write_checkpoint(
+                os.path.join(d, f"c{i}"), {k: values[k] for k in chosen}, write_version=1
+            )
             out.append(Path(d, f"c{i}.npz").read_bytes())
     with zipfile.ZipFile(io.BytesIO(out[0])) as z:
         members = {n: z.read(n) for n in z.namelist()}

@@ -89,7 +89,7 @@ def test_checkpoints_saved_and_restored_across_two_training_sessions(tmp_path):
                 sess.run(op)
             w_after = float(sess.run(w))
         saved = sorted(
-            int(p.split("-")[-1].split(".")[0]) for p in glob.glob(f"{ckpt}/model.ckpt-*")
+            int(p.split("-")[-1].split(".")[0]) for p in glob.glob(f"{ckpt}/model.ckpt-*.index")
         )
         assert saved == [0, 2, 4, 5]  # at start, every 2 steps, and at the end
         assert train.latest_checkpoint(ckpt).endswith("model.ckpt-5")

@@ -83,7 +83,13 @@ def test_checkpoint_state_file_and_max_to_keep(tmp_path):
     with fb.Session() as sess:
         sess.run(fb.global_variables_initializer())
         paths = [saver.save(sess, prefix, global_step=s) for s in (1, 2, 3, 4)]
-    assert _files(tmp_path) == ["checkpoint", "model.ckpt-3.npz", "model.ckpt-4.npz"]
+    assert _files(tmp_path) == [
+        "checkpoint",
+        "model.ckpt-3.data-00000-of-00001",
+        "model.ckpt-3.index",
+        "model.ckpt-4.data-00000-of-00001",
+        "model.ckpt-4.index",
+    ]
     assert saver.last_checkpoints == paths[2:]
     text = (tmp_path / "checkpoint").read_text()
     assert text == (
@@ -118,11 +124,13 @@ def test_reads_a_tensorflow_written_state_file(tmp_path):
     assert train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "model.ckpt-5")
 
 
-def test_file_is_npz_without_pickle(tmp_path):
+def test_write_version_v1_file_is_npz_without_pickle(tmp_path):
     _model()
     with fb.Session() as sess:
         sess.run(fb.global_variables_initializer())
-        path = train.Saver().save(sess, str(tmp_path / "model.ckpt"))
+        saver = train.Saver(write_version=train.SaverDef.V1)
+        path = saver.save(sess, str(tmp_path / "model.ckpt"))
+    assert _files(tmp_path) == ["checkpoint", "model.ckpt.npz"]
     with np.load(path + ".npz", allow_pickle=False) as archive:
         index = json.loads(bytes(archive["__index__"]).decode())
         by_name = {e["name"]: archive[e["key"]] for e in index["variables"]}
@@ -311,3 +319,61 @@ def test_a_string_variable_holding_a_number_is_refused_not_saved_as_nuls(tmp_pat
     with pytest.raises(TypeError, match="variable 's' is a string variable but holds int 5"):
         write_checkpoint(str(tmp_path / "m"), {"s": np.array(["a", 5], dtype=object)})
     assert list(tmp_path.iterdir()) == []  # nothing written, no temp file left
+
+
+# ------------------------------------------------------------------ TensorFlow's format V2
+TF_FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tf_checkpoint_v2")
+
+
+def test_default_files_are_tensorflows_v2(tmp_path):
+    from flowbook.train.tensor_bundle import read_bundle
+
+    _model()
+    with fb.Session() as sess:
+        sess.run(fb.global_variables_initializer())
+        path = train.Saver().save(sess, str(tmp_path / "model.ckpt"), global_step=7)
+    assert _files(tmp_path) == [
+        "checkpoint",
+        "model.ckpt-7.data-00000-of-00001",
+        "model.ckpt-7.index",
+    ]
+    r = read_bundle(path)
+    assert r.keys() == ["W", "b"] and r.dtype("b").name == "float32"
+    np.testing.assert_array_equal(r.get("b"), [0.5, -0.5, 1.5])
+    assert (tmp_path / "checkpoint").read_text() == (
+        'model_checkpoint_path: "model.ckpt-7"\nall_model_checkpoint_paths: "model.ckpt-7"\n'
+    )
+
+
+def test_restores_a_checkpoint_tensorflow_wrote(tmp_path):
+    import shutil
+
+    d = tmp_path / "tf"
+    shutil.copytree(TF_FIXTURE, d)
+    prefix = train.latest_checkpoint(str(d))
+    assert prefix == str(d / "model.ckpt-3")
+    w = fb.Variable(np.zeros((2, 3), F), name="weights")
+    step = fb.Variable(np.int64(0), name="global_step")
+    names = fb.Variable(np.array([[b""] * 2] * 2, dtype=object), dtype=fb.string, name="names")
+    with fb.Session() as sess:
+        train.Saver([w, step, names]).restore(sess, prefix)
+        got_w, got_step, got_names = sess.run([w, step, names])
+    np.testing.assert_array_equal(got_w, np.arange(6, dtype=F).reshape(2, 3) / 4)
+    assert got_step == 42 and got_names.tolist() == [[b"hello", b""], [b"tf", b"x" * 200]]
+    assert ("flags", [3]) in train.list_variables(str(d))
+    assert train.load_variable(str(d), "layer_07/bias") == 7 * 7 - 100
+
+
+def test_v1_and_v2_saves_replace_each_other(tmp_path):
+    w, _ = _model()
+    prefix = str(tmp_path / "m")
+    with fb.Session() as sess:
+        sess.run(fb.global_variables_initializer())
+        train.Saver(write_version=train.SaverDef.V1).save(sess, prefix)
+        sess.run(w.assign(np.ones((2, 3), F)))
+        train.Saver().save(sess, prefix)
+        assert _files(tmp_path) == ["checkpoint", "m.data-00000-of-00001", "m.index"]
+        sess.run(w.assign(np.full((2, 3), 2, F)))
+        train.Saver(write_version=train.SaverDef.V1).save(sess, prefix)
+        assert _files(tmp_path) == ["checkpoint", "m.npz"]
+    assert train.load_variable(prefix, "W").tolist() == [[2.0] * 3] * 2
