@@ -8,8 +8,9 @@
  * The type sizes are text.ts's PRESENT, which `style` hands to the layout.
  *
  * A graph too big to show whole at that size folds, a step at a time, each
- * step laid out and fitted before the next is tried (`foldMore`): first the
- * root's ops group by the line of code that made them (hierarchy.ts), then
+ * step laid out and fitted before the next is tried (`foldMore`): first what
+ * is open closes (a loop the stepper opened, a scope a search revealed), then
+ * the root's ops group by the line of code that made them (hierarchy.ts), then
  * rows close up and edges drop their shape labels (PRESENT_TIGHT). (Grouping
  * by cell was tried: a tutorial that builds its model in one cell became one
  * box.) The
@@ -25,7 +26,7 @@ import type { Grouping } from '../../model/hierarchy';
 import type { Openings } from '../../model/openings';
 import { NORMAL, PRESENT, PRESENT_TIGHT, type TextStyle } from '../../paint/text';
 
-export const FOLDS = 2; // the steps a graph too big for present mode folds by
+export const FOLDS = 3; // the steps a graph too big for present mode folds by
 const PRESENT_PAD = 14; // px kept free around a graph fitted in present mode (the pills on a box's top edge stick out 12)
 
 /** The toolbar's Present button, pressed or not. */
@@ -35,7 +36,7 @@ export interface PresentButton {
 
 export class Presentation {
   on = false; // present mode is on
-  fold = 0; // 0: as it is; 1: grouped by line of code; 2: also tight (PRESENT_TIGHT)
+  fold = 0; // 0: as it is; 1: what is open closes; 2: grouped by line of code; 3: also tight
 
   constructor(
     private readonly root: HTMLElement,
@@ -46,12 +47,12 @@ export class Presentation {
 
   /** The type sizes to lay out with. */
   get style(): TextStyle {
-    return !this.on ? NORMAL : this.fold >= 2 ? PRESENT_TIGHT : PRESENT;
+    return !this.on ? NORMAL : this.fold >= 3 ? PRESENT_TIGHT : PRESENT;
   }
 
   /** How the graph's root groups at this fold. */
   get grouping(): Grouping {
-    return this.fold === 0 ? 'scopes' : 'lines';
+    return this.fold < 2 ? 'scopes' : 'lines';
   }
 
   /** Fold a step further (present mode only); false when there is no step left. */
@@ -61,6 +62,9 @@ export class Presentation {
     }
     this.fold += 1;
     this.root.dataset.flowbookFold = String(this.fold);
+    if (this.fold === 1) {
+      this.openings.collapseAll(); // a loop the stepper opened, a scope a search revealed
+    }
     return true;
   }
 
