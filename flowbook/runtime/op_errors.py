@@ -151,6 +151,39 @@ def run_error(
     return error
 
 
+def cancelled_error(plan: Plan, path: Any, exc: BaseException) -> errors.CancelledError:
+    """The run of ``plan`` that ``Session.close()`` ended (``exc``: the RunCancelled it raised),
+    naming the op it was in: from the compiled straight line's line (``path.op_index``), a
+    compiled loop's, or the scheduler's loop (its locals ``ops`` and ``i``), where the
+    traceback shows one."""
+    op = _op_in(plan, path, exc.__traceback__)
+    where = f" while {op.describe()} ran" if op is not None else ""
+    return errors.CancelledError(None, op, f"Session.close() ended the run{where}.")
+
+
+def note_interrupt(plan: Plan, path: Any, exc: KeyboardInterrupt) -> None:
+    """Add to an interrupt of a run of ``plan`` the op it stopped in, where one shows."""
+    op = _op_in(plan, path, exc.__traceback__)
+    if op is not None:
+        exc.add_note(f"The run was interrupted while {op.describe()} ran.")
+
+
+def _op_in(plan: Plan, path: Any, tb: Any) -> Operation | None:
+    i = path.op_index(tb) if path is not None else None
+    if i is not None:
+        return plan.ops[i]
+    found = None
+    while tb is not None:  # the innermost scheduler frame of this plan, or its compiled loop
+        local = tb.tb_frame.f_locals
+        if local.get("ops") is plan.ops and isinstance(local.get("i"), int):
+            found = plan.ops[local["i"]]
+        loop = local.get("loop")
+        if hasattr(loop, "line_to_op") and (j := loop.op_index(tb)) is not None:
+            return plan.ops[j]
+        tb = tb.tb_next
+    return found
+
+
 def deadline_error(plan: Plan, parked: dict[int, Any]) -> errors.DeadlineExceededError:
     """The run's deadline passed while waiting: name the op that waits, if one does."""
     for i, pending in parked.items():

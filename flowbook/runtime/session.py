@@ -35,7 +35,10 @@ each op runs (``flowbook.runtime.placement``: device scopes, soft placement, the
 first GPU by default); a plan built for it carries the copy nodes between
 devices, and with ``ConfigProto(log_device_placement=True)`` each new plan
 prints its ops' devices into the cell.  It is safe to call ``run`` from
-several threads at once.
+several threads at once, and ``close`` from any thread ends the runs in flight
+with a CancelledError naming the op they were in (``flowbook.platform.cancel``:
+an exception raised in each running thread, so runs pay no check per op; a run
+leaving its ``run`` withdraws a cancel it has not seen yet).
 
     >>> import flowbook as tf
     >>> with tf.Graph().as_default():
@@ -53,6 +56,7 @@ import time
 import weakref
 from collections.abc import Iterator
 from functools import partial
+from threading import get_ident
 from typing import Any
 
 from flowbook.framework import hooks
@@ -60,11 +64,13 @@ from flowbook.framework.devices import CPU, Device
 from flowbook.framework.graph import Graph, get_default_graph
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.kernels.philox import OpRandom
+from flowbook.platform.cancel import RunCancelled, raise_in, withdraw
 from flowbook.runtime import blas
 from flowbook.runtime.codegen.compile import RunPath
 from flowbook.runtime.config import ConfigProto, RunOptions
 from flowbook.runtime.executor import execute
 from flowbook.runtime.observers import Observer, observers_for
+from flowbook.runtime.op_errors import cancelled_error, note_interrupt
 from flowbook.runtime.optimize.optimizer import optimized, passes_for
 from flowbook.runtime.placement import Placer, log_placement
 from flowbook.runtime.plan import Plan, build_plan
@@ -123,6 +129,8 @@ class BaseSession:
         self._cells: dict[tuple, ResourceCell] = {}  # queues, readers: resources.cell_key -> cell
         self._state_lock = threading.Lock()  # guards creating entries of the two dicts above
         self._closed = False
+        self._running: dict[object, int] = {}  # each run in flight -> its thread's id
+        self._run_lock = threading.Lock()  # held by close() while it cancels, and by a withdraw
         self.observers: list[Observer] = []  # observers of this session's runs
         self._placer: Placer | None = None  # op -> device; made on the first plan
         self._logged_mapping = False  # log_device_placement printed the device mapping
@@ -183,9 +191,34 @@ class BaseSession:
         opt = self._passes and not plan.control_flow  # optimised unless watched op by op
         faster = partial(optimized, plan, path, feed_values, self._passes) if opt else None
         threads = self.config.inter_op_parallelism_threads
-        return unpack(
-            structure, execute(plan, path, feed_values, observers, deadline, threads, faster)
-        )
+        token = object()  # this run, in _running while it may be cancelled
+        try:
+            self._running[token] = get_ident()
+            if self._closed:
+                raise RuntimeError("Attempted to use a closed Session.")
+            return unpack(
+                structure, execute(plan, path, feed_values, observers, deadline, threads, faster)
+            )
+        except RunCancelled as e:
+            raise cancelled_error(plan, path, e) from None
+        except KeyboardInterrupt as e:  # Ctrl-C, Jupyter's Interrupt: say where it stopped
+            note_interrupt(plan, path, e)
+            raise
+        finally:
+            while True:  # a cancel landing in the clean-up finds the run over: clean up again
+                try:
+                    self._left_run(token)
+                    break
+                except RunCancelled:
+                    continue
+
+    def _left_run(self, token: object) -> None:
+        """The run ``token`` ended: forget it; after a close, withdraw a cancel it has not seen
+        (each step can be repeated: a cancel may land anywhere in this, until the withdraw)."""
+        self._running.pop(token, None)
+        if self._closed:  # close() cancels under the lock: after it, nothing more comes
+            with self._run_lock:
+                withdraw(get_ident())
 
     def _plan(self, elements: list[Any], feed_tensors: Any, key: tuple) -> tuple[Plan, RunPath]:
         plan = build_plan(self.graph, elements, (), feed_tensors, self._bind)
@@ -277,9 +310,16 @@ class BaseSession:
     def close(self) -> None:
         """Release the session's variables, queues and plans; later runs raise RuntimeError.
 
-        Runs waiting on one of its queues end with CancelledError.
+        Runs in flight in other threads end with CancelledError, within a wait slice or
+        at their next Python step (:mod:`flowbook.platform.cancel`); runs waiting on one of
+        its queues too.
         """
-        self._closed = True
+        with self._run_lock:
+            self._closed = True
+            me = threading.get_ident()
+            for tid in set(self._running.values()):
+                if tid != me:  # a close from inside a run (a hook) lets that run finish
+                    raise_in(tid, RunCancelled)
         _open.discard(self)
         for cell in list(self._cells.values()):
             cell.release("the session was closed")
