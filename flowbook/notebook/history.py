@@ -321,7 +321,7 @@ def answer_run(history: History, seq: Any) -> dict[str, Any]:
     >>> answer_run(History(), 3)
     {'history_run': {'seq': 3}}
     """
-    entry = history.get(int(seq)) if isinstance(seq, int | float) else None
+    entry = history.get(seq) if isinstance(seq, int) and not isinstance(seq, bool) else None
     return {"history_run": entry.state() if entry is not None else {"seq": seq}}
 
 

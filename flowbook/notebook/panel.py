@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from flowbook.framework.graph import get_default_graph
-from flowbook.notebook import live, rewrites
+from flowbook.notebook import live, messages, rewrites
 from flowbook.notebook.history import answer_run
 
 TARGET = "flowbook.graph"
@@ -58,13 +58,17 @@ class PanelView:
         rewrites.resend(self.hub, [self])  # the rewrite its widgets were sent, if any
 
     def _on_msg(self, msg: Any) -> None:
-        data = msg.get("content", {}).get("data", {}) if isinstance(msg, dict) else {}
-        if not isinstance(data, dict) or self.hub is None:
+        content = msg.get("content") if isinstance(msg, dict) else None
+        data = content.get("data") if isinstance(content, dict) else None
+        if self.hub is None:
             return
-        if data.get("action") == "history_run":
-            self.comm.send(answer_run(self.hub.history, data.get("seq")))
-        elif "action" in data:
-            message = self.hub.act(str(data["action"]), data.get("node"))
+        action = messages.read(data)
+        if isinstance(action, str):  # refused: the panel shows why
+            self.comm.send({"message": action})
+        elif action.kind == "history_run":
+            self.comm.send(answer_run(self.hub.history, action.seq))
+        else:
+            message = self.hub.act(action.kind, action.node)
             if message:
                 self.comm.send({"message": message})
 

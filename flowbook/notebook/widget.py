@@ -48,7 +48,7 @@ from IPython import get_ipython
 from IPython.display import display, update_display
 
 from flowbook.framework.graph import Graph, get_default_graph
-from flowbook.notebook import live, picture, rewrites
+from flowbook.notebook import live, messages, picture, rewrites
 from flowbook.notebook.history import answer_run, find_run, run_record
 from flowbook.profiling.optimized_plan import PlanRewrite
 
@@ -205,10 +205,13 @@ class GraphWidget(anywidget.AnyWidget):
         live.FLUSHER.flush_now()
 
     def _on_action(self, widget: Any, content: Any, buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("action") == "history_run":
-            self.send(answer_run(self.live.history, content.get("seq")))
-        elif isinstance(content, dict) and "action" in content:
-            message = self.live.act(content["action"], content.get("node") or self.selected)
+        action = messages.read(content)
+        if isinstance(action, str):  # refused: say why where the view shows messages
+            self.send({"message": action})
+        elif action.kind == "history_run":
+            self.send(answer_run(self.live.history, action.seq))
+        else:
+            message = self.live.act(action.kind, action.node or self.selected)
             if message:
                 self.stepper = {**self.stepper, "message": message}
 

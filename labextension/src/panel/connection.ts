@@ -146,7 +146,7 @@ export class Connection {
       if ('optimized' in data) {
         this.panel.view.setOptimized(data.optimized);
       }
-      if ('history_run' in data) {
+      if ('history_run' in data || 'message' in data) {
         this.panel.view.feed.receive(data);
       }
     };

@@ -138,9 +138,20 @@ export class RunHistory {
     }
   }
 
-  /** A message from the host: a kept run asked for ({history_run}) or one to replay ({replay}). */
+  /**
+   * A message from the host: a kept run asked for ({history_run}), one to replay
+   * ({replay}), or a line to show ({message}: a stepper action or request refused).
+   */
   message(msg: unknown): void {
-    const m = (msg ?? {}) as { history_run?: { seq?: unknown }; replay?: unknown; seconds?: unknown };
+    const m = (msg ?? {}) as {
+      history_run?: { seq?: unknown };
+      replay?: unknown;
+      seconds?: unknown;
+      message?: unknown;
+    };
+    if (typeof m.message === 'string') {
+      this.note.textContent = m.message.slice(0, 300);
+    }
     if (m.history_run) {
       const seq = m.history_run.seq;
       this.receive(typeof seq === 'number' ? seq : 0, normalizeKeptRun(m.history_run));
