@@ -6,7 +6,12 @@
 """
 
 from flowbook.graph_io.graph_def import read_graph_def, write_graph
-from flowbook.graph_io.tfrecord import TFRecordWriter, tf_record_iterator
+from flowbook.graph_io.tfrecord import (
+    TFRecordCompressionType,
+    TFRecordOptions,
+    TFRecordWriter,
+    tf_record_iterator,
+)
 from flowbook.ops.io.example_ops import (
     FixedLenFeature,
     SparseTensor,
@@ -20,6 +25,8 @@ from flowbook.platform import gfile
 __all__ = [
     "FixedLenFeature",
     "SparseTensor",
+    "TFRecordCompressionType",
+    "TFRecordOptions",
     "TFRecordWriter",
     "VarLenFeature",
     "decode_csv",

@@ -28,7 +28,15 @@ tasks), and all of them join one Dask scheduler:
   shuts them down.
 
 ``Server.create_local_server()`` starts an in-process ``LocalCluster`` with
-one worker, task ``/job:localhost/task:0``.  Dask is imported only here and
+one worker, task ``/job:localhost/task:0``.
+
+**Listeners** (``flowbook.distributed.security``): ``create_local_server``
+binds 127.0.0.1 only; a Server binds the host its ClusterSpec address names
+(a warning is logged once for a plain-TCP address beyond loopback), and
+the scheduler's dashboard listens on 127.0.0.1.  ``security=`` (a
+``distributed.security.Security`` or a dict of PEM paths ``ca_file``,
+``cert``, ``key``) turns on Dask's TLS: ``tls://`` addresses, a
+``dask://tls://host:port`` target, certificates required both ways.  Dask is imported only here and
 only when a Server starts.
 
     >>> host_task(ClusterSpec({"ps": ["h:1"], "worker": ["h:2", "h:3"]}))
@@ -45,6 +53,7 @@ import threading
 import time
 from typing import Any
 
+from flowbook.distributed import security as _sec
 from flowbook.distributed.cluster import ClusterSpec
 from flowbook.framework import errors
 
@@ -60,14 +69,18 @@ _LOOP: list[asyncio.AbstractEventLoop] = []  # this process's servers' event loo
 _EXPECTED: dict[str, set[str]] = {}  # scheduler address -> worker names the Servers expect
 
 
-def _tcp(address: str) -> str:
-    """``host:port``, ``dask://host:port`` or ``tcp://host:port`` as a Dask address."""
+def _tcp(address: str, protocol: str = "tcp") -> str:
+    """``host:port``, ``dask://host:port`` or ``tcp://host:port`` as a Dask address.
+
+    >>> _tcp("dask://h:1"), _tcp("h:1", "tls"), _tcp("dask://tls://h:1")
+    ('tcp://h:1', 'tls://h:1', 'tls://h:1')
+    """
     address = address[len("dask://") :] if address.startswith("dask://") else address
-    return address if "://" in address else "tcp://" + address
+    return address if "://" in address else f"{protocol}://{address}"
 
 
 def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = _tcp(address)[len("tcp://") :].rpartition(":")
+    host, _, port = _tcp(address).partition("://")[2].rpartition(":")
     return host.strip("[]"), int(port)
 
 
@@ -79,12 +92,14 @@ def host_task(cluster: ClusterSpec) -> tuple[str, int]:
     return cluster.tasks()[0]
 
 
-def scheduler_address(cluster: ClusterSpec, environ: Any = os.environ) -> tuple[str, bool]:
+def scheduler_address(
+    cluster: ClusterSpec, environ: Any = os.environ, protocol: str = "tcp"
+) -> tuple[str, bool]:
     """The scheduler's Dask address, and whether the host task must start it."""
     given = environ.get(SCHEDULER_ENV)
     if given:
-        return _tcp(given), False
-    return _tcp(cluster.task_address(*host_task(cluster))), True
+        return _tcp(given, protocol), False
+    return _tcp(cluster.task_address(*host_task(cluster)), protocol), True
 
 
 def _loop() -> asyncio.AbstractEventLoop:
@@ -194,11 +209,14 @@ class Server:
         protocol: str | None = None,
         config: Any = None,
         start: bool = True,
+        security: Any = None,
     ) -> None:
         self._cluster, self._job, self._task = _parse(server_or_cluster_def, job_name, task_index)
-        self._protocol = protocol or "dask"  # the transport: Dask's comms (tcp)
+        self._protocol = protocol or "dask"  # the transport: Dask's comms (tcp, or tls)
         self._config = config  # kept for sessions' defaults (flowbook's ConfigProto)
-        self._scheduler_address, self._hosts = scheduler_address(self._cluster)
+        self._security = _sec.make_security(security)  # flowbook's addition: Dask's TLS
+        comm = _sec.protocol_of(self._security)
+        self._scheduler_address, self._hosts = scheduler_address(self._cluster, protocol=comm)
         self._hosts = self._hosts and (self._job, self._task) == host_task(self._cluster)
         self._scheduler: Any = None  # the Dask scheduler, if this task hosts it
         self._worker: Any = None  # this task's Dask worker, once started
@@ -208,8 +226,9 @@ class Server:
 
     @property
     def target(self) -> str:
-        """What ``tf.Session(target)`` takes to run on this cluster: ``dask://host:port``."""
-        return "dask://" + self._scheduler_address[len("tcp://") :]
+        """What ``tf.Session(target)`` takes: ``dask://host:port`` (``dask://tls://...``)."""
+        address = self._scheduler_address
+        return "dask://" + (address[len("tcp://") :] if address.startswith("tcp://") else address)
 
     @property
     def server_def(self) -> Any:
@@ -228,14 +247,23 @@ class Server:
         names = {f"/job:{j}/task:{k}" for j, k in self._cluster.tasks()}
         with _LOCK:
             _EXPECTED.setdefault(self._scheduler_address, set()).update(names)
+        _sec.register(self._scheduler_address, self._security)
         _on_loop(self._start(), START_S + 5)
 
     async def _start(self) -> None:
         from distributed import Scheduler, Worker  # lazy: dask is an optional extra
 
         host, port = _host_port(self._cluster.task_address(self._job, self._task))
+        comm = _sec.protocol_of(self._security)
+        _sec.warn_if_exposed(f"{comm}://{host}:{port}", f"tf.train.Server /job:{self._job}")
         if self._hosts:
-            self._scheduler = await Scheduler(host=host, port=port, dashboard_address=":0")
+            self._scheduler = await Scheduler(
+                host=host,
+                port=port,
+                dashboard_address=_sec.DASHBOARD,
+                protocol=comm,
+                security=self._security,
+            )
             port = 0  # the scheduler has the task's address; its worker takes a free port
         self._worker = await Worker(
             self._scheduler_address,
@@ -245,6 +273,8 @@ class Server:
             port=port,
             death_timeout=START_S,
             memory_limit=0,
+            protocol=comm,
+            security=self._security,
         )
 
     def join(self) -> None:
@@ -275,29 +305,34 @@ class Server:
             await self._scheduler.close()
 
     @staticmethod
-    def create_local_server(config: Any = None, start: bool = True) -> Server:
+    def create_local_server(config: Any = None, start: bool = True, security: Any = None) -> Server:
         """A one-task cluster in this process (a Dask ``LocalCluster``): task
         ``/job:localhost/task:0``; ``tf.Session(server.target)`` runs on it.
+        Every listener is on 127.0.0.1; ``security=`` as for ``Server``.
         """
         from distributed import LocalCluster  # lazy: dask is an optional extra
 
+        sec = _sec.make_security(security)
         local = LocalCluster(
             n_workers=0,
             processes=False,
             threads_per_worker=1,
-            dashboard_address=":0",
-            host="127.0.0.1",
-            protocol="tcp://",
+            dashboard_address=_sec.DASHBOARD,
+            host=_sec.LOOPBACK,
+            protocol=_sec.protocol_of(sec) + "://",
+            security=sec,
         )
         local.worker_spec["/job:localhost/task:0"] = local.new_spec
         local.scale(1)
         local.wait_for_workers(1, timeout=START_S)
         address = next(iter(local.scheduler_info["workers"]))
         server = Server(
-            {"localhost": [address[len("tcp://") :]]}, "localhost", 0, config=config, start=False
+            {"localhost": [address.partition("://")[2]]}, "localhost", 0, config=config, start=False
         )
         server._local = local
         server._scheduler_address, server._hosts = local.scheduler_address, False
+        server._security = sec
+        _sec.register(local.scheduler_address, sec)
         return server
 
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from flowbook.distributed.cluster import ClusterSpec, task_name
+from flowbook.distributed.security import security_for
 from flowbook.distributed.server import TaskServer
 from flowbook.framework import errors
 
@@ -48,13 +49,17 @@ def client_for(target: Any) -> tuple[Any, bool]:
     if isinstance(target, str):  # "dask://host:port", or "dask://" + a full Dask address
         address = target[len("dask://") :]
         address = address if "://" in address else "tcp://" + address
-        return Client(address, direct_to_workers=True, set_as_default=False), True
+        security = security_for(address)  # a Server of this process's TLS, else Dask's config
+        client = Client(address, direct_to_workers=True, set_as_default=False, security=security)
+        return client, True
     if isinstance(target, Client):
         if target.direct_to_workers is None:
             target.direct_to_workers = True
         return target, False
     if hasattr(target, "scheduler_address"):  # a LocalCluster, SpecCluster...
-        return Client(target, direct_to_workers=True, set_as_default=False), True
+        security = getattr(target, "security", None) or security_for(target.scheduler_address)
+        client = Client(target, direct_to_workers=True, set_as_default=False, security=security)
+        return client, True
     raise TypeError(
         f"A cluster target is 'dask://host:port' or a distributed.Client, not {target!r}"
     )

@@ -6,10 +6,15 @@ The file-reading half shared by ``tf.data.TextLineDataset`` /
 each function opens one file and yields ``(key, record)`` pairs, the key
 being what a reader reports beside the record (the line number, or the
 record's byte offset).  ``compression_type`` is ``""``/None, ``"GZIP"`` or
-``"ZLIB"``, as in TensorFlow.  A TFRecord whose checksum is wrong, or which
-the file cuts short, is a ``DataLossError`` naming the file and the offset
-(``flowbook.graph_io.tfrecord.tf_record_iterator``, which TensorBoard uses to follow
-files still being written, stops quietly at a short record instead).
+``"ZLIB"``, as in TensorFlow, decompressed as it is read
+(``flowbook.graph_io.tfrecord.InflatingReader``: a damaged or cut stream is a
+``DataLossError``, and no more is inflated than is read).  TFRecords are
+parsed by ``flowbook.graph_io.tfrecord.read_record``, the one parser every
+reading path shares: a record whose checksum is wrong, which the file cuts
+short (anywhere in its framing), or whose length cannot be (more than an
+uncompressed file has left, more than the claims budget in a compressed
+stream) is a ``DataLossError`` naming the file and the offset, raised before
+anything is allocated for it.
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "a.txt")
@@ -21,18 +26,15 @@ files still being written, stops quietly at a short record instead).
 
 from __future__ import annotations
 
-import gzip
-import io
-import struct
-import zlib
+import os
 from collections.abc import Iterator
 from typing import IO, Any
 
 from flowbook.framework import errors
-from flowbook.graph_io.tfrecord import masked_crc32c
-from flowbook.platform.gfile import GFile
+from flowbook.graph_io.tfrecord import open_stream, read_record
 
 _HEADER = 12  # uint64 length + uint32 masked crc of it
+_FOOTER = 4  # uint32 masked crc of the data
 _COMPRESSIONS = ("", "GZIP", "ZLIB")
 
 
@@ -43,12 +45,7 @@ def open_records(path: Any, compression_type: str | None = None) -> IO[bytes]:
         raise errors.InvalidArgumentError(
             None, None, f"Unsupported compression_type {compression_type!r}: use '', GZIP or ZLIB"
         )
-    raw: IO[bytes] = GFile(path, "rb")._f()  # NotFoundError naming the path
-    if kind == "GZIP":
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
-    if kind == "ZLIB":
-        return io.BytesIO(zlib.decompress(raw.read()))
-    return raw
+    return open_stream(path, kind)  # NotFoundError naming the path
 
 
 def text_lines(
@@ -65,25 +62,19 @@ def text_lines(
 def tfrecords(path: Any, compression_type: str | None = None) -> Iterator[tuple[int, bytes]]:
     """``(offset, record)`` for each record of a TFRecord file; DataLossError when damaged."""
     name = str(path)
+    kind = (compression_type or "").upper()
     with open_records(path, compression_type) as f:
+        room = None  # a compressed stream's size is unknown
+        if not kind:
+            room = f.seek(0, os.SEEK_END)
+            f.seek(0)
         offset = 0
         while True:
-            header = f.read(_HEADER)
-            if not header:
+            data = read_record(f, name, offset, None if room is None else room - offset)
+            if data is None:
                 return
-            if len(header) < _HEADER:
-                raise _loss(name, offset, "truncated record header")
-            (length,) = struct.unpack("<Q", header[:8])
-            if struct.unpack("<I", header[8:])[0] != masked_crc32c(header[:8]):
-                raise _loss(name, offset, "the length's checksum does not match")
-            body = f.read(length + 4)
-            if len(body) < length + 4:
-                raise _loss(name, offset, f"truncated record (length {length})")
-            data = body[:length]
-            if struct.unpack("<I", body[length:])[0] != masked_crc32c(data):
-                raise _loss(name, offset, "the data's checksum does not match")
             yield offset, data
-            offset += _HEADER + length + 4
+            offset += _HEADER + len(data) + _FOOTER
 
 
 def fixed_length_records(
@@ -109,10 +100,6 @@ def fixed_length_records(
         )
     for start in range(0, len(body), record_bytes):
         yield header_bytes + start, body[start : start + record_bytes]
-
-
-def _loss(path: str, offset: int, what: str) -> errors.DataLossError:
-    return errors.DataLossError(None, None, f"{path}: corrupted record at offset {offset}: {what}")
 
 
 __all__ = ["fixed_length_records", "open_records", "text_lines", "tfrecords"]

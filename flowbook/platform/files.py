@@ -14,7 +14,13 @@ reader (or a later run) see half a file:
 2. **fsync, then** ``os.replace`` over the target, then fsync the directory
    so the rename itself survives a power cut.  Readers see the old file or
    the new one.
-3. **No temp file outlives its writer.**  Any exception (KeyboardInterrupt
+3. **A full disk is TensorFlow's error.**  When a write, the fsync or the
+   rename fails for want of space (``ENOSPC``, or ``EDQUOT``: a quota), the
+   temp file is removed, the previous file is left as it was, and
+   ``ResourceExhaustedError`` "no space left on device writing <path>" is
+   raised (the ``OSError`` as its ``__cause__``), as TensorFlow raises it.
+   Other ``OSError`` s propagate unchanged.
+4. **No temp file outlives its writer.**  Any exception (KeyboardInterrupt
    included) removes the temp file before it propagates.  A process killed
    outright (``kill -9``, a crashed kernel) cannot clean up, so every write
    first sweeps its directory for *stale* temp files and removes them.  A
@@ -44,6 +50,7 @@ unflushed tail, which TensorBoard's reader skips), so they do not come here.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import threading
@@ -51,9 +58,14 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from flowbook.framework import errors
+
 TEMP_SUFFIX = ".flowbook-tmp"  # every temp file of atomic_write ends so
 STALE_AFTER_S = 3600.0  # a temp file untouched this long is abandoned, whoever wrote it
 _NAME_ROOM = 100  # characters of the target's name kept in its temp file's name
+_DISK_FULL = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None
+)  # errnos that mean the file system has no room (for this user)
 
 _lock = threading.Lock()
 _writing: set[str] = set()  # absolute temp paths this process is writing now; never stale
@@ -193,9 +205,13 @@ def atomic_write(path: str | os.PathLike[str], content: Content) -> str:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in _DISK_FULL:
+            raise errors.ResourceExhaustedError(
+                None, None, f"no space left on device writing {path} ({e.strerror})"
+            ) from e
         raise
     finally:
         with _lock:
