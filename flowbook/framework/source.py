@@ -1,7 +1,8 @@
 """Where an op was created: the user's file or notebook cell and line.
 
 Every op records the first stack frame outside the flowbook package when it
-is built (``capture``, a few frame hops, cheap enough for every op).  The
+is built (``capture``, a few frame hops, cheap enough for every op): its file,
+line and function name (TF1's ``Operation.traceback`` is built from them).  The
 frame's filename is only turned into words when a message needs it
 (``Site.describe``): a notebook cell's file is shown as ``cell [4], line 2``
 using IPython's map from cell files to execution counts, anything else as
@@ -68,12 +69,13 @@ class Site:
     'model.py:12'
     """
 
-    __slots__ = ("cell", "file", "line")
+    __slots__ = ("cell", "file", "function", "line")
 
-    def __init__(self, file: str, line: int, cell: Any = None) -> None:
+    def __init__(self, file: str, line: int, cell: Any = None, function: str = "") -> None:
         self.file = file  # the code's filename (a temporary file for a notebook cell)
         self.line = line  # 1-based line within that file or cell
         self.cell = cell  # the Cell run that created it, when the notebook extension runs
+        self.function = function  # the enclosing function's name ("<module>" at top level)
 
     def execution_count(self) -> int | None:
         """The ``In [n]`` number of the cell this site is in, if it is a cell."""
@@ -154,7 +156,8 @@ def capture(skip: int = 1) -> Site:
         frame = frame.f_back
     if frame is None:
         return UNKNOWN
-    return Site(frame.f_code.co_filename, frame.f_lineno, current_cell)
+    code = frame.f_code
+    return Site(code.co_filename, frame.f_lineno, current_cell, code.co_name)
 
 
 def _short(path: str) -> str:

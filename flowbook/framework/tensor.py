@@ -21,6 +21,7 @@ sessions' cached plans holding the op are dropped.  Python operators on tensors 
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from flowbook.framework import hooks
@@ -89,6 +90,37 @@ class Operation:
     def op_def(self) -> OpDef:
         """The registry entry of this op's type."""
         return self._opdef
+
+    @property
+    def node_def(self) -> Any:
+        """This op as TensorFlow's ``NodeDef`` message, as ``Graph.as_graph_def()`` writes it.
+
+        A fresh copy each time (editing it leaves the graph as it is).
+
+        >>> import flowbook as fb
+        >>> with fb.Graph().as_default():
+        ...     c = fb.constant(1.0, name="c")
+        >>> c.op.node_def.op, c.op.node_def.attr["dtype"].type
+        ('Const', 1)
+        """
+        message = _node_defs(self.graph)[self.name]
+        copy = type(message)()
+        copy.CopyFrom(message)
+        return copy
+
+    @property
+    def traceback(self) -> list[tuple[str, int, str, str]]:
+        """TF1's ``Operation.traceback``: (file, line, function, source line) of the user
+        code that made the op; flowbook records its innermost frame outside flowbook only.
+
+        >>> import flowbook as fb
+        >>> with fb.Graph().as_default():
+        ...     op = fb.no_op()
+        >>> [(line > 0, function) for _, line, function, _ in op.traceback]
+        [(True, '<module>')]
+        """
+        site = self.site
+        return [(site.file, site.line, site.function, site.source_line())]
 
     def get_attr(self, name: str) -> Any:
         """The value of one attr; ValueError names the op if it has none."""
@@ -166,6 +198,20 @@ class Operation:
         spec = device if isinstance(device, DeviceSpec) else DeviceSpec.from_string(device or "")
         self.device = spec.to_string()
         self.graph._changed([self], placement=True)
+
+
+_NODE_DEFS: weakref.WeakKeyDictionary[Any, tuple[int, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)  # graph -> (its version, op name -> NodeDef), rebuilt when the graph changes
+
+
+def _node_defs(graph: Graph) -> dict[str, Any]:
+    """The NodeDef of every op of ``graph`` by name, from its GraphDef (cached per version)."""
+    cached = _NODE_DEFS.get(graph)
+    if cached is None or cached[0] != graph.version:
+        nodes = {node.name: node for node in hooks.as_graph_def(graph, None, False).node}
+        cached = _NODE_DEFS[graph] = (graph.version, nodes)
+    return cached[1]
 
 
 class Tensor:

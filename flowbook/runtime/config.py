@@ -1,6 +1,11 @@
 """Run and session options with TensorFlow 1's names: ConfigProto (GraphOptions,
 OptimizerOptions), RunOptions, RunMetadata.
 
+Each is a dataclass with the fields of TensorFlow's message that flowbook reads
+(and a few of its own, such as ``check_numerics``); :class:`ProtoView` gives it
+the message's face: ``to_proto()``, ``SerializeToString()`` and a text-format
+``str``, so the bytes parse in TensorFlow and TensorBoard.
+
 >>> import flowbook as fb
 >>> fb.RunOptions(timeout_in_ms=500).timeout_in_ms
 500
@@ -11,12 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowbook.runtime.proto_view import ProtoView
 from flowbook.runtime.step_stats import StepStats
 
 
 @dataclass
-class GPUOptions:
+class GPUOptions(ProtoView):
     """GPU memory options (used once the GPU device exists)."""
+
+    _PROTO = ("config_pb2", "GPUOptions")
 
     allow_growth: bool = False
     per_process_gpu_memory_fraction: float = 0.0
@@ -24,7 +32,7 @@ class GPUOptions:
 
 
 @dataclass
-class OptimizerOptions:
+class OptimizerOptions(ProtoView):
     """Which graph-optimiser passes run (``flowbook.runtime.optimize.optimizer``), with TensorFlow 1's names.
 
     ``opt_level`` ``L1`` (the default) runs constant folding, common
@@ -37,6 +45,8 @@ class OptimizerOptions:
     -1
     """
 
+    _PROTO = ("config_pb2", "OptimizerOptions")
+
     L1 = 0  # the default level: every pass
     L0 = -1  # no pass, unless a do_* flag asks for it
     DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2  # global_jit_level values
@@ -48,7 +58,7 @@ class OptimizerOptions:
 
 
 @dataclass
-class RewriterConfig:
+class RewriterConfig(ProtoView):
     """Grappler's rewriter options, of which flowbook reads ``memory_optimization``.
 
     ``NO_MEM_OPT`` turns off the memory plan's buffer reuse
@@ -59,18 +69,22 @@ class RewriterConfig:
     1
     """
 
+    _PROTO = ("rewriter_config_pb2", "RewriterConfig")
+
     DEFAULT_MEM_OPT, NO_MEM_OPT, MANUAL, HEURISTICS = 0, 1, 2, 3  # TensorFlow's values
 
     memory_optimization: int = 0
 
 
 @dataclass
-class GraphOptions:
+class GraphOptions(ProtoView):
     """Graph options of a session; ``optimizer_options`` is the one flowbook reads.
 
     >>> GraphOptions().optimizer_options.opt_level
     0
     """
+
+    _PROTO = ("config_pb2", "GraphOptions")
 
     optimizer_options: OptimizerOptions = field(default_factory=OptimizerOptions)
     rewrite_options: RewriterConfig = field(default_factory=RewriterConfig)  # memory_optimization
@@ -80,7 +94,7 @@ class GraphOptions:
 
 
 @dataclass
-class ConfigProto:
+class ConfigProto(ProtoView):
     """Session configuration.
 
     ``inter_op_parallelism_threads`` bounds how many heavy kernels of one run
@@ -91,6 +105,8 @@ class ConfigProto:
     >>> ConfigProto(allow_soft_placement=True).allow_soft_placement
     True
     """
+
+    _PROTO = ("config_pb2", "ConfigProto")
 
     allow_soft_placement: bool = False
     log_device_placement: bool = False
@@ -105,12 +121,14 @@ class ConfigProto:
 
 
 @dataclass
-class RunOptions:
+class RunOptions(ProtoView):
     """Options for one ``Session.run``: a deadline, the trace level, the NaN guard.
 
     >>> RunOptions.FULL_TRACE
     3
     """
+
+    _PROTO = ("config_pb2", "RunOptions")
 
     NO_TRACE = 0
     SOFTWARE_TRACE = 1
@@ -124,8 +142,10 @@ class RunOptions:
 
 
 @dataclass
-class RunMetadata:
+class RunMetadata(ProtoView):
     """What a run reports back when asked (per-node step stats when traced)."""
+
+    _PROTO = ("config_pb2", "RunMetadata")
 
     step_stats: StepStats = field(default_factory=StepStats)
     partition_graphs: list[Any] = field(default_factory=list)

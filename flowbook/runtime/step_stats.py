@@ -3,7 +3,9 @@
 A traced run (``RunOptions(trace_level=FULL_TRACE)``) fills
 ``RunMetadata.step_stats``: one ``DeviceStepStats`` per device, each with one
 ``NodeExecStats`` per executed op, field names as in TensorFlow's
-``step_stats.proto`` so TF1 code that reads them runs unchanged.  Times are
+``step_stats.proto`` so TF1 code that reads them runs unchanged; each turns into
+TensorFlow's message on demand (``to_proto()``, ``SerializeToString()``, see
+``flowbook.runtime.proto_view``).  Times are
 microseconds: ``all_start_micros`` since the epoch, the others relative to it.
 A queue op that waited (for an element, for room) starts with its wait: its
 kernel starts ``op_start_rel_micros`` later, when the wait ended.
@@ -17,31 +19,52 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowbook.graph_io.graph_def import DT_ENUM
+from flowbook.runtime.proto_view import ProtoView
+
 
 @dataclass
-class AllocationDescription:
+class AllocationDescription(ProtoView):
+    _PROTO = ("allocation_description_pb2", "AllocationDescription")
+
     requested_bytes: int = 0
     allocated_bytes: int = 0
 
 
 @dataclass
-class TensorDescription:
+class TensorDescription(ProtoView):
+    _PROTO = ("tensor_description_pb2", "TensorDescription")
+
     dtype: str = ""
     shape: list[int] = field(default_factory=list)
     allocation_description: AllocationDescription = field(default_factory=AllocationDescription)
 
+    def _fill(self, message: Any) -> None:
+        """TensorFlow's form: the dtype as its enum, the shape as a ``TensorShapeProto``.
+
+        >>> TensorDescription("float32", [2, -1]).to_proto().shape.dim[1].size
+        -1
+        """
+        message.dtype = DT_ENUM.get(self.dtype, 0)
+        message.shape.dim.extend(message.shape.Dim(size=d) for d in self.shape)
+        self.allocation_description._fill(message.allocation_description)
+
 
 @dataclass
-class NodeOutput:
+class NodeOutput(ProtoView):
+    _PROTO = ("step_stats_pb2", "NodeOutput")
+
     slot: int = 0
     tensor_description: TensorDescription = field(default_factory=TensorDescription)
 
 
 @dataclass
-class AllocatorMemoryUsed:
+class AllocatorMemoryUsed(ProtoView):
     """Memory one op's run held, TF's ``AllocatorMemoryUsed``: ``total_bytes`` its outputs,
     ``peak_bytes`` the run's live values while it ran, ``live_bytes`` after its inputs' last
     reads were freed (``flowbook.runtime.memory_plan.live_bytes``)."""
+
+    _PROTO = ("step_stats_pb2", "AllocatorMemoryUsed")
 
     allocator_name: str = ""
     total_bytes: int = 0
@@ -50,8 +73,10 @@ class AllocatorMemoryUsed:
 
 
 @dataclass
-class NodeExecStats:
+class NodeExecStats(ProtoView):
     """One executed op: when it was scheduled, ran and finished, on which thread."""
+
+    _PROTO = ("step_stats_pb2", "NodeExecStats")
 
     node_name: str = ""
     all_start_micros: int = 0  # the op's start (a queue op that waited: its wait's), epoch µs
@@ -70,13 +95,17 @@ class NodeExecStats:
 
 
 @dataclass
-class DeviceStepStats:
+class DeviceStepStats(ProtoView):
+    _PROTO = ("step_stats_pb2", "DeviceStepStats")
+
     device: str = ""
     node_stats: list[NodeExecStats] = field(default_factory=list)
 
 
 @dataclass
-class StepStats:
+class StepStats(ProtoView):
+    _PROTO = ("step_stats_pb2", "StepStats")
+
     dev_stats: list[DeviceStepStats] = field(default_factory=list)
 
 

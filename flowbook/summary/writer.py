@@ -207,6 +207,24 @@ class FileWriter:
             event.step = int(global_step)
         self.add_event(event)
 
+    def add_run_metadata(self, run_metadata: Any, tag: str, global_step: int | None = None):
+        """Write a traced run's ``RunMetadata`` under ``tag`` (TensorBoard's graph tab shows
+        its step stats for that tag).
+
+        >>> import tempfile
+        >>> from flowbook.runtime.config import RunMetadata
+        >>> with FileWriter(tempfile.mkdtemp()) as w:
+        ...     w.add_run_metadata(RunMetadata(), "step1", global_step=1)
+        """
+        from tensorboard.compat.proto import event_pb2  # lazy: tensorboard is slow to import
+
+        event = event_pb2.Event(wall_time=time.time())
+        event.tagged_run_metadata.tag = tag
+        event.tagged_run_metadata.run_metadata = run_metadata.SerializeToString()
+        if global_step is not None:
+            event.step = int(global_step)
+        self.add_event(event)
+
     def add_session_log(self, session_log: Any, global_step: int | None = None) -> None:
         from tensorboard.compat.proto import event_pb2  # lazy: tensorboard is slow to import
 
