@@ -78,6 +78,9 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
         "the live graph (and its watcher) load only when the extension does, in a notebook"
     ),
     ("flowbook.notebook.extension", "flowbook.notebook.panel"): "as above: notebook only",
+    ("flowbook.graph_io.graph_def", "flowbook.graph_io.tf_control_flow"): (
+        "TensorFlow's form of control-flow nodes, used by the export; it imports graph_def"
+    ),
     ("flowbook.notebook.extension", "flowbook.tf1"): (
         "%flowbook_as_tensorflow: flowbook.tf1 imports the flowbook package, which imports us"
     ),

@@ -17,6 +17,14 @@ polymorphic type attrs (``T``, ``Tidx``...); each op's row says which attr
 takes the dtype of which input (``OpDef.type_attrs``), so TensorFlow's
 importer accepts the file; its output count (``num_outputs``) and the kinds
 of attrs whose names mislead (``attr_kinds``) come from the row too.
+Control-flow and stack nodes are then put in TensorFlow's exact form
+(``Merge``'s ``N``, no ``T`` where TF's op has none, the loop gradient's
+stacks as ``StackV2`` on resource handles): ``flowbook.graph_io.tf_control_flow``.
+
+Before an import, a GraphDef in TensorFlow 2's functional form (``While``,
+``If``, calls, bodies in its ``library``) is lowered to TensorFlow 1's frames
+(``flowbook.graph_io.function_lowering``), and the stacks flowbook's export
+rewrote are put back as flowbook's ops.
 
 Import (:func:`import_graph_def`) is in three steps, and only the last one
 touches the caller's graph:
@@ -249,11 +257,18 @@ def to_graph_def(graph: Any) -> Any:
     >>> [(n.name, n.op, list(n.input)) for n in to_graph_def(g).node][-1]
     ('mul', 'Mul', ['a', 'mul/y'])
     """
+    from flowbook.graph_io import tf_control_flow  # lazy: it imports this module
+
     _, graph_pb2, _, _ = _pb()
     gd = graph_pb2.GraphDef()
     gd.versions.producer = 27  # TF 1.x era GraphDef version
-    for op in graph.get_operations():
-        _node_def(op, gd.node.add())
+    ops = graph.get_operations()
+    handles = tf_control_flow.handle_tensors(ops)  # stack handles: DT_RESOURCE to TensorFlow
+    taken = {op.name for op in ops}
+    for op in ops:
+        node = gd.node.add()
+        _node_def(op, node)
+        tf_control_flow.to_tf_form(op, node, gd, handles, taken)
     return gd
 
 

@@ -30,6 +30,8 @@ from flowbook.framework.graph import Graph, get_default_graph
 from flowbook.framework.limits import check_claim
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.graph_io import graph_def as gdef
+from flowbook.graph_io import tf_control_flow
+from flowbook.graph_io.function_lowering import lower_functions
 
 _VAL_FIELDS = (
     "float_val",
@@ -341,7 +343,8 @@ def import_graph_def(
     ...     print(t.name, fb.Session().run(t))
     import/mul:0 6.0
     """
-    gd = gdef.parse_graph_def(graph_def)
+    gd = lower_functions(gdef.parse_graph_def(graph_def))  # While/If/calls: v1 frames
+    gd = tf_control_flow.from_tf_form(gd)  # flowbook's own stacks back as flowbook's ops
     graph = get_default_graph()
     imap: dict[str, Tensor] = {}
     for key, t in (input_map or {}).items():
