@@ -277,6 +277,7 @@ _LAZY = {  # (tf.tuple and tf.bool shadow the builtins here: no annotation)
     "datasets": ("flowbook.data.datasets", None), "train": ("flowbook.train", None),
     "test": ("flowbook.test_util", None), "gradient_checker": ("flowbook.autodiff.gradient_checker", None),
     "summary": ("flowbook.summary", None), "test_util": ("flowbook.test_util", None),
+    "saved_model": ("flowbook.train.saved_model", None),
     "live_plots": ("flowbook.summary.live_plots", None),
     **{n: ("flowbook.summary", n) for n in (
         "histogram_summary", "merge_all_summaries", "merge_summary", "scalar_summary")},

@@ -101,6 +101,7 @@ from flowbook.train.learning_rate_decay import (
     piecewise_constant_decay,
     polynomial_decay,
 )
+from flowbook.train.meta_graph import export_meta_graph, import_meta_graph
 from flowbook.train.momentum import MomentumOptimizer
 from flowbook.train.monitored_session import (
     ChiefSessionCreator,
@@ -210,12 +211,14 @@ __all__ = [
     "cosine_decay_restarts",
     "create_global_step",
     "exponential_decay",
+    "export_meta_graph",
     "generate_checkpoint_state_proto",
     "get_checkpoint_mtimes",
     "get_checkpoint_state",
     "get_global_step",
     "get_or_create_global_step",
     "global_step",
+    "import_meta_graph",
     "init_from_checkpoint",
     "input_producer",
     "inverse_time_decay",

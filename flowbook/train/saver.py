@@ -23,6 +23,16 @@ State, per Saver:
 ``_feeds``: {checkpoint name: its placeholder}; ``_restore_op``: the group;
 ``_last_checkpoints``: [(prefix, time saved)], oldest first, at most max_to_keep.
 
+TensorFlow's own saving ops are built too (format V2), under the names TF1
+gives them, for a graph that TensorFlow (or flowbook) imports from a MetaGraph:
+``save/Const`` (the filename, a ``PlaceholderWithDefault``), ``save/SaveV2``
+and ``save/control_dependency``, ``save/RestoreV2`` and one ``Assign`` per
+variable grouped into ``save/restore_all`` (the fed group above is then
+``save/restore_fed``).  :meth:`Saver.as_saver_def` names them in a ``SaverDef``,
+and ``save`` writes ``<prefix>.meta`` with it (``write_meta_graph=False``: not).
+A Saver made from a ``SaverDef`` (``tf.train.import_meta_graph`` makes one)
+runs the graph's ops by those names instead, as TensorFlow does.
+
     >>> import os, tempfile, flowbook as fb
     >>> d = tempfile.mkdtemp()
     >>> with fb.Graph().as_default():
@@ -52,12 +62,53 @@ from flowbook.framework.errors import InvalidArgumentError, NotFoundError
 from flowbook.framework.graph import GraphKeys, get_default_graph
 from flowbook.framework.tensor import Operation, Tensor
 from flowbook.framework.tensor_shape import compatible, fmt, num_elements
-from flowbook.ops.array.constant_op import placeholder
+from flowbook.graph_io import meta_graph
+from flowbook.ops._builder import make, make1
+from flowbook.ops.array.constant_op import constant, placeholder
+from flowbook.ops.array.placeholder_ops import placeholder_with_default
 from flowbook.ops.control_flow.control_flow_ops import group
+from flowbook.ops.io.save_restore_ops import lend_bundle_io
 from flowbook.ops.state import state_ops
 from flowbook.train import checkpoint_management as cm
 from flowbook.train import training_util
 from flowbook.train.checkpoint_utils import read_checkpoint, write_checkpoint
+from flowbook.train.tensor_bundle import read_bundle, write_bundle
+
+lend_bundle_io(read_bundle, write_bundle)  # the SaveV2/RestoreV2 kernels read and write bundles
+
+
+def _saver_pb() -> Any:
+    from tensorboard.compat.proto import saver_pb2  # slow to import: on first use
+
+    return saver_pb2
+
+
+def _tf_save_ops(variables: dict[str, Tensor]) -> tuple[Tensor, Tensor, Operation]:
+    """TF1's save and restore ops for ``variables`` in the current name scope:
+    (filename tensor, save tensor, restore op)."""
+    names, refs = list(variables), list(variables.values())
+    filename = placeholder_with_default(
+        constant("model", name="filename/input"), shape=(), name="filename"
+    )
+    filename = placeholder_with_default(filename, shape=(), name="Const")
+    dtypes = [r.dtype for r in refs]
+    specs = [
+        constant(names, name="SaveV2/tensor_names"),
+        constant([""] * len(names), name="SaveV2/shape_and_slices"),
+    ]
+    save = make("SaveV2", (filename, *specs, *refs), {"dtypes": dtypes}, name="SaveV2")
+    with get_default_graph().control_dependencies([save]):
+        saved = make1("Identity", (filename,), name="control_dependency")
+    specs = [
+        constant(names, name="RestoreV2/tensor_names"),
+        constant([""] * len(names), name="RestoreV2/shape_and_slices"),
+    ]
+    restored = make("RestoreV2", (filename, *specs), {"dtypes": dtypes}, name="RestoreV2").outputs
+    assigns = [
+        state_ops.assign(ref, value, validate_shape=ref._shape is not None, name="Assign").op
+        for ref, value in zip(refs, restored)
+    ]
+    return filename, saved, group(*assigns, name="restore_all")
 
 
 def _name_of(v: Any) -> str:
@@ -107,8 +158,14 @@ class Saver:
         save_relative_paths: bool = False,
         filename: str | None = None,
     ) -> None:
-        if saver_def is not None or builder is not None:
-            raise NotImplementedError("flowbook's Saver takes no saver_def or builder")
+        if builder is not None:
+            raise NotImplementedError("flowbook's Saver takes no builder")
+        self._saver_def = saver_def  # given: save and restore run the graph's ops it names
+        if saver_def is not None:
+            max_to_keep = saver_def.max_to_keep
+            keep_checkpoint_every_n_hours = saver_def.keep_checkpoint_every_n_hours or 10000.0
+            write_version = saver_def.version or 2
+            sharded = saver_def.sharded
         self._var_list = var_list  # as given; read when the restore ops are built
         self._reshape = reshape  # restore a value of another shape with as many elements
         self._max_to_keep = max_to_keep  # checkpoints kept on disk; None or 0 keeps all
@@ -125,12 +182,17 @@ class Saver:
         self._vars: dict[str, Tensor] | None = None  # set by build()
         self._feeds: dict[str, Tensor] = {}
         self._restore_op: Operation | None = None
+        self._sharded = sharded
+        self._tf_ops: tuple[Tensor, Tensor, Operation] | None = None  # TF1's save/restore ops
         if not defer_build:
             self.build()
 
     def build(self) -> None:
         """Build the restore ops (done at construction unless ``defer_build``)."""
         if self._vars is not None:
+            return
+        if self._saver_def is not None:
+            self._vars = {}
             return
         variables = _var_map(self._var_list, self._graph)
         if variables:
@@ -150,8 +212,68 @@ class Saver:
                 known = ref._shape is not None and None not in ref._shape
                 assigns.append(state_ops.assign(ref, ph, validate_shape=known).op)
                 self._feeds[name] = ph
-            self._restore_op = group(*assigns, name="restore_all")
+            self._restore_op = group(*assigns, name="restore_fed")
+            if variables and self._write_version == 2:
+                self._tf_ops = _tf_save_ops(variables)
         self._vars = variables
+
+    # ----------------------------------------------------------- SaverDef
+    def as_saver_def(self) -> Any:
+        """The ``SaverDef`` message naming this Saver's filename tensor, save tensor and
+        restore op (TF1's names: ``save/Const:0``, ``save/control_dependency:0``,
+        ``save/restore_all``), as a MetaGraph stores it.
+
+        >>> import flowbook as fb
+        >>> with fb.Graph().as_default():
+        ...     _ = fb.Variable(1.0, name="w")
+        ...     fb.train.Saver().as_saver_def().restore_op_name
+        'save/restore_all'
+        """
+        self.build()
+        if self._saver_def is not None:
+            return self._saver_def
+        pb = _saver_pb()
+        proto = pb.SaverDef(
+            max_to_keep=self._max_to_keep or 0,
+            sharded=bool(self._sharded),
+            keep_checkpoint_every_n_hours=self._keep_every_s / 3600.0,
+            version=pb.SaverDef.V2 if self._write_version == 2 else pb.SaverDef.V1,
+        )
+        if self._tf_ops is not None:
+            filename, saved, restore = self._tf_ops
+            proto.filename_tensor_name = filename.name
+            proto.save_tensor_name = saved.name
+            proto.restore_op_name = restore.name
+        return proto
+
+    @property
+    def saver_def(self) -> Any:
+        """:meth:`as_saver_def`."""
+        return self.as_saver_def()
+
+    def export_meta_graph(
+        self,
+        filename: str | None = None,
+        collection_list: list[str] | None = None,
+        as_text: bool = False,
+        export_scope: str | None = None,
+        clear_devices: bool = False,
+        clear_extraneous_savers: bool = False,
+        strip_default_attrs: bool = False,
+        save_debug_info: bool = False,
+    ) -> Any:
+        """Write (when ``filename`` is given) and return the graph's ``MetaGraphDef``,
+        with this Saver's ``SaverDef``."""
+        proto = meta_graph.build_meta_graph_def(
+            self._graph,
+            saver_def=self.as_saver_def(),
+            collection_list=collection_list,
+            export_scope=export_scope,
+            clear_devices=clear_devices,
+        )
+        if filename:
+            meta_graph.write_meta_graph_def(proto, filename, as_text=as_text)
+        return proto
 
     # --------------------------------------------------------------- saving
     def save(
@@ -169,7 +291,8 @@ class Saver:
         """Save the variables' values in ``sess``; returns the checkpoint prefix written.
 
         With ``global_step`` (an int, or a variable/tensor run in ``sess``) the
-        prefix is ``save_path-<step>``.  No ``.meta`` graph file is written.
+        prefix is ``save_path-<step>``.  With ``write_meta_graph`` (on, as in TF1) the graph
+        goes to ``<prefix>.<meta_graph_suffix>`` too, which ``import_meta_graph`` reads.
         """
         self.build()
         self._check_session(sess)
@@ -189,10 +312,9 @@ class Saver:
         parent = os.path.dirname(save_path)
         if not os.path.isdir(parent or "."):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
-        assert self._vars is not None
-        names = list(self._vars)
-        values = sess.run([self._vars[n] for n in names]) if names else []
-        write_checkpoint(prefix, dict(zip(names, values)), write_version=self._write_version)
+        self._write(sess, prefix)
+        if write_meta_graph:
+            self.export_meta_graph(f"{prefix}.{meta_graph_suffix}")
         if write_state:
             self._record(prefix)
             cm.update_checkpoint_state(
@@ -200,6 +322,16 @@ class Saver:
             )
             self._delete_old()
         return prefix
+
+    def _write(self, sess: Any, prefix: str) -> None:
+        if self._saver_def is not None:  # the graph's own save op, as TensorFlow runs it
+            sd = self._saver_def
+            sess.run(sd.save_tensor_name, {sd.filename_tensor_name: prefix})
+            return
+        assert self._vars is not None
+        names = list(self._vars)
+        values = sess.run([self._vars[n] for n in names]) if names else []
+        write_checkpoint(prefix, dict(zip(names, values)), write_version=self._write_version)
 
     def _record(self, prefix: str) -> None:
         if not self._max_to_keep:
@@ -252,6 +384,10 @@ class Saver:
         save_path = os.fspath(save_path)
         if not cm.checkpoint_exists(save_path):
             raise ValueError(f"The passed save_path is not a valid checkpoint: {save_path}")
+        if self._saver_def is not None:  # the graph's own restore op, as TensorFlow runs it
+            sd = self._saver_def
+            sess.run(sd.restore_op_name, {sd.filename_tensor_name: save_path})
+            return
         feed = self._validated_feed(read_checkpoint(save_path), save_path)
         if feed:
             sess.run(self._restore_op, feed_dict=feed)

@@ -63,7 +63,7 @@ def _temps(d) -> list[str]:
         n
         for n in os.listdir(d)
         if n != "checkpoint"
-        and not re.fullmatch(r"model\.ckpt-\d+\.(npz|index|data-\d{5}-of-\d{5})", n)
+        and not re.fullmatch(r"model\.ckpt-\d+\.(npz|index|meta|data-\d{5}-of-\d{5})", n)
     ]
     assert all(files.is_temp_name(n) for n in stray), stray
     return sorted(stray)

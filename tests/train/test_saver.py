@@ -87,8 +87,10 @@ def test_checkpoint_state_file_and_max_to_keep(tmp_path):
         "checkpoint",
         "model.ckpt-3.data-00000-of-00001",
         "model.ckpt-3.index",
+        "model.ckpt-3.meta",
         "model.ckpt-4.data-00000-of-00001",
         "model.ckpt-4.index",
+        "model.ckpt-4.meta",
     ]
     assert saver.last_checkpoints == paths[2:]
     text = (tmp_path / "checkpoint").read_text()
@@ -130,7 +132,7 @@ def test_write_version_v1_file_is_npz_without_pickle(tmp_path):
         sess.run(fb.global_variables_initializer())
         saver = train.Saver(write_version=train.SaverDef.V1)
         path = saver.save(sess, str(tmp_path / "model.ckpt"))
-    assert _files(tmp_path) == ["checkpoint", "model.ckpt.npz"]
+    assert _files(tmp_path) == ["checkpoint", "model.ckpt.meta", "model.ckpt.npz"]
     with np.load(path + ".npz", allow_pickle=False) as archive:
         index = json.loads(bytes(archive["__index__"]).decode())
         by_name = {e["name"]: archive[e["key"]] for e in index["variables"]}
@@ -336,6 +338,7 @@ def test_default_files_are_tensorflows_v2(tmp_path):
         "checkpoint",
         "model.ckpt-7.data-00000-of-00001",
         "model.ckpt-7.index",
+        "model.ckpt-7.meta",  # the graph, as TF1's Saver writes it
     ]
     r = read_bundle(path)
     assert r.keys() == ["W", "b"] and r.dtype("b").name == "float32"
@@ -372,8 +375,8 @@ def test_v1_and_v2_saves_replace_each_other(tmp_path):
         train.Saver(write_version=train.SaverDef.V1).save(sess, prefix)
         sess.run(w.assign(np.ones((2, 3), F)))
         train.Saver().save(sess, prefix)
-        assert _files(tmp_path) == ["checkpoint", "m.data-00000-of-00001", "m.index"]
+        assert _files(tmp_path) == ["checkpoint", "m.data-00000-of-00001", "m.index", "m.meta"]
         sess.run(w.assign(np.full((2, 3), 2, F)))
         train.Saver(write_version=train.SaverDef.V1).save(sess, prefix)
-        assert _files(tmp_path) == ["checkpoint", "m.npz"]
+        assert _files(tmp_path) == ["checkpoint", "m.meta", "m.npz"]
     assert train.load_variable(prefix, "W").tolist() == [[2.0] * 3] * 2
