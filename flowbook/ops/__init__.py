@@ -21,6 +21,7 @@ from flowbook.ops.control_flow import (
     control_flow,  # noqa: F401  (importing registers the ops)
     control_flow_ops,  # noqa: F401  (importing registers the ops)
     control_flow_prims,  # noqa: F401  (importing registers the ops)
+    resource_stack_ops,  # noqa: F401  (importing registers the ops)
     stack_ops,  # noqa: F401  (importing registers the ops)
     tensor_array,  # noqa: F401  (importing registers the ops)
 )
@@ -32,9 +33,11 @@ from flowbook.ops.debugging import (
 from flowbook.ops.io import (
     example_ops,  # noqa: F401  (importing registers the ops)
     iterator_ops,  # noqa: F401  (importing registers the ops)
+    media_summary_ops,  # noqa: F401  (importing registers the ops)
     parsing_ops,  # noqa: F401  (importing registers the ops)
     queue_ops,  # noqa: F401  (importing registers the ops)
     reader_ops,  # noqa: F401  (importing registers the ops)
+    save_restore_ops,  # noqa: F401  (importing registers the ops)
     summary_ops,  # noqa: F401  (importing registers the ops)
 )
 from flowbook.ops.linalg import (
@@ -44,6 +47,7 @@ from flowbook.ops.linalg import (
 )
 from flowbook.ops.math import (
     counting_ops,  # noqa: F401  (importing registers the ops)
+    cwise_grad_ops,  # noqa: F401  (importing registers the ops)
     fft_ops,  # noqa: F401  (importing registers the ops)
     math_ops,  # noqa: F401  (importing registers the ops)
     scan_ops,  # noqa: F401  (importing registers the ops)
@@ -73,6 +77,7 @@ from flowbook.ops.sparse import (
 )
 from flowbook.ops.state import (
     accumulator_ops,  # noqa: F401  (importing registers the ops)
+    resource_variable_ops,  # noqa: F401  (importing registers the ops)
     scatter_ops,  # noqa: F401  (importing registers the ops)
     state_ops,  # noqa: F401  (importing registers the ops)
     training_ops,  # noqa: F401  (importing registers the ops)

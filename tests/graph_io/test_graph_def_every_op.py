@@ -348,11 +348,52 @@ def every_op():
     tf.nn.uniform_candidate_sampler([[1, 2]], 2, 3, False, 5)
     data_ops()
     compat_tail_ops(x, v)
+    newer_ops(x)
     feed = {
         "x:0": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
         "n:0": np.ones((2, 3), np.int32),
     }
     return feed, grads[0].name
+
+
+def resource_ops():
+    """TensorFlow 2's resource variables and the StackV2 family (as TF's GraphDefs hold them)."""
+    from flowbook.ops._builder import make, make1
+
+    g = tf.get_default_graph()
+    h = make1("VarHandleOp", (), {"dtype": tf.float32, "shape": (2,), "shared_name": "rv"})
+    init = make("AssignVariableOp", (h, tf.constant([1.0, 2.0])), {"dtype": tf.float32})
+    with tf.control_dependencies([init]):
+        read = make1("ReadVariableOp", (h,), {"dtype": tf.float32})
+    for kind in ("AssignAddVariableOp", "AssignSubVariableOp"):
+        make(kind, (h, tf.constant([1.0, 1.0])), {"dtype": tf.float32})
+    make1("VarIsInitializedOp", (h,))
+    g.create_op("ResourceApplyGradientDescent", (h, tf.constant(0.1), read), {"use_locking": False})
+    s = make1("StackV2", (tf.constant(-1),), {"elem_type": tf.float32, "stack_name": "s"})
+    push = make1("StackPushV2", (s, read), {"swap_memory": False})
+    with tf.control_dependencies([push]):
+        make1("StackPopV2", (s,), {"elem_type": tf.float32})
+    g.create_op("StackCloseV2", (s,))
+
+
+def saving_and_media_ops(x):
+    """TensorFlow's own save and restore ops (a Saver builds them), its sharded-file ops, and
+    the image, audio and text summaries."""
+    g = tf.get_default_graph()
+    tf.train.Saver([tf.Variable([1.0], name="saved")])  # SaveV2, RestoreV2
+    prefix = tf.constant("ckpt/model")
+    shard = g.create_op("ShardedFilename", (prefix, tf.constant(0), tf.constant(1)), {})
+    g.create_op("ShardedFilespec", (prefix, tf.constant(1)), {})
+    g.create_op("StaticRegexFullMatch", (prefix,), {"pattern": "^s3://.*"})
+    g.create_op(
+        "MergeV2Checkpoints",
+        (tf.reshape(shard.outputs[0], [1]), prefix),
+        {"delete_old_dirs": True, "allow_missing_files": False},
+    )
+    tf.summary.image("img", tf.zeros([1, 2, 2, 3]))
+    tf.summary.audio("snd", tf.zeros([1, 8]), 8000)
+    tf.summary.text("words", tf.constant("hello"))
+    tf.summary.tensor_summary("values", x)
 
 
 def fused_ops(x, v):
@@ -401,6 +442,17 @@ def fused_ops(x, v):
         ),
     ]:
         g.create_op(kind, inputs, attrs, name=kind[1:])
+
+
+def newer_ops(x):
+    from flowbook.ops._builder import make1
+    from flowbook.ops.math.cwise_grad_ops import ROWS
+
+    resource_ops()
+    saving_and_media_ops(x)
+    y = tf.sigmoid(x)
+    for row in ROWS:  # TensorFlow's element-wise gradient ops, as its gradient graphs hold them
+        make1(row.op_type, (y, x), name=row.op_type)
 
 
 def data_ops():

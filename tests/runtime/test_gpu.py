@@ -259,6 +259,17 @@ def _activation_grad_row():
     return [*grads, *(fb.gradients(fb.reduce_sum(g**2), a)[0] for g in grads)], None
 
 
+def _cwise_grad_row():
+    """TensorFlow's element-wise gradient ops (TanhGrad, SigmoidGrad...) and their gradients."""
+    from flowbook.ops._builder import make1
+    from flowbook.ops.math.cwise_grad_ops import ROWS
+
+    y = fb.constant([[0.2, 0.5, 0.9], [0.3, 0.7, 0.4]])
+    dy = fb.constant([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]])
+    outs = [make1(r.op_type, (y, dy) if r.inputs[0] == "y" else (dy, y)) for r in ROWS]
+    return [*outs, *(g for o in outs for g in fb.gradients(fb.reduce_sum(o**2), [y, dy]))], None
+
+
 DIFF_ROWS = (
     [(f"array/{c[0]}", lambda c=c: _array_row(c[1], c[3])) for c in test_ops_array.CASES]
     + [
@@ -287,6 +298,7 @@ DIFF_ROWS = (
     + [("long-tail", _long_tail_row), ("tf.math", _tfmath_row)]
     + [("compat-tail", _compat_tail_row)]
     + [("activation-grads", _activation_grad_row)]
+    + [("cwise-grads", _cwise_grad_row)]
     + [("bitcast", lambda: ([fb.bitcast(np.arange(4.0, dtype=np.float32), fb.int16)], None))]
     + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
     + [("control-flow", lambda: _control_flow_row())]  # defined below
@@ -396,6 +408,9 @@ NOT_ON_GPU = {
     "ScalarSummary": "strings: host only",
     "HistogramSummary": "strings: host only",
     "MergeSummary": "strings: host only",
+    "ImageSummary": "strings: host only",
+    "AudioSummaryV2": "strings: host only",
+    "TensorSummaryV2": "strings: host only",
     "BroadcastGradientArgs": "shape arithmetic (int32): on the host",
     "BroadcastArgs": "shape arithmetic (int32): on the host",
     "ConcatOffset": "shape arithmetic (int32): on the host",
@@ -417,6 +432,33 @@ NOT_ON_GPU = {
     "Stack": "a loop gradient's stack: its handle is a string, host only",
     "StackPush": "a string handle: host only",
     "StackPop": "a string handle: host only",
+    **dict.fromkeys(
+        ["StackV2", "StackPushV2", "StackPopV2", "StackCloseV2"],
+        "TensorFlow's loop-gradient stack: a resource handle, host only",
+    ),
+    **dict.fromkeys(
+        [
+            "VarHandleOp",
+            "ReadVariableOp",
+            "AssignVariableOp",
+            "AssignAddVariableOp",
+            "AssignSubVariableOp",
+            "VarIsInitializedOp",
+            "ResourceApplyGradientDescent",
+        ],
+        "TensorFlow 2's resource variables, imported from its GraphDefs: host only",
+    ),
+    **dict.fromkeys(
+        [
+            "SaveV2",
+            "RestoreV2",
+            "MergeV2Checkpoints",
+            "ShardedFilename",
+            "ShardedFilespec",
+            "StaticRegexFullMatch",
+        ],
+        "checkpoint files and their names: host only",
+    ),
     **{t: "a TensorArray's string handle: host only" for t in OPS if t.startswith("TensorArray")},
     "FIFOQueueV2": "queues and readers: session state, host only",
     **dict.fromkeys(_ACCUMULATOR_OPS, "gradient accumulators: session state, host only"),
@@ -515,6 +557,7 @@ HOST_INPUT_NAMES = {
     "num_samples",
     "nbins",
     "pred",
+    "max_size",  # StackV2's bound
 }
 
 
