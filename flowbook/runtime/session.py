@@ -59,7 +59,7 @@ from functools import partial
 from threading import get_ident
 from typing import Any
 
-from flowbook.framework import hooks
+from flowbook.framework import errors, hooks
 from flowbook.framework.devices import CPU, Device
 from flowbook.framework.graph import Graph, get_default_graph
 from flowbook.framework.tensor import Operation, Tensor
@@ -83,6 +83,7 @@ from flowbook.state.var_state import VarState
 
 _observers: list[Observer] = []  # process-wide observers (fb.observe)
 _open: weakref.WeakSet[BaseSession] = weakref.WeakSet()  # open sessions, for Session.reset
+CANCEL_GRACE_S = 0.1  # after a close, runs waiting on its queues end first, with their own error
 
 
 @contextlib.contextmanager
@@ -200,6 +201,8 @@ class BaseSession:
                 structure, execute(plan, path, feed_values, observers, deadline, threads, faster)
             )
         except RunCancelled as e:
+            if isinstance(e.__context__, errors.OpError):  # it came as the run failed anyway
+                raise e.__context__ from None
             raise cancelled_error(plan, path, e) from None
         except KeyboardInterrupt as e:  # Ctrl-C, Jupyter's Interrupt: say where it stopped
             note_interrupt(plan, path, e)
@@ -310,23 +313,32 @@ class BaseSession:
     def close(self) -> None:
         """Release the session's variables, queues and plans; later runs raise RuntimeError.
 
-        Runs in flight in other threads end with CancelledError, within a wait slice or
-        at their next Python step (:mod:`flowbook.platform.cancel`); runs waiting on one of
-        its queues too.
+        Runs waiting on one of its queues or accumulators end first, with the
+        CancelledError that resource gives; the other runs in flight in other threads
+        end CANCEL_GRACE_S later, at their next Python step, with a CancelledError naming
+        the op they were in (:mod:`flowbook.platform.cancel`).
         """
         with self._run_lock:
             self._closed = True
-            me = threading.get_ident()
-            for tid in set(self._running.values()):
-                if tid != me:  # a close from inside a run (a hook) lets that run finish
-                    raise_in(tid, RunCancelled)
         _open.discard(self)
         for cell in list(self._cells.values()):
             cell.release("the session was closed")
+        if self._running:
+            timer = threading.Timer(CANCEL_GRACE_S, self._cancel_runs, (get_ident(),))
+            timer.daemon = True
+            timer.start()
         self._cache.clear()
         self._variables.clear()
         self._rngs.clear()
         self._iterators.clear()
+
+    def _cancel_runs(self, closer: int) -> None:
+        """End the runs still in flight after a close (not one in the closing thread: a hook
+        that closes its own session lets that run finish)."""
+        with self._run_lock:
+            for tid in set(self._running.values()):
+                if tid != closer:
+                    raise_in(tid, RunCancelled)
 
     @staticmethod
     def reset(target: str = "", containers: list[str] | None = None, config: Any = None) -> None:
