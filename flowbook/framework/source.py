@@ -136,10 +136,13 @@ def _statement_starts(source: str) -> dict[int, int]:
         return {}
     starts: dict[int, int] = {}
     spans = sorted(
-        ((s.lineno, s.end_lineno or s.lineno) for s in ast.walk(tree)
-         if isinstance(s, ast.stmt) and not isinstance(s, _COMPOUND)),
+        (
+            (s.lineno, s.end_lineno or s.lineno)
+            for s in ast.walk(tree)
+            if isinstance(s, ast.stmt) and not isinstance(s, _COMPOUND)
+        ),
         key=lambda span: span[0] - span[1],  # widest first: inner statements overwrite
-    )  # fmt: skip
+    )
     for first, last in spans:
         for line in range(first, last + 1):
             starts[line] = first

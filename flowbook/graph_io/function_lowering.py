@@ -267,11 +267,15 @@ class _Lowering:
         parallel = node.attr["parallel_iterations"].i if "parallel_iterations" in node.attr else 10
         enters = [
             self.node(
-                f"{x}/enter_{k}", "Enter", [t, *controls],
-                frame_name=x, is_constant=False, parallel_iterations=parallel or 10,
+                f"{x}/enter_{k}",
+                "Enter",
+                [t, *controls],
+                frame_name=x,
+                is_constant=False,
+                parallel_iterations=parallel or 10,
             ).name
             for k, t in enumerate(data)
-        ]  # fmt: skip
+        ]
         merges = [
             self.node(f"{x}/merge_{k}", "Merge", [e, f"{x}/next_{k}"], N=2).name
             for k, e in enumerate(enters)
