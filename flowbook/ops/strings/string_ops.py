@@ -8,6 +8,27 @@ returns a SparseTensor (``indices``, ``values``, ``dense_shape``);
 ``encode_base64`` writes web-safe base64 (``-`` and ``_``), unpadded unless
 ``pad``; ``substr`` counts bytes; ``as_string`` formats as C's ``printf``.
 
+Hardening, where a string op differs from a numeric one:
+
+- **Regexes** run on RE2 (``flowbook.ops.strings.regex``): linear time, RE2's
+  syntax and rewrites, as TensorFlow's.
+- **Sizes**: a string result is built one object at a time, so every op
+  whose result can be far larger than its inputs (``string_join``,
+  ``reduce_join``, ``string_split``, ``substr``, ``as_string``,
+  ``regex_replace``) first works out the bytes it needs from the inputs'
+  lengths and shapes and refuses, with the ``ResourceExhaustedError`` a
+  numeric op out of memory raises, what cannot fit
+  (``flowbook.ops.strings.result_sizes``).
+- **Decoders** refuse what TensorFlow refuses: ``decode_base64`` takes the
+  web-safe alphabet only, ``=`` only as the padding of a last group of four,
+  and no length of 1 modulo 4; ``string_to_number`` reads C's ``strtod``
+  grammar (hex floats, ``inf``, ``nan``) and ``strtol``'s for ints, with
+  ASCII spaces around, and refuses anything else (``1_000``, non-ASCII
+  digits, an int out of range).
+- ``string_split`` splits each row with ``bytes.split`` (several delimiters
+  are first translated to one) and builds its indices with numpy, so it
+  holds little more than its result.
+
 Hash buckets: ``string_to_hash_bucket_strong`` is SipHash-2-4 keyed by
 ``key`` as TensorFlow's, so its buckets match TensorFlow's.  TensorFlow's
 ``_fast`` (FarmHash Fingerprint64) and plain (its Hash64) buckets are not
@@ -23,9 +44,8 @@ from TensorFlow's, so a model's hashed features line up only with itself.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
-import re
 from typing import Any
 
 import numpy as np
@@ -37,7 +57,15 @@ from flowbook.framework.tensor import Tensor
 from flowbook.framework.tensor_shape import broadcast
 from flowbook.ops._builder import make, make1, tensor
 from flowbook.ops._shape_inputs import const_ints
+from flowbook.ops.array.constant_op import constant_value
 from flowbook.ops.io.example_ops import SparseTensor
+from flowbook.ops.strings import regex as re2_ops
+from flowbook.ops.strings.result_sizes import (
+    PER_STRING,
+    check_result,
+    max_string_bytes,
+    total_length,
+)
 
 __all__ = [
     "as_string",
@@ -94,7 +122,16 @@ def _join_infer(*inputs: Tensor, N: int, separator: str) -> Out:
 
 def _string_join(xp: Any, *inputs: Any, N: int, separator: str) -> Any:
     sep = _b(separator)
-    return _each(lambda *parts: sep.join(_b(p) for p in parts), *inputs)
+    arrays = [np.asarray(x, dtype=object) for x in inputs]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    limit = max_string_bytes()
+    payload = len(sep) * max(len(arrays) - 1, 0) * size
+    for a in arrays:
+        if a.size:
+            payload += total_length("StringJoin", a, size // a.size, limit - payload, size)
+    check_result("StringJoin", payload, size, limit)
+    return _each(lambda *parts: sep.join(_b(p) for p in parts), *arrays)
 
 
 op(
@@ -155,9 +192,14 @@ op(
 )
 
 
+_TO_STD = bytes.maketrans(b"-_", b"+/")
+_TO_WEB = bytes.maketrans(b"+/", b"-_")
+_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
 def _encode_base64(xp: Any, input: Any, pad: bool) -> Any:
     def one(s: Any) -> bytes:
-        out = base64.urlsafe_b64encode(_b(s))
+        out = binascii.b2a_base64(_b(s), newline=False).translate(_TO_WEB)
         return out if pad else out.rstrip(b"=")
 
     return _each(one, input)
@@ -173,15 +215,41 @@ op(
 )
 
 
-def _decode_base64(xp: Any, input: Any) -> Any:
-    def one(s: Any) -> bytes:
-        raw = _b(s).rstrip(b"=")
-        try:
-            return base64.urlsafe_b64decode(raw + b"=" * (-len(raw) % 4))
-        except ValueError as e:
-            raise InvalidArgumentError(None, None, f"Invalid base64 data: {raw[:40]!r}") from e
+def _b64_error(message: str, s: bytes) -> InvalidArgumentError:
+    shown = s[:40] + (b"..." if len(s) > 40 else b"")
+    return InvalidArgumentError(None, None, f"Invalid base64 data {shown!r}: {message}")
 
-    return _each(one, input)
+
+def decode_base64_bytes(s: bytes) -> bytes:
+    """TensorFlow's ``Base64Decode``: web-safe alphabet; ``=`` only pads the last four.
+
+    >>> decode_base64_bytes(b"aGk_"), decode_base64_bytes(b"YQ"), decode_base64_bytes(b"YQ==")
+    (b'hi?', b'a', b'a')
+    >>> decode_base64_bytes(b"YQ=")
+    Traceback (most recent call last):
+    ...
+    flowbook.framework.errors.InvalidArgumentError: Invalid base64 data b'YQ=': Invalid character found in base64.
+    """
+    if not s:
+        return b""
+    cut = (len(s) - 1) // 4 * 4  # the groups before the last (1 to 4 characters)
+    head, tail = s[:cut], s[cut:]
+    if len(tail) == 4 and tail[2:] == b"==":
+        tail = tail[:2]
+    elif len(tail) == 4 and tail[3:] == b"=":
+        tail = tail[:3]
+    if head.translate(None, _ALPHABET):
+        raise _b64_error("Invalid character found in base64.", s)
+    if len(tail) == 1:
+        raise _b64_error("Base64 string length cannot be 1 modulo 4.", s)
+    if tail.translate(None, _ALPHABET):
+        raise _b64_error("Invalid character found in base64.", s)
+    body = (head + tail).translate(_TO_STD)
+    return binascii.a2b_base64(body + b"=" * (-len(body) % 4))
+
+
+def _decode_base64(xp: Any, input: Any) -> Any:
+    return _each(lambda s: decode_base64_bytes(_b(s)), input)
 
 
 op("DecodeBase64", ("input",), infer=_same_shape("DecodeBase64"), kernel=_decode_base64, **_HOST)
@@ -189,17 +257,33 @@ op("DecodeBase64", ("input",), infer=_same_shape("DecodeBase64"), kernel=_decode
 
 def _regex_infer(input: Tensor, pattern: Tensor, rewrite: Tensor, replace_global: bool) -> Out:
     _strings("RegexReplace", input, pattern, rewrite)
+    for what, t in (("pattern", pattern), ("rewrite", rewrite)):
+        if t._shape not in (None, ()):
+            raise ValueError(f"RegexReplace: {what} must be a scalar, got shape {list(t._shape)}")
+    if pattern.op.type == "Const":  # a pattern known now is checked now, as TF's static op
+        re2_ops.compiled("RegexReplace", _b(np.asarray(constant_value(pattern)).item()))
     return Out(dtypes.string, input._shape)
 
 
+def _scalar(op_type: str, what: str, value: Any) -> bytes:
+    v = np.asarray(value, dtype=object)
+    if v.ndim:
+        raise InvalidArgumentError(
+            None, None, f"{op_type}: {what} must be a scalar, got shape {list(v.shape)}"
+        )
+    return _b(v.item())
+
+
 def _regex_replace(xp: Any, input: Any, pattern: Any, rewrite: Any, replace_global: bool) -> Any:
-    try:
-        regex = re.compile(_b(np.asarray(pattern, dtype=object).item()))
-    except re.error as e:
-        raise InvalidArgumentError(None, None, f"Invalid pattern: {e}") from e
-    repl = _b(np.asarray(rewrite, dtype=object).item())
-    count = 0 if replace_global else 1
-    return _each(lambda s: regex.sub(repl, _b(s), count=count), input)
+    regex = re2_ops.compiled("", _scalar("RegexReplace", "pattern", pattern))
+    pieces, valid, top = re2_ops.rewrite(_scalar("RegexReplace", "rewrite", rewrite))
+    x = np.asarray(input, dtype=object)
+    limit = max_string_bytes()
+    total_length("RegexReplace", x, 1, limit, x.size)
+    budget = re2_ops.Budget("RegexReplace", limit - x.size * PER_STRING)
+    if replace_global:
+        return _each(lambda s: re2_ops.replace_all(regex, _b(s), pieces, valid, top, budget), x)
+    return _each(lambda s: re2_ops.replace_first(regex, _b(s), pieces, valid, top), x)
 
 
 op(
@@ -221,6 +305,19 @@ def _substr_infer(input: Tensor, pos: Tensor, len: Tensor, unit: str) -> Out:
 
 
 def _substr(xp: Any, input: Any, pos: Any, len: Any, unit: str) -> Any:
+    x = np.asarray(input, dtype=object)
+    shape = np.broadcast_shapes(x.shape, np.shape(pos), np.shape(len))
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if size > x.size:  # broadcasting repeats strings: bound each piece by its string and len
+        limit = max_string_bytes()
+        total_length("Substr", x, size // max(x.size, 1), limit, size)
+        lengths = np.fromiter(map(builtins_len, map(_b, x.reshape(-1))), np.int64, x.size)
+        pieces = np.minimum(
+            np.broadcast_to(lengths.reshape(x.shape), shape),
+            np.maximum(np.broadcast_to(np.asarray(len, np.int64), shape), 0),
+        )
+        check_result("Substr", int(pieces.sum()), size, limit)
+
     def one(s: Any, p: Any, n: Any) -> bytes:
         s, p, n = _b(s), int(p), int(n)
         size = builtins_len(s)
@@ -243,17 +340,57 @@ def _to_number_infer(string_tensor: Tensor, out_type: Any) -> Out:
     return Out(out_type, string_tensor._shape)
 
 
+_SPACES = b" \t\n\v\f\r"
+_INT = re2_ops.compiled("StringToNumber", rb"[+-]?[0-9]+")
+_DEC = re2_ops.compiled("StringToNumber", rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_HEX = re2_ops.compiled(
+    "StringToNumber",
+    rb"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?",
+)
+_SPECIAL = re2_ops.compiled(
+    "StringToNumber", rb"(?i)([+-]?)(?:(inf|infinity)|nan(?:\([0-9A-Za-z_]*\))?)"
+)
+
+
+def parse_number(s: bytes, floating: bool) -> float | int | None:
+    """``s`` read as C's ``strtod`` (``floating``) or ``strtol`` reads a whole number
+    between ASCII spaces, as TensorFlow's StringToNumber; None when it is not one.
+
+    >>> parse_number(b" 0x1p3 ", True), parse_number(b"-Infinity", True), parse_number(b"1_000", False)
+    (8.0, -inf, None)
+    """
+    text = s.strip(_SPACES)
+    if not floating:  # past 20 digits no int type holds it (and int() would refuse 4300)
+        digits = builtins_len(text.lstrip(b"+-").lstrip(b"0"))
+        return int(text) if _INT.fullmatch(text) and digits <= 20 else None
+    if _DEC.fullmatch(text):
+        return float(text)
+    if _HEX.fullmatch(text):
+        sign = -1.0 if text[:1] == b"-" else 1.0
+        return sign * float.fromhex(text.lstrip(b"+-").decode())
+    special = _SPECIAL.fullmatch(text)
+    if special is None:
+        return None
+    sign = -1.0 if special.group(1) == b"-" else 1.0
+    return sign * float("inf") if special.group(2) else float("nan")
+
+
 def _string_to_number(xp: Any, string_tensor: Any, out_type: Any) -> Any:
+    floating = out_type.is_floating
+    bounds = None if floating else np.iinfo(out_type.np)
+
     def one(s: Any) -> Any:
-        text = _b(s).decode("utf-8", "replace").strip()
-        try:
-            return float(text) if out_type.is_floating else int(text, 10)
-        except ValueError:
+        value = parse_number(_b(s), floating)
+        if value is None or (bounds is not None and not bounds.min <= value <= bounds.max):
+            text = _b(s).decode("utf-8", "replace")
             raise InvalidArgumentError(
                 None, None, f"StringToNumberOp could not correctly convert string: {text}"
-            ) from None
+            )
+        return value
 
-    return _each(one, string_tensor, out=out_type.np)
+    values = _each(one, string_tensor)
+    with np.errstate(over="ignore"):  # a float too large for float32 is inf, as strtof says
+        return np.asarray(values, dtype=np.float64 if floating else object).astype(out_type.np)
 
 
 op(
@@ -276,6 +413,7 @@ def _as_string(
     xp: Any, input: Any, precision: int, scientific: bool, shortest: bool, width: int, fill: str
 ) -> Any:
     kind = np.asarray(input).dtype.kind
+    _check_as_string(input, kind, precision, scientific, width)
     spec = "%" + (fill if fill else "") + (str(width) if width > -1 else "")
     if kind in "fc":
         spec += (f".{precision}" if precision > -1 else "") + (
@@ -288,6 +426,19 @@ def _as_string(
     if kind == "c":
         return _each(lambda v: ("(" + spec + "," + spec + ")") % (v.real, v.imag), input)
     return _each(lambda v: (spec % v).encode(), input)
+
+
+def _check_as_string(input: Any, kind: str, precision: int, scientific: bool, width: int) -> None:
+    """Refuse a result past the limit: each number takes at most ``width``, or its own digits."""
+    x = np.asarray(input)
+    digits = 24  # an int64, a bool
+    if kind in "fc" and x.size:
+        prec = 6 if precision < 0 else precision
+        parts = np.concatenate([x.real.ravel(), x.imag.ravel()]) if kind == "c" else x.ravel()
+        big = float(np.max(np.abs(parts[np.isfinite(parts)]), initial=1.0))
+        digits = prec + 10 + (0 if scientific else int(np.log10(max(big, 1.0))) + 1)
+        digits *= 2 if kind == "c" else 1
+    check_result("AsString", x.size * max(width, digits), x.size)
 
 
 op(
@@ -421,13 +572,22 @@ def _reduce_join(
     x = np.asarray(inputs, dtype=object)
     axes = [int(a) % max(x.ndim, 1) for a in np.ravel(reduction_indices)] or list(range(x.ndim))
     sep = _b(separator)
-    for a in sorted(axes, reverse=True):
-        moved = np.moveaxis(x, a, -1)
-        joined = np.empty(moved.shape[:-1], dtype=object)
-        for idx in np.ndindex(joined.shape):
-            joined[idx] = sep.join(_b(v) for v in moved[idx])
-        x = np.expand_dims(joined, a) if keep_dims else joined
-    return x
+    axes = sorted(set(axes))
+    joins = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) if x.ndim else 1
+    outputs = x.size // joins if joins else 0
+    limit = max_string_bytes()
+    payload = (
+        total_length("ReduceJoin", x, 1, limit, outputs) + len(sep) * max(joins - 1, 0) * outputs
+    )
+    check_result("ReduceJoin", payload, outputs, limit)
+    kept = [k for k in range(x.ndim) if k not in axes]
+    moved = np.transpose(x, kept + axes).reshape(*(x.shape[k] for k in kept), -1)
+    joined = np.empty(moved.shape[:-1], dtype=object)
+    for idx in np.ndindex(joined.shape):
+        joined[idx] = sep.join([_b(v) for v in moved[idx]])
+    if keep_dims:
+        joined = joined.reshape([1 if k in axes else d for k, d in enumerate(x.shape)])
+    return joined
 
 
 op(
@@ -448,25 +608,51 @@ def _split_infer(input: Tensor, delimiter: Tensor, skip_empty: bool) -> list[Out
     return [Out(dtypes.int64, (None, 2)), Out(dtypes.string, (None,)), Out(dtypes.int64, (2,))]
 
 
+def _split_row(s: bytes, delims: bytes, table: bytes | None, skip_empty: bool) -> list[bytes]:
+    if not delims:
+        parts = [s[i : i + 1] for i in range(len(s))]
+    else:
+        parts = (s.translate(table) if table else s).split(delims[:1])
+    return [p for p in parts if p] if skip_empty else parts
+
+
+def _most_tokens(rows: np.ndarray, delims: bytes) -> int:
+    """The most tokens ``rows`` can split into; refused (MemoryError) as soon as they cannot fit."""
+    limit = max_string_bytes()
+    payload = total_length("StringSplit", rows, 1, limit, rows.size)
+    per = PER_STRING + 16  # a token's object, its pointer, its two indices
+    chars, tokens = set(delims), 0
+    for i, s in enumerate(rows):
+        s = s if type(s) is bytes else _b(s)
+        tokens += sum(s.count(d) for d in chars) + 1 if delims else builtins_len(s)
+        if not i & 1023 and payload + tokens * per > limit:
+            check_result("StringSplit", payload + tokens * 16, tokens, limit, at_least=True)
+    check_result("StringSplit", payload + tokens * 16, tokens, limit)
+    return tokens
+
+
 def _string_split(xp: Any, input: Any, delimiter: Any, skip_empty: bool) -> Any:
-    delims = _b(np.asarray(delimiter, dtype=object).item())
-    rows = []
-    for s in np.asarray(input, dtype=object).reshape(-1):
-        s = _b(s)
-        if not delims:
-            parts = [s[i : i + 1] for i in range(len(s))]
-        else:
-            parts = re.split(b"[" + re.escape(delims) + b"]", s)
-        rows.append([p for p in parts if p] if skip_empty else parts)
-    indices = [(r, c) for r, parts in enumerate(rows) for c in range(len(parts))]
-    values = np.empty(len(indices), dtype=object)
-    values[:] = [p for parts in rows for p in parts]
-    width = max((len(p) for p in rows), default=0)
-    return (
-        np.asarray(indices, np.int64).reshape(-1, 2),
-        values,
-        np.asarray([len(rows), width], np.int64),
-    )
+    delims = _scalar("StringSplit", "delimiter", delimiter)
+    rows = np.asarray(input, dtype=object).reshape(-1)
+    tokens = _most_tokens(rows, delims)
+    table = None
+    if builtins_len(set(delims)) > 1:
+        table = bytes.maketrans(delims, delims[:1] * builtins_len(delims))
+    counts = np.zeros(rows.size, np.int64)
+    values = np.empty(tokens, dtype=object)
+    n = 0
+    for r, s in enumerate(rows):
+        parts = _split_row(_b(s), delims, table, skip_empty)
+        counts[r] = builtins_len(parts)
+        values[n : n + counts[r]] = parts
+        n += counts[r]
+    values = values[:n].copy() if n < tokens else values
+    starts = np.cumsum(counts) - counts
+    indices = np.empty((n, 2), np.int64)
+    indices[:, 0] = np.repeat(np.arange(rows.size, dtype=np.int64), counts)
+    indices[:, 1] = np.arange(n, dtype=np.int64) - np.repeat(starts, counts)
+    width = int(counts.max()) if counts.size else 0
+    return indices, values, np.asarray([rows.size, width], np.int64)
 
 
 op(
