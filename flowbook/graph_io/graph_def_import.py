@@ -154,6 +154,19 @@ def _parse_input(text: str) -> tuple[str, int, bool]:
     return text, 0, False
 
 
+# attrs TensorFlow writes whose default is what flowbook's op does: accepted at that value
+_TF_DEFAULT_ONLY = {"incompatible_shape_error": True}  # Equal, NotEqual: shapes must broadcast
+
+
+def _check_default(node: Any, key: str, where: str) -> None:
+    value = attr_value(node.attr[key], key, where)
+    if value != _TF_DEFAULT_ONLY[key]:
+        raise ValueError(
+            f"{where}: attr '{key}' = {value!r} is not supported (flowbook's {node.op} does "
+            f"what {key} = {_TF_DEFAULT_ONLY[key]!r} does)"
+        )
+
+
 def _attrs(node: Any, opdef: Any) -> dict[str, Any]:
     where = f"node '{node.name}' ({node.op})"
     drop = set(gdef.type_attrs(node.op)) | gdef._TF_ONLY
@@ -162,8 +175,11 @@ def _attrs(node: Any, opdef: Any) -> dict[str, Any]:
         if key.startswith("_") or (key in drop and key not in opdef.attrs):
             continue
         if key not in opdef.attrs:
-            if key in ("T", "N", "Tidx", "Tshape", "Tperm", "Index", "TI"):
+            if key in ("T", "N", "Tidx", "Tshape", "Tperm", "Index", "TI", "Tlabels"):
                 continue  # a type/length attr TF writes for an op flowbook lists without it
+            if key in _TF_DEFAULT_ONLY:
+                _check_default(node, key, where)
+                continue
             raise ValueError(f"{where}: unknown attr '{key}' (the op takes {list(opdef.attrs)})")
         want = _KINDS.get(gdef.op_attr_kind(node.op, key))
         kind = node.attr[key].WhichOneof("value")

@@ -170,3 +170,33 @@ def test_a_recursive_function_is_refused() -> None:
     fn.ret["out"] = "again:output:0"
     with pytest.raises(ValueError, match="nested deeper"):
         _imported(gd)
+
+
+def test_attrs_tensorflow_writes_for_a_classifier_import():
+    """TF 2.21 writes Tlabels on SparseSoftmaxCrossEntropyWithLogits and
+    incompatible_shape_error on Equal: a classifier's meta graph has both."""
+    from flowbook.graph_io import graph_def as gd_module
+
+    g = tf.Graph()
+    with g.as_default():
+        logits = tf.placeholder(tf.float32, [None, 3], name="logits")
+        labels = tf.placeholder(tf.int64, [None], name="labels")
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        tf.equal(tf.argmax(logits, 1), labels, name="hit")
+    gd = gd_module.to_graph_def(g)
+    for node in gd.node:
+        if node.op == "SparseSoftmaxCrossEntropyWithLogits":
+            node.attr["Tlabels"].type = 9  # DT_INT64
+        if node.op == "Equal":
+            node.attr["incompatible_shape_error"].b = True
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(gd, name="")
+        with tf.Session() as s:
+            hit = s.run("hit:0", {"logits:0": [[0.0, 2.0, 1.0]], "labels:0": [1]})
+    assert hit.tolist() == [True]
+    for node in gd.node:
+        if node.op == "Equal":
+            node.attr["incompatible_shape_error"].b = False
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="incompatible_shape_error"):
+        tf.import_graph_def(gd, name="")
+    assert g2.get_operation_by_name("hit").type == "Equal"

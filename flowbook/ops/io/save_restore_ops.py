@@ -37,6 +37,7 @@ from flowbook.framework import dtypes
 from flowbook.framework.errors import InvalidArgumentError, NotFoundError, UnimplementedError
 from flowbook.framework.registry import NOT_DIFFERENTIABLE, Out, op
 from flowbook.framework.tensor import Tensor
+from flowbook.ops.strings import regex
 
 __all__ = ["BUNDLE_IO", "lend_bundle_io"]
 
@@ -236,8 +237,11 @@ def _regex_infer(input: Tensor, pattern: str) -> Out:
 
 
 def _static_regex_full_match(xp: Any, input: Any, pattern: str) -> Any:
-    rx = re.compile(pattern)
-    flat = [rx.fullmatch(_text(x)) is not None for x in np.asarray(input, object).reshape(-1)]
+    rx = regex.compiled("StaticRegexFullMatch", pattern)  # RE2, as every regex op
+    flat = [
+        regex.full_match(rx, _text(x).encode("utf-8"))
+        for x in np.asarray(input, object).reshape(-1)
+    ]
     return np.array(flat, dtype=bool).reshape(np.shape(input))
 
 
