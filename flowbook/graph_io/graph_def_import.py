@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from flowbook.framework import graph_edit, hooks, registry
+from flowbook.framework.devices import DeviceSpec
 from flowbook.framework.graph import Graph, get_default_graph
 from flowbook.framework.limits import check_claim
 from flowbook.framework.tensor import Operation, Tensor
@@ -206,6 +207,15 @@ def _attrs(node: Any, opdef: Any) -> dict[str, Any]:
     return attrs
 
 
+def _check_device(node: Any) -> None:
+    """A node's device is TensorFlow's device syntax (``/job:ps/task:0/device:CPU:0``)."""
+    if node.device:
+        try:
+            DeviceSpec.from_string(node.device)
+        except ValueError as e:
+            raise ValueError(f"node '{node.name}' ({node.op}): bad device: {e}") from None
+
+
 def _check_arity(node: Any, opdef: Any) -> None:
     """A node gives as many data inputs as its op takes (any number past a ``*`` input)."""
     given = sum(1 for text in node.input if not text.startswith("^"))
@@ -248,6 +258,7 @@ def _validate(gd: Any, input_map: dict[str, Any]) -> list[tuple[Any, Any, dict[s
                     f"node '{node.name}': input '{text}' is not a node of the GraphDef"
                 )
         _check_arity(node, opdef)
+        _check_device(node)
         checked[node.name] = (node, opdef, _attrs(node, opdef))
     order: list[tuple[Any, Any, dict[str, Any]]] = []
     state: dict[str, int] = {}  # 1 = on the stack, 2 = done

@@ -200,3 +200,18 @@ def test_attrs_tensorflow_writes_for_a_classifier_import():
     with tf.Graph().as_default(), pytest.raises(ValueError, match="incompatible_shape_error"):
         tf.import_graph_def(gd, name="")
     assert g2.get_operation_by_name("hit").type == "Equal"
+
+
+def test_a_node_with_a_junk_device_is_refused_at_import_and_the_graph_is_unchanged():
+    from flowbook.graph_io import graph_def as gd_module
+
+    g = tf.Graph()
+    with g.as_default():
+        tf.constant(1.0, name="a") + 2.0
+    gd = gd_module.to_graph_def(g)
+    gd.node[0].device = "junk"
+    with tf.Graph().as_default() as target:
+        tf.constant(0.0, name="before")
+        with pytest.raises(ValueError, match=r"node 'a' \(Const\): bad device: .*'junk'"):
+            tf.import_graph_def(gd, name="")
+        assert [op.name for op in target.get_operations()] == ["before"]
