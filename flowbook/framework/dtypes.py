@@ -6,6 +6,13 @@ TF1 programs use (``is_floating``, ``is_integer``, ``as_numpy_dtype``).  The
 table covers the whitepaper's type list.  ``as_dtype`` accepts a DType, a
 numpy dtype or type, or a name, so every public function can take any of them.
 
+Each type has a reference twin, as in TensorFlow 1 (``float32_ref``): the
+dtype of a reference variable's tensor, which names the variable's storage
+rather than a value.  A ref dtype holds the same numpy dtype and predicates as
+its base; it is a distinct object (``float32_ref is not float32``), its
+``base_dtype`` is the value type and ``_as_ref`` goes the other way.  numpy
+dtypes always map to the base types.
+
     >>> import flowbook as fb
     >>> fb.as_dtype("float32") is fb.float32
     True
@@ -25,11 +32,13 @@ class DType:
     ('float32', <class 'numpy.float32'>)
     """
 
-    __slots__ = ("_np", "name")
+    __slots__ = ("_base", "_np", "_ref", "name")
 
-    def __init__(self, name: str, np_type: Any) -> None:
-        self.name = name  # TensorFlow's spelling, e.g. "float32"
+    def __init__(self, name: str, np_type: Any, base: DType | None = None) -> None:
+        self.name = name  # TensorFlow's spelling, e.g. "float32", "float32_ref"
         self._np = np.dtype(np_type)  # the numpy dtype that holds the values
+        self._base: DType = self if base is None else base  # the value type (self unless a ref)
+        self._ref: DType | None = None  # the ref twin of a base type, set by _make_ref
 
     @property
     def as_numpy_dtype(self) -> type:
@@ -67,7 +76,24 @@ class DType:
 
     @property
     def base_dtype(self) -> DType:
-        return self
+        """The value type: ``float32`` for ``float32_ref``, the dtype itself otherwise."""
+        return self._base
+
+    @property
+    def is_ref_dtype(self) -> bool:
+        """Whether this is a reference type (``float32_ref``).
+
+        >>> float32_ref.is_ref_dtype, float32_ref.base_dtype is float32, float32.is_ref_dtype
+        (True, True, False)
+        """
+        return self._base is not self
+
+    @property
+    def _as_ref(self) -> DType:
+        """The reference type of this dtype's base (``float32`` -> ``float32_ref``)."""
+        ref = self._base._ref
+        assert ref is not None  # every base type has its twin (_make_ref)
+        return ref
 
     @property
     def size(self) -> int:
@@ -82,7 +108,13 @@ class DType:
         return _limits(self._np).max
 
     def is_compatible_with(self, other: Any) -> bool:
-        return as_dtype(other) is self
+        """TF's rule: ``other``'s values fit here; a base type accepts its ref, not the reverse.
+
+        >>> float32.is_compatible_with(float32_ref), float32_ref.is_compatible_with(float32)
+        (True, False)
+        """
+        other = as_dtype(other)
+        return self is other or self is other.base_dtype
 
     def __repr__(self) -> str:
         return f"tf.{self.name}"
@@ -121,7 +153,32 @@ ALL: tuple[DType, ...] = (
     float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
     bool, string, complex64, complex128,
 )  # fmt: skip
-_BY_NAME: dict[str, DType] = {d.name: d for d in ALL}
+
+
+def _make_ref(base: DType) -> DType:
+    ref = DType(base.name + "_ref", base.np, base)
+    base._ref = ref
+    return ref
+
+
+float16_ref = _make_ref(float16)
+float32_ref = _make_ref(float32)
+float64_ref = _make_ref(float64)
+int8_ref = _make_ref(int8)
+int16_ref = _make_ref(int16)
+int32_ref = _make_ref(int32)
+int64_ref = _make_ref(int64)
+uint8_ref = _make_ref(uint8)
+uint16_ref = _make_ref(uint16)
+bool_ref = _make_ref(bool)
+string_ref = _make_ref(string)
+complex64_ref = _make_ref(complex64)
+complex128_ref = _make_ref(complex128)
+half_ref = float16_ref
+double_ref = float64_ref
+
+REFS: tuple[DType, ...] = tuple(d._as_ref for d in ALL)  # the ref twins, in ALL's order
+_BY_NAME: dict[str, DType] = {d.name: d for d in ALL + REFS}
 _BY_NAME.update({"half": float16, "float": float32, "double": float64})
 _BY_NP: dict[np.dtype, DType] = {d.np: d for d in ALL}
 _BY_NP[np.dtype("U")] = string

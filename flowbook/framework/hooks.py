@@ -11,6 +11,8 @@ named :class:`Hook` here, and nowhere else:
 - ``session_for``: ``Tensor.eval``, ``Operation.run`` and ``Variable.load``
   find their session; filled by ``flowbook.runtime.session``;
 - ``as_graph_def``: ``Graph.as_graph_def``; filled by ``flowbook.graph_io.graph_def``;
+- ``op_def_message``: ``Operation.op_def``, TensorFlow's ``OpDef`` message of the op's type;
+  filled by ``flowbook.graph_io.graph_def``;
 - ``import_graph_def``: ``flowbook.graph_io.graph_def.import_graph_def``; filled by
   ``flowbook.graph_io.graph_def_import``;
 - ``find_gpus``: the GPUs ``flowbook.framework.devices`` lists; filled by ``flowbook.runtime.gpu``;
@@ -86,6 +88,8 @@ class Hook:
 session_for = Hook("session_for", "flowbook (its __init__, from flowbook.runtime.session)")
 # (graph, from_version=None, add_shapes=False) -> TensorFlow's GraphDef proto of ``graph``
 as_graph_def = Hook("as_graph_def", "flowbook.graph_io.graph_def")
+# (op type) -> TensorFlow's OpDef message of that registered op type (built once per type)
+op_def_message = Hook("op_def_message", "flowbook.graph_io.graph_def")
 # (graph_def, input_map, return_elements, name, op_dict, producer_op_list) -> TF1's import_graph_def
 import_graph_def = Hook("import_graph_def", "flowbook.graph_io.graph_def_import")
 # () -> the GPUs CuPy finds in this process (found once; [] without CuPy or a GPU)

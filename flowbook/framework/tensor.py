@@ -87,9 +87,18 @@ class Operation:
         self._cf_ctx: Any = None  # the cond/while context it was built in (None: top level)
 
     @property
-    def op_def(self) -> OpDef:
-        """The registry entry of this op's type."""
-        return self._opdef
+    def op_def(self) -> Any:
+        """TensorFlow's ``OpDef`` message of this op's type (shared by its ops, as in TF1).
+
+        flowbook's own record of the type (kernel, ``infer``...) is ``_opdef``.
+
+        >>> import flowbook as fb
+        >>> with fb.Graph().as_default():
+        ...     op = fb.identity(fb.constant(1.0)).op
+        >>> op.op_def.name, [a.type_attr for a in op.op_def.input_arg], op._opdef.name
+        ('Identity', ['T'], 'Identity')
+        """
+        return hooks.op_def_message(self.type)
 
     @property
     def node_def(self) -> Any:

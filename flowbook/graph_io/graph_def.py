@@ -21,6 +21,15 @@ Control-flow and stack nodes are then put in TensorFlow's exact form
 (``Merge``'s ``N``, no ``T`` where TF's op has none, the loop gradient's
 stacks as ``StackV2`` on resource handles): ``flowbook.graph_io.tf_control_flow``.
 
+:func:`op_def` builds TensorFlow's ``OpDef`` message of a registered op type
+from its registry record (``Operation.op_def`` reaches it through
+``flowbook.framework.hooks``), once per type: arg names (TensorFlow's output
+names from a small table and its naming rules for cwise ops and variable
+updates), each arg's fixed dtype or type attr, ``number_attr`` on a variadic
+input, ``is_ref`` on a variable's reference, and the attrs with their kinds and
+the defaults the op's ``infer`` declares.  A GraphDef never holds a reference
+dtype (``float32_ref``): attrs are written as the value type, as TensorFlow does.
+
 Before an import, a GraphDef in TensorFlow 2's functional form (``While``,
 ``If``, calls, bodies in its ``library``) is lowered to TensorFlow 1's frames
 (``flowbook.graph_io.function_lowering``), and the stacks flowbook's export
@@ -66,6 +75,9 @@ DT_ENUM: dict[str, int] = {
     "complex64": 8, "int64": 9, "bool": 10, "uint16": 17, "complex128": 18, "float16": 19,
 }  # fmt: skip
 _ENUM_DT: dict[int, DType] = {v: dtypes.as_dtype(k) for k, v in DT_ENUM.items()}
+# the reference types (float32_ref...): their value type's enum + 100, as in types.proto; a
+# GraphDef's attrs never hold one (TensorFlow writes a ref variable's dtype as DT_FLOAT)
+DT_ENUM.update({k + "_ref": v + 100 for k, v in list(DT_ENUM.items())})
 
 
 def type_attrs(op_type: str) -> dict[str, int]:
@@ -179,7 +191,7 @@ def _tensor_proto(value: Any, proto: Any) -> Any:
 def _set_attr(attr: Any, value: Any) -> None:
     """Fill an AttrValue from a Python attr value, by the value's type."""
     if isinstance(value, DType):
-        attr.type = DT_ENUM[value.name]
+        attr.type = DT_ENUM[value.base_dtype.name]
     elif isinstance(value, bool | np.bool_):
         attr.b = bool(value)
     elif isinstance(value, int | np.integer):
@@ -201,7 +213,7 @@ def _set_list(lst: Any, value: list | tuple) -> None:
     lst.SetInParent()
     for v in value:
         if isinstance(v, DType):
-            lst.type.append(DT_ENUM[v.name])
+            lst.type.append(DT_ENUM[v.base_dtype.name])
         elif isinstance(v, bool | np.bool_):
             lst.b.append(bool(v))
         elif isinstance(v, int | np.integer):
@@ -224,7 +236,7 @@ def _node_def(op: Operation, node: Any) -> None:
     node.name, node.op, node.device = op.name, op.type, op.device or ""
     node.input.extend([_input_name(t) for t in op.inputs])
     node.input.extend(f"^{c.name}" for c in op.control_inputs)
-    drop = op.op_def.tf_implicit  # attrs TF's op lacks, at the value they have there
+    drop = op._opdef.tf_implicit  # attrs TF's op lacks, at the value they have there
     for key, value in op.attrs.items():
         if value is None and op_attr_kind(op.type, key) == "shape":
             _shape_proto(None, node.attr[key].shape)
@@ -241,10 +253,10 @@ def _node_def(op: Operation, node: Any) -> None:
                 raise TypeError(f"{op.type} '{op.name}': attr '{key}': {e}") from None
     for key, index in type_attrs(op.type).items():
         if key not in op.attrs and op.inputs:
-            node.attr[key].type = DT_ENUM[op.inputs[index].dtype.name]
-    count = op.op_def.count_attr
+            node.attr[key].type = DT_ENUM[op.inputs[index].dtype.base_dtype.name]
+    count = op._opdef.count_attr
     if count is not None and count not in op.attrs:  # the tensors of its one variadic input
-        node.attr[count].i = len(op.inputs) - (len(op.op_def.inputs) - 1)
+        node.attr[count].i = len(op.inputs) - (len(op._opdef.inputs) - 1)
 
 
 def to_graph_def(graph: Any) -> Any:
@@ -319,14 +331,59 @@ def read_graph_def(path: str) -> Any:
             raise ValueError(f"{path}: neither a binary nor a text GraphDef: {e}") from None
 
 
+# TensorFlow's output arg names where they are not "output" (``output_i`` for several)
+# and no rule below gives them
+_OUTPUT_NAMES: dict[str, tuple[str, ...]] = {
+    "MatMul": ("product",), "VariableV2": ("ref",), "VarHandleOp": ("resource",),
+    "Switch": ("output_false", "output_true"), "RefSwitch": ("output_false", "output_true"),
+    "Merge": ("output", "value_index"), "RefMerge": ("output", "value_index"),
+    "SoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
+    "Relu": ("activations",), "Relu6": ("activations",), "Elu": ("activations",),
+    "Selu": ("activations",), "LeakyRelu": ("activations",), "Softmax": ("softmax",),
+    "LogSoftmax": ("logsoftmax",), "IsVariableInitialized": ("is_initialized",),
+    "VarIsInitializedOp": ("is_initialized",), "ReadVariableOp": ("value",),
+    "CountUpTo": ("output",),
+}  # fmt: skip
+# args of a fixed dtype, which no type attr gives: (op type, arg name) -> dtype name
+_FIXED_ARGS: dict[tuple[str, str], str] = {
+    ("Switch", "pred"): "bool", ("RefSwitch", "pred"): "bool",
+    ("Merge", "value_index"): "int32", ("RefMerge", "value_index"): "int32",
+    ("IsVariableInitialized", "is_initialized"): "bool",
+    ("VarIsInitializedOp", "is_initialized"): "bool",
+}  # fmt: skip
+# attrs that type an op's outputs, looked for (as kind "type") before the input type "T"
+_OUTPUT_TYPE_ATTRS = ("out_type", "DstT", "Tout", "output_type", "dtype")
+# type attrs of index inputs, int32 unless set (TensorFlow's default for them)
+_INDEX_TYPE_ATTRS = frozenset({"Tidx", "Tshape", "Tpaddings", "Tmultiples", "Tperm"})
+DT_RESOURCE = 20  # types.proto's DT_RESOURCE: a resource handle
+_OP_DEFS: dict[str, tuple[registry.OpDef, Any]] = {}  # op type -> (its record, its message)
+
+
 def op_def(op_type: str) -> Any:
-    """The OpDef proto describing a registered op type (inputs, outputs, attrs).
+    """TensorFlow's ``OpDef`` message of a registered op type (``Operation.op_def``).
+
+    Built from the registry record on first use and kept until the type is registered
+    again: arg names, their dtype or type attr (``number_attr`` for a variadic input,
+    ``is_ref`` for a variable's reference), the attrs with their kinds and the defaults
+    the op's ``infer`` declares.
 
     >>> [a.name for a in op_def("MatMul").input_arg], op_def("MatMul").is_stateful
     (['a', 'b'], False)
+    >>> [(a.name, a.is_ref) for a in op_def("Assign").input_arg]
+    [('ref', True), ('value', False)]
     """
-    _, _, op_def_pb2, _ = _pb()
     od = registry.get(op_type)
+    cached = _OP_DEFS.get(op_type)
+    if cached is not None and cached[0] is od:
+        return cached[1]
+    proto = _build_op_def(od)
+    _OP_DEFS[op_type] = (od, proto)
+    return proto
+
+
+def _build_op_def(od: registry.OpDef) -> Any:
+    _, _, op_def_pb2, _ = _pb()
     proto = op_def_pb2.OpDef(name=od.name, is_stateful=od.stateful, summary=od.doc[:80])
     attr = _type_list(od)
     if attr is not None:  # IdentityN: as many outputs as the list has types
@@ -335,27 +392,101 @@ def op_def(op_type: str) -> Any:
         proto.attr.add(name=attr, type="list(type)")
         return proto
     t_attrs = type_attrs(od.name)
-    for name in od.inputs:
+    by_input = {(i if i >= 0 else len(od.inputs) + i): k for k, i in t_attrs.items() if k != "T"}
+    for index, name in enumerate(od.inputs):
         arg = proto.input_arg.add(name=name.lstrip("*"))
         if name.startswith("*"):
-            arg.number_attr = "N"
-        if "T" in t_attrs:
-            arg.type_attr = "T"
-        else:
-            arg.type = DT_ENUM["float32"]
-    n_out = od.num_outputs
-    for i in range(n_out):
-        arg = proto.output_arg.add(name="output" if n_out == 1 else f"output_{i}")
-        arg.type_attr = "T" if "T" in t_attrs else ""
-        if not arg.type_attr:
-            arg.type = DT_ENUM["float32"]
+            arg.number_attr = od.count_attr or "N"
+        _type_arg(od, arg, by_input.get(index, "T" if "T" in t_attrs else None))
+        if index in od.ref_inputs:
+            if name == "resource" or od.name.startswith("Resource"):
+                arg.ClearField("type_attr")
+                arg.type = DT_RESOURCE
+            else:
+                arg.is_ref = True
+    out_attr = _output_type_attr(od, t_attrs)
+    for name in _output_names(od):
+        arg = proto.output_arg.add(name=name)
+        if od.name == "VarHandleOp":
+            arg.type = DT_RESOURCE
+            continue
+        _type_arg(od, arg, out_attr)
+        arg.is_ref = name in ("ref", "output_ref") or (name == "out" and bool(od.ref_inputs))
+    _add_attrs(od, proto, t_attrs)
+    return proto
+
+
+def _type_arg(od: registry.OpDef, arg: Any, attr: str | None) -> None:
+    """Give an arg its fixed dtype, else its type attr (float32 when the row names none)."""
+    fixed = _FIXED_ARGS.get((od.name, arg.name))
+    if fixed is not None:
+        arg.type = DT_ENUM[fixed]
+    elif attr is not None:
+        arg.type_attr = attr
+    else:
+        arg.type = DT_ENUM["float32"]
+
+
+def _output_names(od: registry.OpDef) -> tuple[str, ...]:
+    """TensorFlow's output arg names: its table, then its naming of variable updates, cwise ops."""
+    if od.name in _OUTPUT_NAMES:
+        return _OUTPUT_NAMES[od.name]
+    n = od.num_outputs
+    if n == 1 and od.ref_inputs and od.inputs[0] == "ref":
+        return ("output_ref",)  # Assign, AssignAdd, ScatterUpdate...
+    if n == 1 and od.name.startswith("Apply"):
+        return ("out",)
+    if n == 1 and od.inputs == ("x", "y"):
+        return ("z",)  # binary element-wise ops
+    if n == 1 and od.inputs == ("x",):
+        return ("y",)  # unary element-wise ops
+    return ("output",) if n == 1 else tuple(f"output_{i}" for i in range(max(n, 0)))
+
+
+def _output_type_attr(od: registry.OpDef, t_attrs: dict[str, int]) -> str | None:
+    for name in _OUTPUT_TYPE_ATTRS:
+        if name in od.attrs and op_attr_kind(od.name, name) == "type":
+            return name
+    return "T" if "T" in t_attrs else None
+
+
+def _add_attrs(od: registry.OpDef, proto: Any, t_attrs: dict[str, int]) -> None:
+    """The attr entries: the row's attrs, its type attrs, the count of a variadic input."""
     names = list(od.attrs) + [k for k in t_attrs if k not in od.attrs]
-    if any(i.startswith("*") for i in od.inputs) and "N" not in names:
-        names.append("N")
+    count = od.count_attr or "N"
+    if any(i.startswith("*") for i in od.inputs) and count not in names:
+        names.append(count)
+    defaults = infer_defaults(od.name)
     for name in names:
         kind = "type" if name in t_attrs else op_attr_kind(od.name, name)
-        proto.attr.add(name=name, type=kind)
-    return proto
+        if kind == "int" and name in defaults:  # the name guess's fallback: the default knows
+            kind = _VALUE_KINDS.get(type(defaults[name]), kind)
+        entry = proto.attr.add(name=name, type=kind)
+        if name == count and any(i.startswith("*") for i in od.inputs):
+            entry.has_minimum, entry.minimum = True, 1
+        if name in defaults:
+            _set_default(entry, kind, defaults[name])
+        elif name in _INDEX_TYPE_ATTRS and name in t_attrs:
+            entry.default_value.type = DT_ENUM["int32"]
+
+
+_VALUE_KINDS = {str: "string", bool: "bool", float: "float"}  # a default's Python type -> kind
+
+
+def _set_default(entry: Any, kind: str, value: Any) -> None:
+    """Write an attr's default as its kind holds it; a default of another kind is left out."""
+    cast = {"bool": bool, "int": int, "float": float, "string": str}.get(kind)
+    if kind == "shape" and (value is None or isinstance(value, tuple)):
+        _shape_proto(value, entry.default_value.shape)
+        return
+    if value is None or (cast is None and kind not in ("type", "list(int)", "list(float)")):
+        return
+    try:
+        if cast is not None and isinstance(value, bool | int | float | str):
+            value = cast(value)
+        _set_attr(entry.default_value, value)
+    except (TypeError, KeyError, ValueError):
+        entry.ClearField("default_value")
 
 
 def _type_list(od: registry.OpDef) -> str | None:
@@ -409,3 +540,4 @@ def import_graph_def(
 
 
 hooks.as_graph_def.fill(as_graph_def)
+hooks.op_def_message.fill(op_def)

@@ -476,7 +476,7 @@ def test_print_writes_to_stdout_counts_first_n_and_passes_gradients(capsys):
 def test_tf_print_is_a_stateful_op_that_prints_when_run(capsys):
     x = fb.constant([[1, 2], [3, 4]], name="x")
     op = debug.print("x =", x, 7, sep="|", end="!\n")
-    assert op.type == "PrintV2" and op.op_def.stateful and debug.Print is not None
+    assert op.type == "PrintV2" and op._opdef.stateful and debug.Print is not None
     with fb.Session() as s:
         assert s.run(op) is None
         assert capsys.readouterr().out == "x =|[[1 2]\n [3 4]]|7!\n"

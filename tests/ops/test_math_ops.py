@@ -468,8 +468,8 @@ def test_matmul_heavy_by_static_flops():
         big = fb.matmul(fb.zeros([64, 64]), fb.zeros([64, 64])).op
         unknown = fb.matmul(fb.placeholder(fb.float32, [None, 8]), fb.zeros([8, 8])).op
         inv_small = fb.matrix_inverse(np.eye(4)).op
-        assert not small.op_def.is_heavy(small) and big.op_def.is_heavy(big)
-        assert unknown.op_def.is_heavy(unknown) and not inv_small.op_def.is_heavy(inv_small)
+        assert not small._opdef.is_heavy(small) and big._opdef.is_heavy(big)
+        assert unknown._opdef.is_heavy(unknown) and not inv_small._opdef.is_heavy(inv_small)
 
 
 def test_matrix_inverse_and_determinant(sess):
