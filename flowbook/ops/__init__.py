@@ -30,6 +30,7 @@ from flowbook.ops.debugging import (
     debug_ops,  # noqa: F401  (importing registers the ops)
     script_ops,  # noqa: F401  (importing registers the ops)
 )
+from flowbook.ops.image import box_ops, codec_ops, color_ops, resize_ops  # noqa: F401  (registers)
 from flowbook.ops.io import (
     example_ops,  # noqa: F401  (importing registers the ops)
     iterator_ops,  # noqa: F401  (importing registers the ops)

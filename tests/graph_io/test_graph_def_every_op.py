@@ -444,10 +444,45 @@ def fused_ops(x, v):
         g.create_op(kind, inputs, attrs, name=kind[1:])
 
 
+def image_ops(x):
+    """tf.image's ops: decoders and encoders, resizes and their gradients, colour, boxes."""
+    img = tf.reshape(x, [1, 2, 3, 1])
+    rgb = tf.tile(img, [1, 1, 1, 3])
+    png = tf.image.encode_png(tf.cast(rgb[0], tf.uint8), compression=3)
+    jpg = tf.image.encode_jpeg(tf.cast(rgb[0], tf.uint8), quality=80)
+    tf.image.decode_png(png, channels=3, dtype=tf.uint16)
+    tf.image.decode_jpeg(jpg, channels=1, ratio=2, dct_method="INTEGER_ACCURATE")
+    tf.image.decode_gif(png)
+    tf.image.decode_bmp(png, channels=3)
+    tf.image.decode_image(png, channels=3, dtype=tf.float32, expand_animations=False)
+    tf.image.extract_jpeg_shape(jpg, tf.int64)
+    tf.image.decode_and_crop_jpeg(jpg, [0, 0, 1, 1], channels=3)
+    tf.image.adjust_jpeg_quality(rgb[0], 70)
+    sized = [
+        tf.image.resize_bilinear(img, [3, 4], half_pixel_centers=True),
+        tf.image.resize_nearest_neighbor(img, [4, 5], align_corners=True),
+        tf.image.resize_bicubic(img, [3, 3]),
+    ]
+    tf.image.resize_area(img, [1, 2])
+    tf.gradients(tf.add_n([tf.reduce_sum(s) for s in sized]), img)
+    tf.image.rgb_to_hsv(rgb)
+    tf.image.hsv_to_rgb(rgb)
+    tf.image.adjust_hue(rgb, 0.1)
+    tf.image.adjust_saturation(rgb, 0.5)
+    tf.image.adjust_contrast(rgb, 1.5)
+    boxes = [[0.0, 0.0, 1.0, 1.0], [0.1, 0.2, 0.5, 0.9]]
+    tf.image.crop_and_resize(rgb, boxes, [0, 0], [2, 2], extrapolation_value=0.5)
+    tf.image.draw_bounding_boxes(rgb, [boxes], [[1.0, 0.0, 0.0, 1.0]])
+    tf.image.non_max_suppression(boxes, [0.9, 0.8], 2, 0.4, 0.1)
+    tf.image.non_max_suppression_overlaps([[1.0, 0.2], [0.2, 1.0]], [0.9, 0.8], 2, 0.4)
+    tf.image.sample_distorted_bounding_box([2, 3, 3], [boxes], seed=2, area_range=(0.1, 1.0))
+
+
 def newer_ops(x):
     from flowbook.ops._builder import make1
     from flowbook.ops.math.cwise_grad_ops import ROWS
 
+    image_ops(x)
     resource_ops()
     saving_and_media_ops(x)
     y = tf.sigmoid(x)

@@ -303,7 +303,28 @@ DIFF_ROWS = (
     + [("svd", lambda: (list(fb.svd(np.diag([3.0, -4.0]))), None))]
     + [("control-flow", lambda: _control_flow_row())]  # defined below
     + [("tensor-arrays", lambda: _tensor_array_row())]
+    + [("image", lambda: _image_row())]
 )
+
+
+def _image_row():
+    """tf.image's kernels: the four resizes, their gradients, HSV and the colour adjustments."""
+    x = fb.constant(np.linspace(0.0, 1.0, 120, dtype=np.float32).reshape(2, 4, 5, 3))
+    sized = [
+        fb.image.resize_bilinear(x, [3, 7]),
+        fb.image.resize_nearest_neighbor(x, [7, 3], half_pixel_centers=True),
+        fb.image.resize_bicubic(x, [6, 6], align_corners=True),
+        fb.image.resize_area(x, [3, 2]),
+    ]
+    grads = fb.gradients(fb.add_n([fb.reduce_sum(s * s) for s in sized[:3]]), x)
+    color = [
+        fb.image.rgb_to_hsv(x),
+        fb.image.hsv_to_rgb(x),
+        fb.image.adjust_hue(x, 0.2),
+        fb.image.adjust_saturation(x, 1.5),
+        fb.image.adjust_contrast(x, 0.7),
+    ]
+    return [*sized, *grads, *color, *fb.gradients(fb.reduce_sum(color[-1] ** 2), x)], None
 
 
 def _tensor_array_row():
@@ -505,6 +526,19 @@ NOT_ON_GPU = {
         "made only by the optimiser, for ops placed on the CPU (tests/runtime/test_optimize_fuse.py)",
     ),
     "Timestamp": "the host's clock: host only",
+    **dict.fromkeys(
+        ["DecodeJpeg", "DecodeAndCropJpeg", "DecodePng", "DecodeGif", "DecodeBmp", "DecodeImage"],
+        "image files (Pillow): host only",
+    ),
+    "EncodeJpeg": "image files (Pillow): host only",
+    "EncodeJpegVariableQuality": "image files (Pillow): host only",
+    "EncodePng": "image files (Pillow): host only",
+    "ExtractJpegShape": "image files (Pillow): host only",
+    "CropAndResize": "host only: a numpy gather kernel",
+    "DrawBoundingBoxesV2": "host only: a loop over the boxes",
+    "NonMaxSuppressionV3": "a data-dependent output size, a greedy loop: host only",
+    "NonMaxSuppressionWithOverlaps": "a data-dependent output size, a greedy loop: host only",
+    "SampleDistortedBoundingBoxV2": "a draw loop over attempts: host only",
     "_Send": "a cluster task's Send: host only, tested in tests/distributed/test_dist_sessions.py",
     "_Recv": "a cluster task's Recv: host only, tested in tests/distributed/test_dist_sessions.py",
 }
