@@ -16,9 +16,14 @@ does the same for the cells that follow.  The alias is opt-in only: plain
   ``tensorflow.<sub>`` -> ``flowbook.<sub>`` for every other submodule already
   loaded (``import tensorflow.train`` reuses ``flowbook.train``, never a second
   copy of it);
-- ``tensorflow.examples.tutorials.mnist.input_data`` (and the packages on the
-  way) -> :mod:`flowbook.data.input_data`, the digits scaled to 28x28 standing in
-  for MNIST (never downloaded).
+- ``tensorflow.contrib.<name>`` -> each namespace ``tf.contrib`` has
+  (``import tensorflow.contrib.layers``);
+- a few modules outside those namespaces that TF1 scripts import, each with
+  empty stand-in packages on the way: ``tensorflow.examples.tutorials.mnist
+  .input_data`` -> :mod:`flowbook.data.input_data` (the digits scaled to 28x28
+  standing in for MNIST, never downloaded), ``tensorflow.python.client
+  .device_lib`` -> :mod:`flowbook.api.device_lib` and ``tensorflow.contrib
+  .tensorboard.plugins.projector`` -> :mod:`flowbook.api.projector`.
 
 and puts a finder first on ``sys.meta_path`` that answers every *other*
 ``tensorflow.*`` import (``tensorflow.python.ops``, ``tensorflow.contrib``...)
@@ -44,6 +49,7 @@ process that has imported the real TensorFlow cannot have the alias.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.abc
 import os
 import runpy
@@ -53,9 +59,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import flowbook
-from flowbook.data import input_data
 
-_MNIST = "tensorflow.examples.tutorials.mnist"
+_STAND_INS = {  # modules outside TF1's namespaces that scripts import: name -> flowbook's module
+    "tensorflow.examples.tutorials.mnist.input_data": "flowbook.data.input_data",
+    "tensorflow.python.client.device_lib": "flowbook.api.device_lib",
+    "tensorflow.contrib.tensorboard.plugins.projector": "flowbook.api.projector",
+}
 _ADDED: dict[str, Any] = {}  # sys.modules entries install() made -> the module each holds
 
 
@@ -92,17 +101,31 @@ def _aliases() -> dict[str, Any]:
     for name, module in list(sys.modules.items()):
         if name.startswith("flowbook.") and module is not None:
             table.setdefault("tensorflow." + name.removeprefix("flowbook."), module)
-    parts = _MNIST.split(".")
-    chain = [".".join(parts[: i + 1]) for i in range(1, len(parts))]  # tensorflow.examples...
-    for name in chain:
-        package = types.ModuleType(name, f"flowbook's stand-in for {name}")
-        package.__path__ = []  # a package: its submodules come from sys.modules only
-        table[name] = package
-    table[_MNIST + ".input_data"] = input_data
-    for name in chain:  # each package holds the next as an attribute, as imports expect
-        child = chain[chain.index(name) + 1] if name != chain[-1] else _MNIST + ".input_data"
-        setattr(table[name], child.rpartition(".")[2], table[child])
+    contrib = table["tensorflow.contrib"]
+    for name, value in vars(contrib).items():  # import tensorflow.contrib.layers
+        if isinstance(value, types.ModuleType) and not name.startswith("_"):
+            table.setdefault(f"tensorflow.contrib.{name}", value)
+    for name, target in _STAND_INS.items():
+        _stand_in(table, name, importlib.import_module(target))
     return table
+
+
+def _stand_in(table: dict[str, Any], name: str, module: types.ModuleType) -> None:
+    """``table[name] = module``, with an empty package for each missing parent on the way.
+
+    A parent made here holds its child as an attribute, as imports expect; a
+    parent that is a flowbook module (``tensorflow.contrib``) is left as it is.
+    """
+    table[name] = module
+    parent, _, child = name.rpartition(".")
+    while parent not in table:
+        package = types.ModuleType(parent, f"flowbook's stand-in for {parent}")
+        package.__path__ = []  # a package: its submodules come from sys.modules only
+        table[parent] = package
+        setattr(package, child, table[f"{parent}.{child}"])
+        parent, _, child = parent.rpartition(".")
+    if table[parent].__name__.startswith("tensorflow."):
+        setattr(table[parent], child, table[f"{parent}.{child}"])
 
 
 def is_installed() -> bool:

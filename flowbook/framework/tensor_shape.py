@@ -11,51 +11,178 @@ every op a cell builds, so it works on tuples.  :class:`TensorShape` and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 Shape = tuple[int | None, ...] | None  # the engine's form: None = unknown rank
 
 
 class Dimension:
-    """One dimension of a TensorShape; ``.value`` is an int or None.
+    """One dimension of a TensorShape, as TF1's: ``.value`` is an int or None.
 
-    >>> Dimension(3).value, Dimension(None)
-    (3, Dimension(None))
+    Arithmetic (``+ - * // %``) with ints or Dimensions gives a Dimension,
+    unknown when either side is; comparisons give a bool, or None when
+    either side is unknown (so ``if d == 3`` is falsy for an unknown ``d``).
+    ``/`` is refused, as in TF, in favour of ``//``.
+
+    >>> s = TensorShape([None, 7, 7, 64])
+    >>> s[1] * s[2], s[0] * s[1], Dimension(3) < Dimension(None)
+    (Dimension(49), Dimension(None), None)
     """
 
     __slots__ = ("value",)
 
     def __init__(self, value: Any) -> None:
-        self.value = (
-            value.value if isinstance(value, Dimension) else (None if value is None else int(value))
-        )
+        if isinstance(value, Dimension):
+            value = value.value
+        if value is not None:
+            if isinstance(value, str | bytes | float):
+                raise TypeError(_not_a_dimension(value))
+            try:
+                value = operator.index(value)
+            except TypeError:
+                raise TypeError(_not_a_dimension(value)) from None
+            if value < 0:
+                raise ValueError(f"Dimension {value} must be >= 0")
+        self.value: int | None = value
 
+    # ------------------------------------------------------------ conversions
     def __int__(self) -> int:
         if self.value is None:
-            raise ValueError("Cannot convert an unknown Dimension to an int")
+            raise TypeError("Cannot convert an unknown Dimension to an int")
         return self.value
 
     __index__ = __int__
 
-    def __eq__(self, other: object) -> Any:
-        other_value = other.value if isinstance(other, Dimension) else other
-        if self.value is None or other_value is None:
-            return None
-        return self.value == other_value
-
-    def __hash__(self) -> int:
-        return hash(self.value)
-
-    def is_compatible_with(self, other: Any) -> bool:
-        other_value = Dimension(other).value
-        return self.value is None or other_value is None or self.value == other_value
+    def __bool__(self) -> bool:
+        return bool(self.value)
 
     def __repr__(self) -> str:
         return f"Dimension({self.value})"
 
     def __str__(self) -> str:
         return "?" if self.value is None else str(self.value)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    # ---------------------------------------------------------- compatibility
+    def is_compatible_with(self, other: Any) -> bool:
+        other_value = as_dimension(other).value
+        return self.value is None or other_value is None or self.value == other_value
+
+    def assert_is_compatible_with(self, other: Any) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {as_dimension(other)} are not compatible")
+
+    def merge_with(self, other: Any) -> Dimension:
+        """The known one of the two, or either when both agree; ValueError if they differ."""
+        other = as_dimension(other)
+        self.assert_is_compatible_with(other)
+        return Dimension(self.value if self.value is not None else other.value)
+
+    # -------------------------------------------------------------- arithmetic
+    def _apply(self, other: Any, fn: Callable[[int, int], int], reverse: bool = False) -> Any:
+        o = _or_none(other)
+        if o is NotImplemented:
+            return NotImplemented
+        if self.value is None or o.value is None:
+            return Dimension(None)
+        return Dimension(fn(o.value, self.value) if reverse else fn(self.value, o.value))
+
+    def __add__(self, other: Any) -> Any:
+        return self._apply(other, operator.add)
+
+    def __radd__(self, other: Any) -> Any:
+        return self._apply(other, operator.add, True)
+
+    def __sub__(self, other: Any) -> Any:
+        return self._apply(other, operator.sub)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._apply(other, operator.sub, True)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._apply(other, operator.mul)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self._apply(other, operator.mul, True)
+
+    def __floordiv__(self, other: Any) -> Any:
+        return self._apply(other, operator.floordiv)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return self._apply(other, operator.floordiv, True)
+
+    def __mod__(self, other: Any) -> Any:
+        return self._apply(other, operator.mod)
+
+    def __rmod__(self, other: Any) -> Any:
+        return self._apply(other, operator.mod, True)
+
+    def __truediv__(self, other: Any) -> Any:
+        raise TypeError(
+            f"unsupported operand type(s) for /: 'Dimension' and '{type(other).__name__}', "
+            "please use // instead"
+        )
+
+    def __rtruediv__(self, other: Any) -> Any:
+        raise TypeError(
+            f"unsupported operand type(s) for /: '{type(other).__name__}' and 'Dimension', "
+            "please use // instead"
+        )
+
+    # ------------------------------------------------------------- comparisons
+    def _compare(self, other: Any, fn: Callable[[int, int], bool]) -> Any:
+        o = _or_none(other)
+        if o is NotImplemented:
+            return NotImplemented
+        if self.value is None or o.value is None:
+            return None
+        return fn(self.value, o.value)
+
+    def __eq__(self, other: object) -> Any:
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other: object) -> Any:
+        return self._compare(other, operator.ne)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(other, operator.ge)
+
+
+def _not_a_dimension(value: Any) -> str:
+    return (
+        "Dimension value must be integer or None or have an __index__ method, "
+        f"got value '{value!r}' with type '{type(value)}'"
+    )
+
+
+def _or_none(value: Any) -> Any:
+    """``value`` as a Dimension, or NotImplemented when it is not one (a float, a string)."""
+    try:
+        return as_dimension(value)
+    except (TypeError, ValueError):
+        return NotImplemented
+
+
+def as_dimension(value: Any) -> Dimension:
+    """``value`` itself if a Dimension, else ``Dimension(value)``.
+
+    >>> as_dimension(3), as_dimension(None)
+    (Dimension(3), Dimension(None))
+    """
+    return value if isinstance(value, Dimension) else Dimension(value)
 
 
 def as_shape(value: Any) -> Shape:
@@ -170,7 +297,18 @@ class TensorShape:
             raise ValueError(f"Shapes {self} and {TensorShape(other)} are incompatible")
 
     def merge_with(self, other: Any) -> TensorShape:
-        return TensorShape(merge(self._dims, as_shape(other)))
+        """The most specific shape compatible with both; ValueError if there is none."""
+        other = as_tensor_shape(other)
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {other} are not compatible")
+        return TensorShape(merge(self._dims, other._dims))
+
+    def most_specific_compatible_shape(self, other: Any) -> TensorShape:
+        """The most specific shape both are compatible with (unknown where they differ)."""
+        o = as_shape(other)
+        if self._dims is None or o is None or len(self._dims) != len(o):
+            return TensorShape(None)
+        return TensorShape([x if x == y else None for x, y in zip(self._dims, o)])
 
     def concatenate(self, other: Any) -> TensorShape:
         o = as_shape(other)
@@ -178,12 +316,45 @@ class TensorShape:
             return TensorShape(None)
         return TensorShape(self._dims + o)
 
+    def __add__(self, other: Any) -> TensorShape:
+        return self.concatenate(other)
+
+    def __radd__(self, other: Any) -> TensorShape:
+        return as_tensor_shape(other).concatenate(self)
+
+    def assert_has_rank(self, rank: int) -> None:
+        if self._dims is not None and len(self._dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def assert_same_rank(self, other: Any) -> None:
+        other = as_tensor_shape(other)
+        if self.ndims is not None and other.ndims is not None and self.ndims != other.ndims:
+            raise ValueError(f"Shapes {self} and {other} must have the same rank")
+
+    def assert_is_fully_defined(self) -> None:
+        if not self.is_fully_defined():
+            raise ValueError(f"Shape {self} is not fully defined")
+
     def with_rank(self, rank: int) -> TensorShape:
         if self._dims is None:
             return TensorShape([None] * rank)
         if len(self._dims) != rank:
             raise ValueError(f"Shape {self} must have rank {rank}")
         return self
+
+    def with_rank_at_least(self, rank: int) -> TensorShape:
+        if self._dims is not None and len(self._dims) < rank:
+            raise ValueError(f"Shape {self} must have rank at least {rank}")
+        return self
+
+    def with_rank_at_most(self, rank: int) -> TensorShape:
+        if self._dims is not None and len(self._dims) > rank:
+            raise ValueError(f"Shape {self} must have rank at most {rank}")
+        return self
+
+    def __bool__(self) -> bool:
+        """False only for an unknown rank (a scalar's shape is truthy), as in TF."""
+        return self._dims is not None
 
     def __len__(self) -> int:
         if self._dims is None:
@@ -208,6 +379,10 @@ class TensorShape:
         except (TypeError, ValueError):
             return NotImplemented
 
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
     def __hash__(self) -> int:
         return hash(self._dims)
 
@@ -221,6 +396,11 @@ class TensorShape:
             return "<unknown>"
         inner = ", ".join("?" if d is None else str(d) for d in self._dims)
         return f"({inner},)" if len(self._dims) == 1 else f"({inner})"
+
+
+def as_tensor_shape(value: Any) -> TensorShape:
+    """``value`` itself if a TensorShape, else ``TensorShape(value)``."""
+    return value if isinstance(value, TensorShape) else TensorShape(value)
 
 
 def scalar() -> TensorShape:

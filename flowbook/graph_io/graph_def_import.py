@@ -86,7 +86,7 @@ def tensor_value(proto: Any, where: str) -> np.ndarray:
     check_claim(where, shape, itemsize, dt.name)
     size = math.prod(shape)
     if is_str:
-        raw: Any = [bytes(v).decode("utf-8", "replace") for v in proto.string_val]
+        raw: Any = [bytes(v) for v in proto.string_val]  # string tensors hold bytes, as TF's
     elif proto.tensor_content:
         np_dt = dt.np.newbyteorder("<")
         if len(proto.tensor_content) != size * np_dt.itemsize:

@@ -228,7 +228,12 @@ def _converted(t: Tensor, arr: np.ndarray) -> np.ndarray:
             raise TypeError(
                 f"Cannot feed {arr.dtype} values to '{t.name}', which is string ({_made_at(t)})"
             )
-        return arr.astype(target)
+        if kind == "S":
+            return arr.astype(target)
+        # a str fed becomes bytes: every string op's output holds bytes, as TF's do
+        out = np.empty(arr.shape, dtype=object)
+        out.flat[:] = [v.encode() if isinstance(v, str) else v for v in arr.flat]
+        return out
     if kind in "USO" and not (kind == "O" and _all_numbers(arr)):
         raise TypeError(
             f"Cannot feed {_kinds(arr)} to '{t.name}', which is {dt.name} ({_made_at(t)})"

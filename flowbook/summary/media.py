@@ -22,7 +22,7 @@ from flowbook.framework.graph import get_default_graph
 from flowbook.framework.tensor import Tensor
 from flowbook.ops.io import media_summary_ops
 from flowbook.ops.io.media_summary_ops import audio_summary, image_summary
-from flowbook.summary.writer import _collect
+from flowbook.summary.writer import _collect, summary_scope
 
 __all__ = ["audio", "audio_summary", "image", "image_summary", "tensor_summary", "text"]
 
@@ -30,7 +30,7 @@ __all__ = ["audio", "audio_summary", "image", "image_summary", "tensor_summary",
 def _scoped(name: str, family: str | None, build: Any) -> Tensor:
     """``build(tag, op_name)`` under ``name``'s (uniquified) scope; the tag is that scope."""
     graph = get_default_graph()
-    with graph.name_scope(f"{family}/{name}" if family else name) as scope:
+    with graph.name_scope(summary_scope(name, family)) as scope:
         return build(scope.rstrip("/"), scope)
 
 

@@ -27,6 +27,7 @@ TensorBoard is imported inside the functions that need it, so that
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -37,6 +38,7 @@ from flowbook.framework.graph_keys import GraphKeys
 from flowbook.framework.tensor import Tensor
 from flowbook.ops._builder import make1, tensor
 from flowbook.ops.io import summary_ops
+from flowbook.platform import tf_logging
 from flowbook.summary.live_plots import LivePlot, progress
 
 __all__ = ["FileWriter", "LivePlot", "histogram", "histogram_summary", "merge", "merge_all"]
@@ -50,10 +52,34 @@ def _collect(t: Tensor, collections: Any) -> Tensor:
     return t
 
 
+_ILLEGAL = re.compile(r"[^-/A-Za-z0-9_.]")
+
+
+def clean_tag(name: str) -> str:
+    """``name`` made a legal scope name, as TF1 forgives it: ``"W1:0"`` -> ``"W1_0"``.
+
+    Every character a name scope refuses (space, ``:``...) becomes ``_`` and
+    a leading ``/`` goes; the change is logged at INFO, as TF1 logs it.
+
+    >>> clean_tag("histogram loss"), clean_tag("ok/name")
+    ('histogram_loss', 'ok/name')
+    """
+    cleaned = _ILLEGAL.sub("_", name).lstrip("/")
+    if cleaned != name:
+        tf_logging.info("Summary name %s is illegal; using %s instead.", name, cleaned)
+    return cleaned
+
+
+def summary_scope(name: str, family: str | None) -> str:
+    """The scope a summary op is built in: ``family/name``, both cleaned as TF1 cleans them."""
+    name = clean_tag(name)
+    return f"{clean_tag(family)}/{name}" if family else name
+
+
 def _summary_op(op_type: str, name: str, values: Any, family: str | None) -> Tensor:
     """The op named by ``name``'s scope (uniquified); its tag is that scoped name."""
     graph = get_default_graph()
-    scoped = f"{family}/{name}" if family else name
+    scoped = summary_scope(name, family)
     with graph.name_scope(scoped) as scope:
         tag = scope.rstrip("/")
         t = tensor(np.array(tag, dtype=object), name="tag")

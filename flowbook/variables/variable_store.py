@@ -17,6 +17,10 @@ A new variable is built at the top of the name scopes (its ops are named by
 the variable scope only), its initial value under ``<name>/Initializer/`` and
 its regularization loss under ``<name>/Regularizer/``, added to
 ``GraphKeys.REGULARIZATION_LOSSES``.
+When another op (a plain ``tf.Variable``, a constant) holds the name
+already, the new variable's ops are uniquified (``scalar_1``) as in TF1, and
+the store still knows it by the name asked for, so asking again without
+reuse is the usual ValueError.
 
     >>> import flowbook as tf
     >>> with tf.Graph().as_default() as g:
@@ -120,11 +124,6 @@ class VariableStore:
                 validate_shape=validate_shape,
                 name=name,
                 dtype=var_dtype,
-            )
-        if v.op.name != name:  # the op name was taken by an op not made by get_variable
-            raise ValueError(
-                f"Variable {name}: the name is taken by another op of the graph, so the variable "
-                f"became '{v.op.name}' ({v.op.site.describe()}); choose another name or scope"
             )
         self.vars[name] = v
         if regularizer is not None:

@@ -79,6 +79,8 @@ def _const_array(
         raise ValueError(f"Cannot convert {value!r} to a {dt.name} tensor: out of range") from None
     except (TypeError, ValueError) as e:
         raise TypeError(f"Cannot convert {value!r} to a {dt.name} tensor: {e}") from None
+    if dt is dtypes.string:
+        arr = _utf8(arr)
     if dt.is_integer and not isinstance(value, np.ndarray | np.generic):
         raw = np.asarray(value)
         if raw.dtype.kind == "f" and not np.array_equal(raw, arr):
@@ -102,6 +104,17 @@ def _const_array(
                 )
     arr.flags.writeable = False  # the graph owns it; a fetch hands out a copy
     return arr
+
+
+def _utf8(arr: np.ndarray) -> np.ndarray:
+    """A string array with every ``str`` encoded: a string tensor holds ``bytes``, as TF's do.
+
+    Every op producing strings (DecodeCSV, StringJoin, feeds...) yields
+    ``bytes``, so a ``str`` kept here would compare unequal to them.
+    """
+    out = np.empty(arr.shape, dtype=object)
+    out.flat[:] = [v.encode() if isinstance(v, str) else v for v in arr.flat]
+    return out
 
 
 def constant(

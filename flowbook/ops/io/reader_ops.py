@@ -125,6 +125,8 @@ class ReaderState:
 
 
 def _text(v: Any) -> str:
+    if isinstance(v, np.ndarray):  # a 0-d string array: its one element
+        v = v.item()
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
