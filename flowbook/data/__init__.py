@@ -5,7 +5,8 @@ function traced into a flowbook graph), ``dataset`` (the base class and how
 elements move, as chunks), ``sources``, ``transforms`` (those running a
 function), ``batching`` (the rest), ``prefetch`` (a producer thread), ``iterator``
 (the ops), ``experimental``
-(TF1's fused transformations).  Importing this
+(TF1's fused transformations), ``options`` (``tf.data.Options``, which
+``Dataset.with_options`` attaches, and the cardinality constants).  Importing this
 package registers every transformation.
 
     >>> import flowbook as tf
@@ -26,18 +27,34 @@ from flowbook.data.iterator import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from flowbook.data.options import (
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    DatasetSpec,
+    NumpyIterator,
+    Options,
+    ThreadingOptions,
+    get_output_classes,
+)
 from flowbook.data.sources import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 from flowbook.data.structure import TensorSpec
 
 __all__ = [
     "AUTOTUNE",
+    "INFINITE_CARDINALITY",
+    "UNKNOWN_CARDINALITY",
     "Dataset",
+    "DatasetSpec",
     "FixedLengthRecordDataset",
     "Iterator",
+    "NumpyIterator",
+    "Options",
     "TFRecordDataset",
     "TensorSpec",
     "TextLineDataset",
+    "ThreadingOptions",
     "experimental",
+    "get_output_classes",
     "get_output_shapes",
     "get_output_types",
     "make_initializable_iterator",
