@@ -8,6 +8,7 @@ as a run finishes never raises in code after it.
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 
@@ -105,7 +106,16 @@ def test_a_close_as_runs_finish_never_raises_after_them():
             assert outcome[-1] == "clean", outcome
 
 
-def test_an_interrupt_names_the_op_it_stopped_in():
+@pytest.fixture
+def ctrl_c():
+    """Python's own Ctrl-C handler, as a notebook kernel has it: a process started in the
+    background (as CI may be) inherits SIGINT ignored, and then interrupt_main() does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupt_names_the_op_it_stopped_in(ctrl_c):
     with tf.Graph().as_default():
         x, out = _long_loop()
         with tf.Session() as sess:
