@@ -72,6 +72,7 @@ from flowbook.ops.random import (
     candidate_sampling_ops,  # noqa: F401  (importing registers the ops)
     multinomial_ops,  # noqa: F401  (importing registers the ops)
     random_ops,  # noqa: F401  (importing registers the ops)
+    stateless_random_ops,  # noqa: F401  (importing registers the ops)
 )
 from flowbook.ops.sparse import (
     sparse_ops,  # noqa: F401  (importing registers the ops)

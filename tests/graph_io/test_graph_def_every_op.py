@@ -478,11 +478,22 @@ def image_ops(x):
     tf.image.sample_distorted_bounding_box([2, 3, 3], [boxes], seed=2, area_range=(0.1, 1.0))
 
 
+def stateless_random_ops():
+    """tf.random's stateless ops: a shape and a [2] seed in, TensorFlow's values out."""
+    seed = tf.constant([1, 2], tf.int64)
+    tf.random.stateless_uniform([2], seed)
+    tf.random.stateless_normal([2], seed, dtype=tf.float64)
+    tf.random.stateless_truncated_normal([2], [3, 4])
+    tf.random.stateless_uniform([2], seed, 0, 5, tf.int32)
+    tf.random.split(seed)
+
+
 def newer_ops(x):
     from flowbook.ops._builder import make1
     from flowbook.ops.math.cwise_grad_ops import ROWS
 
     image_ops(x)
+    stateless_random_ops()
     resource_ops()
     saving_and_media_ops(x)
     y = tf.sigmoid(x)

@@ -153,6 +153,19 @@ def _seeded_random_row():
     return draws, {shape: np.array([3, 4], np.int32)}
 
 
+def _stateless_random_row():
+    shape = fb.placeholder(fb.int32, [None])
+    seed = fb.placeholder(fb.int64, [2])
+    draws = [
+        fb.random.stateless_uniform(shape, seed),
+        fb.random.stateless_normal(shape, seed, dtype=fb.float64),
+        fb.random.stateless_truncated_normal(shape, seed),
+        fb.random.stateless_uniform(shape, seed, 0, 7, fb.int64),
+        fb.random.stateless_uniform(shape, seed, None, None, fb.int64),
+    ]
+    return draws, {shape: np.array([3, 4], np.int32), seed: np.array([5, -6], np.int64)}
+
+
 def _misc_row():
     a = fb.placeholder(fb.float64, [None, None])
     b = np.array([[2.0, 1.0], [1.0, 3.0]])
@@ -294,7 +307,8 @@ DIFF_ROWS = (
         for kd in (False, True)
     ]
     + [(f"nn/{k}", lambda v=v: _nn_row(*v)) for k, v in test_nn_blocks.GRADIENT_CASES.items()]
-    + [("random/seeded", _seeded_random_row), ("misc", _misc_row), ("variables", _variable_row)]
+    + [("random/seeded", _seeded_random_row), ("random/stateless", _stateless_random_row)]
+    + [("misc", _misc_row), ("variables", _variable_row)]
     + [("long-tail", _long_tail_row), ("tf.math", _tfmath_row)]
     + [("compat-tail", _compat_tail_row)]
     + [("activation-grads", _activation_grad_row)]
@@ -592,6 +606,7 @@ HOST_INPUT_NAMES = {
     "nbins",
     "pred",
     "max_size",  # StackV2's bound
+    "seed",  # a stateless random op's [2] seed: its Philox key is derived on the host
 }
 
 
