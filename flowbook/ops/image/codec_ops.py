@@ -186,6 +186,25 @@ op(
 )
 
 
+def _jpeg_attrs(
+    channels: int,
+    ratio: int,
+    fancy_upscaling: bool,
+    try_recover_truncated: bool,
+    acceptable_fraction: float,
+    dct_method: str,
+) -> dict[str, Any]:
+    """The attrs DecodeJpeg and DecodeAndCropJpeg share, as their wrappers take them."""
+    return {
+        "channels": int(channels),
+        "ratio": int(ratio),
+        "fancy_upscaling": bool(fancy_upscaling),
+        "try_recover_truncated": bool(try_recover_truncated),
+        "acceptable_fraction": float(acceptable_fraction),
+        "dct_method": str(dct_method),
+    }
+
+
 def decode_jpeg(
     contents: Any,
     channels: int = 0,
@@ -197,14 +216,9 @@ def decode_jpeg(
     name: str | None = None,
 ) -> Tensor:
     """A JPEG file's pixels, uint8 ``[h, w, channels]`` (``dct_method``: always accurate)."""
-    attrs = {
-        "channels": int(channels),
-        "ratio": int(ratio),
-        "fancy_upscaling": bool(fancy_upscaling),
-        "try_recover_truncated": bool(try_recover_truncated),
-        "acceptable_fraction": float(acceptable_fraction),
-        "dct_method": str(dct_method),
-    }
+    attrs = _jpeg_attrs(
+        channels, ratio, fancy_upscaling, try_recover_truncated, acceptable_fraction, dct_method
+    )
     return make1("DecodeJpeg", [tensor(contents, dtypes.string)], attrs, name=name or "DecodeJpeg")
 
 
@@ -244,14 +258,9 @@ def decode_and_crop_jpeg(
     name: str | None = None,
 ) -> Tensor:
     """The ``crop_window`` ``[y, x, height, width]`` of a JPEG file's pixels."""
-    attrs = {
-        "channels": int(channels),
-        "ratio": int(ratio),
-        "fancy_upscaling": bool(fancy_upscaling),
-        "try_recover_truncated": bool(try_recover_truncated),
-        "acceptable_fraction": float(acceptable_fraction),
-        "dct_method": str(dct_method),
-    }
+    attrs = _jpeg_attrs(
+        channels, ratio, fancy_upscaling, try_recover_truncated, acceptable_fraction, dct_method
+    )
     inputs = [tensor(contents, dtypes.string), tensor(crop_window, dtypes.int32)]
     return make1("DecodeAndCropJpeg", inputs, attrs, name=name or "DecodeAndCropJpeg")
 
